@@ -1,1 +1,373 @@
-//! TODO
+//! The webhook as a pure function: AdmissionReview v1 bytes in, AdmissionReview v1 bytes out.
+//! Decode, pick the rule set by operation and subresource, turn errors into a denial shaped like
+//! kube-apiserver's, compute the JSON Patch on the raw object. No sockets here and no Job rule:
+//! the server calls this, and this calls `jobwarden_rules`.
+
+pub mod policy;
+pub mod wire;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use base64::Engine as _;
+use jobwarden_rules::field::invalid_message;
+use jobwarden_rules::{FieldError, JOB_KIND_GROUP, JobObject, defaults, rule_names};
+use serde::Deserialize as _;
+use serde_json::Value;
+
+pub use policy::Policy;
+use wire::{Cause, Empty, Request, Response, ReviewOut, Status, StatusDetails};
+
+/// Which of the two webhooks a request came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Webhook {
+    Mutate,
+    Validate,
+}
+
+impl fmt::Display for Webhook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Webhook::Mutate => "mutate",
+            Webhook::Validate => "validate",
+        })
+    }
+}
+
+/// What the server knows beyond the request itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Context<'a> {
+    /// Labels of the request's namespace, when the server can look them up.
+    pub namespace_labels: Option<&'a BTreeMap<String, String>>,
+}
+
+/// How a review ended, for logs and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not a Job, or an operation jobwarden has nothing to say about.
+    Ignored,
+    Allowed,
+    /// Allowed with a patch.
+    Patched,
+    Denied { code: u16 },
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::Ignored => f.write_str("ignored"),
+            Verdict::Allowed => f.write_str("allowed"),
+            Verdict::Patched => f.write_str("patched"),
+            Verdict::Denied { code } => write!(f, "denied_{code}"),
+        }
+    }
+}
+
+/// One line's worth of facts about a review; never the object itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    pub uid: String,
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub operation: String,
+    pub sub_resource: String,
+    pub dry_run: bool,
+    pub verdict: Verdict,
+}
+
+/// A review answered with an AdmissionReview response.
+#[derive(Debug, Clone)]
+pub struct Reviewed {
+    /// The response body, ending in a newline: what the server sends and `review` prints.
+    pub body: Vec<u8>,
+    pub allowed: bool,
+    pub summary: Summary,
+}
+
+/// A body that is not an AdmissionReview v1 request with a uid: there is nobody to answer, so
+/// the server replies 400 with this message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unreadable {
+    #[error("request body is not valid JSON: {0}")]
+    NotJson(String),
+    #[error("request body is not an admission.k8s.io/v1 AdmissionReview (apiVersion {api_version:?}, kind {kind:?})")]
+    NotAdmissionReview { api_version: String, kind: String },
+    #[error("AdmissionReview has no request.uid")]
+    NoUid,
+}
+
+/// The reviewer: policy configuration plus the rules. Cheap to share across threads.
+#[derive(Debug, Clone, Default)]
+pub struct Reviewer {
+    pub policy: Policy,
+}
+
+/// The decision before it is encoded.
+struct Decision {
+    denial: Option<Status>,
+    patch: Option<Vec<u8>>,
+    warnings: Vec<String>,
+    ignored: bool,
+}
+
+impl Decision {
+    fn allow() -> Self {
+        Decision {
+            denial: None,
+            patch: None,
+            warnings: Vec::new(),
+            ignored: false,
+        }
+    }
+
+    fn ignore() -> Self {
+        Decision {
+            ignored: true,
+            ..Decision::allow()
+        }
+    }
+
+    fn deny(status: Status) -> Self {
+        Decision {
+            denial: Some(status),
+            ..Decision::allow()
+        }
+    }
+}
+
+impl Reviewer {
+    pub fn new(policy: Policy) -> Self {
+        Reviewer { policy }
+    }
+
+    pub fn review(
+        &self,
+        webhook: Webhook,
+        body: &[u8],
+        ctx: &Context<'_>,
+    ) -> Result<Reviewed, Unreadable> {
+        let mut envelope: Value =
+            serde_json::from_slice(body).map_err(|e| Unreadable::NotJson(e.to_string()))?;
+        let field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let (api_version, kind) = (field(&envelope, "apiVersion"), field(&envelope, "kind"));
+        if api_version != wire::API_VERSION || kind != wire::KIND {
+            return Err(Unreadable::NotAdmissionReview { api_version, kind });
+        }
+        let request = envelope
+            .get_mut("request")
+            .map(Value::take)
+            .unwrap_or(Value::Null);
+        let uid = field(&request, "uid");
+        if uid.is_empty() {
+            return Err(Unreadable::NoUid);
+        }
+        let mut summary = Summary {
+            uid: uid.clone(),
+            kind: String::new(),
+            namespace: field(&request, "namespace"),
+            name: field(&request, "name"),
+            operation: field(&request, "operation"),
+            sub_resource: field(&request, "subResource"),
+            dry_run: request.get("dryRun").and_then(Value::as_bool) == Some(true),
+            verdict: Verdict::Allowed,
+        };
+        let decision = match Request::deserialize(request) {
+            Ok(request) => {
+                summary.kind = format!(
+                    "{}/{}",
+                    request.resource.resource,
+                    request.sub_resource.as_deref().unwrap_or("")
+                )
+                .trim_end_matches('/')
+                .to_owned();
+                self.decide(webhook, &request, ctx)
+            }
+            Err(e) => Decision::deny(bad_request(format!(
+                "cannot read the AdmissionReview request: {e}"
+            ))),
+        };
+        summary.verdict = match (&decision.denial, &decision.patch, decision.ignored) {
+            (Some(status), _, _) => Verdict::Denied { code: status.code },
+            (None, Some(_), _) => Verdict::Patched,
+            (None, None, true) => Verdict::Ignored,
+            (None, None, false) => Verdict::Allowed,
+        };
+        let allowed = decision.denial.is_none();
+        let out = ReviewOut {
+            api_version: wire::API_VERSION,
+            kind: wire::KIND,
+            response: Response {
+                uid: &uid,
+                allowed,
+                status: decision.denial,
+                patch_type: decision.patch.as_ref().map(|_| "JSONPatch"),
+                patch: decision
+                    .patch
+                    .map(|p| base64::engine::general_purpose::STANDARD.encode(p)),
+                warnings: decision.warnings,
+            },
+        };
+        let mut body = serde_json::to_vec(&out).unwrap_or_default();
+        body.push(b'\n');
+        Ok(Reviewed {
+            body,
+            allowed,
+            summary,
+        })
+    }
+
+    fn decide(&self, webhook: Webhook, request: &Request, ctx: &Context<'_>) -> Decision {
+        let is_job = request.kind.group == "batch"
+            && request.kind.kind == "Job"
+            && request.resource.resource == "jobs";
+        if !is_job {
+            return Decision::ignore();
+        }
+        let sub_resource = request.sub_resource.as_deref().unwrap_or("");
+        match (webhook, request.operation.as_str(), sub_resource) {
+            (Webhook::Mutate, "CREATE" | "UPDATE", "") => self.mutate(request, ctx),
+            (Webhook::Validate, "CREATE" | "UPDATE", "") | (Webhook::Validate, "UPDATE", "status") => {
+                self.validate(request)
+            }
+            _ => Decision::ignore(),
+        }
+    }
+
+    fn mutate(&self, request: &Request, ctx: &Context<'_>) -> Decision {
+        // A mutating webhook never denies: whatever is wrong with the object, the validating
+        // webhook (and the apiserver) will say so.
+        let Some(object) = request.object.as_ref().filter(|o| o.is_object()) else {
+            return Decision::allow();
+        };
+        let mut mutated = object.clone();
+        defaults::pod_replacement_policy(&mut mutated);
+        let mut warnings = Vec::new();
+        let namespace = request.namespace.as_deref().unwrap_or("");
+        if request.operation == "CREATE"
+            && self
+                .policy
+                .suspend_on_create
+                .matches(namespace, ctx.namespace_labels)
+            && let Some(spec) = mutated.get_mut("spec").and_then(Value::as_object_mut)
+            && spec.get("suspend") != Some(&Value::Bool(true))
+        {
+            spec.insert("suspend".into(), Value::Bool(true));
+            warnings.push(format!(
+                "spec.suspend: set to true by jobwarden: Jobs in namespace {namespace:?} are created suspended"
+            ));
+        }
+        let patch = json_patch::diff(object, &mutated);
+        let patch = (!patch.0.is_empty())
+            .then(|| serde_json::to_vec(&patch).ok())
+            .flatten();
+        Decision {
+            patch,
+            warnings,
+            ..Decision::allow()
+        }
+    }
+
+    fn validate(&self, request: &Request) -> Decision {
+        let Some(object) = request.object.as_ref() else {
+            return Decision::deny(bad_request("request.object is required".to_owned()));
+        };
+        let new = match JobObject::parse(object) {
+            Ok(job) => job,
+            Err(e) => return Decision::deny(bad_request(format!("object: {e}"))),
+        };
+        let old = match (request.operation.as_str(), request.old_object.as_ref()) {
+            ("CREATE", _) => None,
+            (_, Some(old)) => match JobObject::parse(old) {
+                Ok(job) => Some(job),
+                Err(e) => return Decision::deny(bad_request(format!("oldObject: {e}"))),
+            },
+            (_, None) => {
+                return Decision::deny(bad_request(
+                    "request.oldObject is required for UPDATE".to_owned(),
+                ));
+            }
+        };
+        let is_status = request.sub_resource.as_deref() == Some("status");
+        let errors = match (&old, is_status) {
+            (None, _) => jobwarden_rules::validate_create(&new),
+            (Some(old), false) => jobwarden_rules::validate_update(&new, old),
+            (Some(old), true) => jobwarden_rules::validate_status_update(&new, old),
+        };
+        let name = match new.name() {
+            "" => request.name.as_deref().unwrap_or(""),
+            name => name,
+        };
+        if !errors.is_empty() {
+            return Decision::deny(invalid(name, &errors));
+        }
+        if is_status {
+            return Decision::allow();
+        }
+        if let Some(forbidden) = self.policy.check(&request.user_info, &new, old.as_ref()) {
+            return Decision::deny(Status {
+                metadata: Empty {},
+                status: "Failure",
+                message: format!("jobs.batch {name:?} is forbidden: {}", forbidden.0),
+                reason: "Forbidden",
+                details: Some(StatusDetails {
+                    name: name.to_owned(),
+                    group: "batch",
+                    kind: "jobs",
+                    causes: Vec::new(),
+                }),
+                code: 403,
+            });
+        }
+        let mut warnings = self.policy.warnings(&new, old.as_ref());
+        if old.is_none()
+            && rule_names::names_any_rule(&new)
+            && new.spec.managed_by.as_deref() != Some(self.policy.controller_name.as_str())
+        {
+            warnings.push(format!(
+                "metadata.annotations[{}]: pod failure policy rule names take effect only for Jobs with spec.managedBy {:?}; the built-in Job controller ignores them",
+                rule_names::ANNOTATION,
+                self.policy.controller_name
+            ));
+        }
+        Decision {
+            warnings,
+            ..Decision::allow()
+        }
+    }
+}
+
+/// A 422 denial, shaped as kube-apiserver rejects an invalid Job.
+fn invalid(name: &str, errors: &[FieldError]) -> Status {
+    Status {
+        metadata: Empty {},
+        status: "Failure",
+        message: invalid_message(JOB_KIND_GROUP, name, errors),
+        reason: "Invalid",
+        details: Some(StatusDetails {
+            name: name.to_owned(),
+            group: "batch",
+            kind: "Job",
+            causes: errors
+                .iter()
+                .map(|e| Cause {
+                    reason: e.kind.cause_reason(),
+                    message: e.body(),
+                    field: e.path.to_string(),
+                })
+                .collect(),
+        }),
+        code: 422,
+    }
+}
+
+fn bad_request(message: String) -> Status {
+    Status {
+        metadata: Empty {},
+        status: "Failure",
+        message,
+        reason: "BadRequest",
+        details: None,
+        code: 400,
+    }
+}

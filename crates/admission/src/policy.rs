@@ -1,0 +1,182 @@
+//! Policy beyond upstream, all opt-in and empty by default: a closed set of `managedBy` values,
+//! who may resume a suspended Job, and namespaces whose Jobs are created suspended. Pure: the
+//! server hands in what it knows (the requester, the namespace's labels).
+
+use std::collections::BTreeMap;
+
+use jobwarden_rules::JobObject;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde::Deserialize;
+
+use crate::wire::UserInfo;
+
+/// The built-in Job controller's name; a Job naming it is treated like one with no `managedBy`.
+pub const BUILT_IN_CONTROLLER: &str = "kubernetes.io/job-controller";
+pub const DEFAULT_CONTROLLER_NAME: &str = "jobwarden.io/job-controller";
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Policy {
+    /// jobwarden's own controller name (the value its reconcile loop answers to).
+    pub controller_name: String,
+    /// When non-empty, the only `managedBy` values a new Job may name, besides jobwarden's own
+    /// name and the built-in controller's.
+    pub allowed_managed_by: Vec<String>,
+    /// When any list is non-empty, only these identities may resume a suspended Job.
+    pub resume: Identities,
+    /// Namespaces whose new Jobs the mutating webhook creates suspended.
+    pub suspend_on_create: NamespaceMatch,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            controller_name: DEFAULT_CONTROLLER_NAME.to_owned(),
+            allowed_managed_by: Vec::new(),
+            resume: Identities::default(),
+            suspend_on_create: NamespaceMatch::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Identities {
+    pub users: Vec<String>,
+    pub groups: Vec<String>,
+    /// `namespace/name`.
+    pub service_accounts: Vec<String>,
+}
+
+impl Identities {
+    pub fn is_empty(&self) -> bool {
+        self.users.is_empty() && self.groups.is_empty() && self.service_accounts.is_empty()
+    }
+
+    pub fn contains(&self, user: &UserInfo) -> bool {
+        self.users.iter().any(|u| *u == user.username)
+            || self
+                .groups
+                .iter()
+                .any(|g| user.groups.iter().any(|ug| ug == g))
+            || self.service_accounts.iter().any(|sa| {
+                sa.split_once('/').is_some_and(|(ns, name)| {
+                    user.username == format!("system:serviceaccount:{ns}:{name}")
+                })
+            })
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct NamespaceMatch {
+    pub names: Vec<String>,
+    pub selector: Option<LabelSelector>,
+}
+
+impl NamespaceMatch {
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty() && self.selector.is_none()
+    }
+
+    /// Whether the namespace is chosen. Labels are `None` when the server cannot know them
+    /// (no cluster); then only names can match.
+    pub fn matches(&self, namespace: &str, labels: Option<&BTreeMap<String, String>>) -> bool {
+        if self.names.iter().any(|n| n == namespace) {
+            return true;
+        }
+        match (&self.selector, labels) {
+            (Some(selector), Some(labels)) => selector_matches(selector, labels),
+            _ => false,
+        }
+    }
+}
+
+/// Label-selector semantics of `metav1.LabelSelector`: every matchLabels pair and every
+/// expression must hold; an empty selector matches everything.
+pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    let labels_ok = selector
+        .match_labels
+        .iter()
+        .flatten()
+        .all(|(k, v)| labels.get(k) == Some(v));
+    let expressions_ok = selector.match_expressions.iter().flatten().all(|e| {
+        let values = e.values.as_deref().unwrap_or_default();
+        let value = labels.get(&e.key);
+        match e.operator.as_str() {
+            "In" => value.is_some_and(|v| values.contains(v)),
+            "NotIn" => value.is_none_or(|v| !values.contains(v)),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            _ => false,
+        }
+    });
+    labels_ok && expressions_ok
+}
+
+/// A request denied by policy: HTTP 403, as kube-apiserver words a forbidden write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forbidden(pub String);
+
+impl Policy {
+    /// Policy checks on a create or spec update of `jobs`.
+    pub fn check(
+        &self,
+        user: &UserInfo,
+        new: &JobObject<'_>,
+        old: Option<&JobObject<'_>>,
+    ) -> Option<Forbidden> {
+        if old.is_none()
+            && let Some(managed_by) = new.spec.managed_by.as_deref()
+            && !self.allowed_managed_by.is_empty()
+            && !self.is_known_controller(managed_by)
+            && !self.allowed_managed_by.iter().any(|a| a == managed_by)
+        {
+            return Some(Forbidden(format!(
+                "spec.managedBy {managed_by:?} is not one of the controllers this cluster allows: {}",
+                self.allowed_list()
+            )));
+        }
+        if let Some(old) = old
+            && old.is_suspended()
+            && !new.is_suspended()
+            && !self.resume.is_empty()
+            && !self.resume.contains(user)
+        {
+            return Some(Forbidden(format!(
+                "User {:?} may not resume a suspended Job: only the identities in the resume policy may",
+                user.username
+            )));
+        }
+        None
+    }
+
+    /// Advice that does not block the request.
+    pub fn warnings(&self, new: &JobObject<'_>, old: Option<&JobObject<'_>>) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if old.is_none()
+            && let Some(managed_by) = new.spec.managed_by.as_deref()
+            && !self.is_known_controller(managed_by)
+            && !self.allowed_managed_by.iter().any(|a| a == managed_by)
+        {
+            warnings.push(format!(
+                "spec.managedBy: {managed_by:?} is neither jobwarden's controller ({:?}) nor the built-in Job controller; neither will run this Job",
+                self.controller_name
+            ));
+        }
+        warnings
+    }
+
+    fn is_known_controller(&self, managed_by: &str) -> bool {
+        managed_by == self.controller_name || managed_by == BUILT_IN_CONTROLLER
+    }
+
+    fn allowed_list(&self) -> String {
+        let mut all: Vec<&str> = vec![self.controller_name.as_str(), BUILT_IN_CONTROLLER];
+        all.extend(self.allowed_managed_by.iter().map(String::as_str));
+        all.iter()
+            .map(|a| format!("{a:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
