@@ -13,6 +13,8 @@ pub mod managed_by;
 pub mod names;
 pub mod pod_failure_policy;
 pub mod rule_names;
+pub mod selector;
+pub mod semantic;
 pub mod status_transitions;
 pub mod success_policy;
 pub mod template_update;

@@ -1,0 +1,776 @@
+//! `plan(job, pods, now, config) -> Plan`: everything the controller decides for one Job, as a
+//! pure function of what the API holds. It follows upstream's `syncJob` step by step; it never
+//! performs I/O, never reads a clock, and plans at most one status write so that each write can
+//! be checked against the status-transition rules before it is made.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use jobwarden_rules::JobObject;
+use jobwarden_rules::condition::{COMPLETE, FAILED, FAILURE_TARGET, SUCCESS_CRITERIA_MET, SUSPENDED};
+use jobwarden_rules::indexes::IndexSet;
+use k8s_openapi::api::batch::v1::{JobCondition, JobStatus, UncountedTerminatedPods};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::Value;
+
+use crate::backoff;
+use crate::conditions;
+use crate::pod_template::{JobIdentity, build_pod};
+use crate::pods::{Phase, PodView};
+use crate::well_known::*;
+
+/// Tunables of `plan`; the defaults are upstream's.
+#[derive(Debug, Clone)]
+pub struct PlanConfig {
+    /// The `spec.managedBy` value of the Jobs this controller runs.
+    pub controller_name: String,
+    /// Upstream's `MaxPodCreateDeletePerSync`.
+    pub max_pod_changes_per_sync: usize,
+    /// Upstream's `MaxUncountedPods`: keeps `uncountedTerminatedPods` small.
+    pub max_uncounted_pods: usize,
+    pub backoff_base: Duration,
+    pub backoff_max: Duration,
+}
+
+pub const DEFAULT_CONTROLLER_NAME: &str = "jobwarden.io/job-controller";
+
+impl Default for PlanConfig {
+    fn default() -> Self {
+        PlanConfig {
+            controller_name: DEFAULT_CONTROLLER_NAME.to_owned(),
+            max_pod_changes_per_sync: 500,
+            max_uncounted_pods: 500,
+            backoff_base: backoff::DEFAULT_BACKOFF,
+            backoff_max: backoff::MAX_BACKOFF,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodRef {
+    pub name: String,
+    pub uid: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodCreation {
+    pub index: Option<i32>,
+    /// The pod manifest to POST (built from the raw template).
+    pub pod: Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteReason {
+    /// `spec.suspend` became true.
+    Suspended,
+    /// More pods are active than wanted, or an Indexed pod has a duplicate or invalid index.
+    Excess,
+    /// The Job met its success criteria or is failing; what is left is terminated.
+    JobFinishing,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodDeletion {
+    pub pod: PodRef,
+    pub reason: DeleteReason,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobEvent {
+    pub warning: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+/// The Job reached a terminal condition in this plan's status write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finish {
+    pub succeeded: bool,
+    pub reason: String,
+}
+
+/// Why a plan does nothing at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Skip {
+    /// `spec.managedBy` names another controller (or none): never touch it.
+    ForeignManager(Option<String>),
+    UnknownCompletionMode(String),
+}
+
+/// What to do, in the order the executor does it: write the status, remove finalizers, delete
+/// pods, create pods, emit events.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    /// The whole new status, when it differs from the stored one.
+    pub status: Option<JobStatus>,
+    /// Only pods whose outcome is already in the stored status or in `status` above (or whose
+    /// outcome is not counted at all).
+    pub remove_finalizers: Vec<PodRef>,
+    pub delete: Vec<PodDeletion>,
+    pub create: Vec<PodCreation>,
+    pub events: Vec<JobEvent>,
+    /// Look again after this long even if nothing changes (back-off, deadline, next step).
+    pub requeue_after: Option<Duration>,
+    pub finished: Option<Finish>,
+    pub skipped: Option<Skip>,
+}
+
+impl Plan {
+    /// Whether applying the plan would change nothing.
+    pub fn is_noop(&self) -> bool {
+        self.status.is_none()
+            && self.remove_finalizers.is_empty()
+            && self.delete.is_empty()
+            && self.create.is_empty()
+            && self.events.is_empty()
+    }
+
+    fn requeue(&mut self, after: Duration) {
+        self.requeue_after = Some(self.requeue_after.map_or(after, |d| d.min(after)));
+    }
+
+    fn remove_finalizer(&mut self, pod: &PodView) {
+        if !self.remove_finalizers.iter().any(|p| p.uid == pod.uid) {
+            self.remove_finalizers.push(pod_ref(pod));
+        }
+    }
+
+    fn event(&mut self, warning: bool, reason: &str, message: &str) {
+        self.events.push(JobEvent {
+            warning,
+            reason: reason.to_owned(),
+            message: message.to_owned(),
+        });
+    }
+}
+
+fn pod_ref(p: &PodView) -> PodRef {
+    PodRef {
+        name: p.name.clone(),
+        uid: p.uid.clone(),
+    }
+}
+
+/// The terminal outcome the Job is heading to.
+#[derive(Debug, Clone)]
+struct Finishing {
+    success: bool,
+    reason: String,
+    message: String,
+    /// The interim condition (`SuccessCriteriaMet` or `FailureTarget`) is already stored.
+    interim_stored: bool,
+}
+
+/// Whether the controller named in `config` runs this Job.
+pub fn is_managed_by(job: &JobObject<'_>, controller_name: &str) -> bool {
+    job.spec.managed_by.as_deref() == Some(controller_name)
+}
+
+fn owned_by(pod: &Pod, job_uid: &str) -> bool {
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && o.uid == job_uid)
+}
+
+/// Timestamps are stored with whole seconds; planning with the stored precision keeps
+/// `completionTime >= startTime` comparisons the same before and after a round trip.
+fn whole_seconds(t: Timestamp) -> Timestamp {
+    Timestamp::from_second(t.as_second()).unwrap_or(t)
+}
+
+fn count(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+pub fn plan(job: &JobObject<'_>, pods: &[Pod], now: Timestamp, config: &PlanConfig) -> Plan {
+    let mut out = Plan::default();
+    if !is_managed_by(job, &config.controller_name) {
+        out.skipped = Some(Skip::ForeignManager(job.spec.managed_by.clone()));
+        return out;
+    }
+    let now = whole_seconds(now);
+    let job_uid = job.metadata.uid.as_deref().unwrap_or("");
+    let views: Vec<PodView> = pods
+        .iter()
+        .filter(|p| owned_by(p, job_uid))
+        .map(PodView::from_pod)
+        .collect();
+
+    if job.is_finished() {
+        // Upstream's orphan clean-up: a finished Job records nothing more, so a pod still
+        // carrying the finalizer is only kept from going away.
+        for p in views.iter().filter(|p| p.has_finalizer) {
+            out.remove_finalizer(p);
+        }
+        return out;
+    }
+
+    let mode = job.spec.completion_mode.as_deref().unwrap_or(NON_INDEXED);
+    let indexed = mode == INDEXED;
+    if (mode != NON_INDEXED && !indexed) || (indexed && job.spec.completions.is_none()) {
+        out.skipped = Some(Skip::UnknownCompletionMode(mode.to_owned()));
+        out.event(
+            true,
+            "UnknownCompletionMode",
+            "Skipped Job sync because completion mode is unknown",
+        );
+        return out;
+    }
+    Pass::new(job, &views, now, config, indexed).run(out)
+}
+
+/// One pass of `syncJob` over a Job and its pods.
+struct Pass<'a> {
+    job: &'a JobObject<'a>,
+    pods: &'a [PodView],
+    now: Timestamp,
+    config: &'a PlanConfig,
+    indexed: bool,
+    completions: Option<i32>,
+    only_replace_failed: bool,
+    suspended: bool,
+    deleting: bool,
+}
+
+impl<'a> Pass<'a> {
+    fn new(
+        job: &'a JobObject<'a>,
+        pods: &'a [PodView],
+        now: Timestamp,
+        config: &'a PlanConfig,
+        indexed: bool,
+    ) -> Self {
+        // The apiserver defaults the policy; read it the same way when it is absent (a Job
+        // stored before the field existed).
+        let only_replace_failed = match job.spec.pod_replacement_policy.as_deref() {
+            Some(p) => p == POLICY_FAILED,
+            None => job.spec.pod_failure_policy.is_some(),
+        };
+        Pass {
+            job,
+            pods,
+            now,
+            config,
+            indexed,
+            completions: job.spec.completions,
+            only_replace_failed,
+            suspended: job.is_suspended(),
+            deleting: job.metadata.deletion_timestamp.is_some(),
+        }
+    }
+
+    fn valid_index(&self, p: &PodView) -> bool {
+        !self.indexed || p.index.is_some_and(|i| i < self.completions.unwrap_or(0))
+    }
+
+    fn backoff_limit(&self) -> i64 {
+        match self.job.spec.backoff_limit {
+            Some(b) => i64::from(b),
+            None if self.job.spec.backoff_limit_per_index.is_some() => i64::from(i32::MAX),
+            None => 6,
+        }
+    }
+
+    fn run(self, mut out: Plan) -> Plan {
+        let old = &self.job.status;
+        let mut status = old.clone();
+        let mut conds: Vec<JobCondition> = old.conditions.clone().unwrap_or_default();
+        let uncounted = old.uncounted_terminated_pods.clone().unwrap_or_default();
+        let mut uncounted_succeeded = uncounted.succeeded.unwrap_or_default();
+        let mut uncounted_failed = uncounted.failed.unwrap_or_default();
+        let in_succeeded: HashSet<String> = uncounted_succeeded.iter().cloned().collect();
+        let in_failed: HashSet<String> = uncounted_failed.iter().cloned().collect();
+
+        let active: Vec<&PodView> = self.pods.iter().filter(|p| p.is_active()).collect();
+        let mut active_count = count(active.len());
+        let mut ready = count(active.iter().filter(|p| p.ready).count());
+        let mut terminating = count(self.pods.iter().filter(|p| p.is_terminating()).count());
+
+        let new_succeeded = self
+            .pods
+            .iter()
+            .filter(|p| p.has_finalizer && !in_succeeded.contains(&p.uid) && self.valid_index(p))
+            .filter(|p| p.phase == Phase::Succeeded)
+            .count();
+        let new_failed = self
+            .pods
+            .iter()
+            .filter(|p| p.has_finalizer && !in_failed.contains(&p.uid) && self.valid_index(p))
+            .filter(|p| p.is_failed(self.only_replace_failed))
+            .count();
+        let mut succeeded = i64::from(old.succeeded.unwrap_or(0))
+            + new_succeeded as i64
+            + uncounted_succeeded.len() as i64;
+        let failed = i64::from(old.failed.unwrap_or(0))
+            + new_failed as i64
+            + uncounted_failed.len() as i64;
+
+        if status.start_time.is_none() && !self.suspended {
+            status.start_time = Some(Time(self.now));
+        }
+
+        // Completed indexes: what is stored, plus the succeeded pods not yet recorded.
+        let completions = self.completions.unwrap_or(0);
+        let prev_indexes = if self.indexed {
+            IndexSet::parse_lenient(old.completed_indexes.as_deref().unwrap_or(""), completions)
+        } else {
+            IndexSet::new()
+        };
+        let mut succeeded_indexes = prev_indexes.clone();
+        if self.indexed {
+            for p in self.pods.iter().filter(|p| p.has_finalizer && p.phase == Phase::Succeeded) {
+                if let Some(i) = p.index.filter(|_| self.valid_index(p)) {
+                    succeeded_indexes.insert(i);
+                }
+            }
+            succeeded = succeeded_indexes.count() as i64;
+        }
+
+        let mut finishing = self.stored_outcome(&conds);
+        if finishing.is_none() {
+            finishing = self.failure(failed, &status, &mut out);
+        }
+
+        if finishing.is_some() {
+            // Upstream's `deleteActivePods`: the finalizers stay, so each outcome is recorded
+            // below before the pod may go.
+            for p in &active {
+                out.delete.push(PodDeletion {
+                    pod: pod_ref(p),
+                    reason: DeleteReason::JobFinishing,
+                });
+            }
+            terminating += active_count;
+            active_count = 0;
+            ready = 0;
+        } else {
+            let mut managed = false;
+            if !self.deleting {
+                let counts = self.manage(&active, succeeded, &succeeded_indexes, &mut out);
+                active_count = counts.active;
+                ready -= counts.deleted_ready;
+                terminating += counts.deleted;
+                managed = true;
+            }
+            let complete = match self.completions {
+                None => succeeded > 0 && active_count == 0,
+                Some(c) => succeeded >= i64::from(c) && active_count == 0,
+            };
+            if complete {
+                finishing = Some(Finishing {
+                    success: true,
+                    reason: REASON_COMPLETIONS_REACHED.to_owned(),
+                    message: MESSAGE_COMPLETIONS_REACHED.to_owned(),
+                    interim_stored: false,
+                });
+            } else if managed {
+                self.suspend_condition(active_count, &mut conds, &mut status, &mut out);
+            }
+        }
+
+        status.active = Some(active_count);
+        status.ready = Some(ready.max(0));
+        status.terminating = Some(terminating);
+
+        // Pods whose finalizer is gone are counted now: their UIDs move into the counters.
+        let with_finalizer: HashSet<&str> = self
+            .pods
+            .iter()
+            .filter(|p| p.has_finalizer)
+            .map(|p| p.uid.as_str())
+            .collect();
+        let mut counted_succeeded = i64::from(old.succeeded.unwrap_or(0));
+        let mut counted_failed = i64::from(old.failed.unwrap_or(0));
+        uncounted_succeeded.retain(|uid| {
+            let keep = with_finalizer.contains(uid.as_str());
+            counted_succeeded += i64::from(!keep);
+            keep
+        });
+        uncounted_failed.retain(|uid| {
+            let keep = with_finalizer.contains(uid.as_str());
+            counted_failed += i64::from(!keep);
+            keep
+        });
+
+        let reached_max = self.record_finished_pods(
+            finishing.as_ref(),
+            &prev_indexes,
+            &mut uncounted_succeeded,
+            &mut uncounted_failed,
+            &mut out,
+        );
+
+        status.failed = Some(clamp(counted_failed));
+        if self.indexed {
+            status.succeeded = Some(clamp(succeeded_indexes.count() as i64));
+            status.completed_indexes = Some(succeeded_indexes.to_string());
+        } else {
+            status.succeeded = Some(clamp(counted_succeeded));
+        }
+        let uncounted_empty = uncounted_succeeded.is_empty() && uncounted_failed.is_empty();
+        status.uncounted_terminated_pods = Some(UncountedTerminatedPods {
+            succeeded: Some(uncounted_succeeded).filter(|v| !v.is_empty()),
+            failed: Some(uncounted_failed).filter(|v| !v.is_empty()),
+        });
+
+        if let Some(f) = &finishing {
+            self.finish(f, reached_max || !uncounted_empty, terminating, &mut conds, &mut status, &mut out);
+        }
+
+        status.conditions = Some(conds).filter(|c| !c.is_empty());
+        if !same_status(&status, old) {
+            out.status = Some(status);
+        }
+        if !out.remove_finalizers.is_empty() {
+            // The counters follow the finalizers; look again as soon as they are gone.
+            out.requeue(Duration::ZERO);
+        }
+        out
+    }
+
+    /// The outcome already decided in an earlier pass, read back from the interim conditions.
+    fn stored_outcome(&self, conds: &[JobCondition]) -> Option<Finishing> {
+        let from = |c: &JobCondition, success: bool| Finishing {
+            success,
+            reason: c.reason.clone().unwrap_or_default(),
+            message: c.message.clone().unwrap_or_default(),
+            interim_stored: true,
+        };
+        if let Some(c) = conditions::find(conds, SUCCESS_CRITERIA_MET).filter(|c| c.status == "True") {
+            return Some(from(c, true));
+        }
+        conditions::find(conds, FAILURE_TARGET)
+            .filter(|c| c.status == "True")
+            .map(|c| from(c, false))
+    }
+
+    /// Upstream's back-off limit and active deadline checks, in its order.
+    fn failure(&self, failed: i64, status: &JobStatus, out: &mut Plan) -> Option<Finishing> {
+        let fail = |reason: &str, message: &str| {
+            Some(Finishing {
+                success: false,
+                reason: reason.to_owned(),
+                message: message.to_owned(),
+                interim_stored: false,
+            })
+        };
+        if failed > self.backoff_limit() || self.past_backoff_limit_on_failure() {
+            return fail(REASON_BACKOFF_LIMIT_EXCEEDED, MESSAGE_BACKOFF_LIMIT_EXCEEDED);
+        }
+        let (Some(deadline), Some(start)) = (self.job.spec.active_deadline_seconds, &status.start_time)
+        else {
+            return None;
+        };
+        if self.suspended {
+            // The deadline clock stops while suspended; resuming resets `startTime`.
+            return None;
+        }
+        let elapsed = self.now.as_second() - start.0.as_second();
+        if elapsed >= deadline {
+            return fail(REASON_DEADLINE_EXCEEDED, MESSAGE_DEADLINE_EXCEEDED);
+        }
+        out.requeue(Duration::from_secs(u64::try_from(deadline - elapsed).unwrap_or(0)));
+        None
+    }
+
+    /// Upstream's `pastBackoffLimitOnFailure`: with `restartPolicy: OnFailure` failures show up
+    /// as container restarts of live pods, never as failed pods.
+    fn past_backoff_limit_on_failure(&self) -> bool {
+        let policy = self
+            .job
+            .raw_template()
+            .get("spec")
+            .and_then(|s| s.get("restartPolicy"))
+            .and_then(Value::as_str);
+        if policy != Some("OnFailure") {
+            return false;
+        }
+        let restarts: i64 = self
+            .pods
+            .iter()
+            .filter(|p| matches!(p.phase, Phase::Running | Phase::Pending))
+            .map(|p| p.restarts)
+            .sum();
+        let limit = self.backoff_limit();
+        if limit == 0 {
+            restarts > 0
+        } else {
+            restarts >= limit
+        }
+    }
+
+    /// Upstream's `manageJob`: delete what is too much, else create what is missing.
+    fn manage(
+        &self,
+        active: &[&PodView],
+        succeeded: i64,
+        succeeded_indexes: &IndexSet,
+        out: &mut Plan,
+    ) -> ManageCounts {
+        let mut counts = ManageCounts {
+            active: count(active.len()),
+            deleted: 0,
+            deleted_ready: 0,
+        };
+        if self.suspended {
+            self.delete_pods(active, DeleteReason::Suspended, &mut counts, out);
+            return counts;
+        }
+        let parallelism = i64::from(self.job.spec.parallelism.unwrap_or(1).max(0));
+        let active_len = active.len() as i64;
+        let want = match self.completions {
+            None if succeeded > 0 => active_len,
+            None => parallelism,
+            Some(c) => (i64::from(c) - succeeded).min(parallelism).max(0),
+        };
+        let mut to_delete = self.active_pods_for_removal(active, (active_len - want).max(0));
+        to_delete.truncate(self.config.max_pod_changes_per_sync);
+        if !to_delete.is_empty() {
+            // Upstream never creates and deletes in the same pass; deleting wins.
+            self.delete_pods(&to_delete, DeleteReason::Excess, &mut counts, out);
+            return counts;
+        }
+        let terminating: Vec<&PodView> = self.pods.iter().filter(|p| p.is_terminating()).collect();
+        // KEP-3939: with `Failed`, a terminating pod still holds its place until it is terminal.
+        let held = if self.only_replace_failed { terminating.len() as i64 } else { 0 };
+        let mut diff = want - held - active_len;
+        if diff <= 0 {
+            return counts;
+        }
+        let record = backoff::record_from_pods(self.pods, self.only_replace_failed);
+        let wait = backoff::remaining(&record, self.now, self.config.backoff_base, self.config.backoff_max);
+        if !wait.is_zero() {
+            out.requeue(wait);
+            return counts;
+        }
+        diff = diff.min(self.config.max_pod_changes_per_sync as i64);
+        let identity = JobIdentity {
+            name: self.job.name(),
+            namespace: self.job.metadata.namespace.as_deref().unwrap_or(""),
+            uid: self.job.metadata.uid.as_deref().unwrap_or(""),
+        };
+        let template = self.job.raw_template();
+        let indexes: Vec<Option<i32>> = if self.indexed {
+            let mut taken = succeeded_indexes.clone();
+            let holders = active.iter().copied().chain(terminating.iter().copied().filter(|_| self.only_replace_failed));
+            for p in holders {
+                if let Some(i) = p.index {
+                    taken.insert(i);
+                }
+            }
+            (0..self.completions.unwrap_or(0))
+                .filter(|i| !taken.contains(*i))
+                .take(usize::try_from(diff).unwrap_or(0))
+                .map(Some)
+                .collect()
+        } else {
+            (0..diff).map(|_| None).collect()
+        };
+        for index in indexes {
+            out.create.push(PodCreation {
+                index,
+                pod: build_pod(&identity, template, index),
+            });
+            counts.active += 1;
+        }
+        counts
+    }
+
+    /// Upstream's `activePodsForRemoval`: for Indexed Jobs, pods with an invalid or repeated
+    /// index go first; then the least advanced pods.
+    fn active_pods_for_removal<'p>(&self, active: &[&'p PodView], at_least: i64) -> Vec<&'p PodView> {
+        let mut remove: Vec<&PodView> = Vec::new();
+        let mut left: Vec<&PodView> = Vec::new();
+        if self.indexed {
+            let mut by_index: Vec<&PodView> = active.to_vec();
+            by_index.sort_by(|a, b| a.index.cmp(&b.index).then_with(|| advancement(a).cmp(&advancement(b))));
+            for (n, p) in by_index.iter().enumerate() {
+                let repeated = by_index
+                    .get(n + 1)
+                    .is_some_and(|next| next.index.is_some() && next.index == p.index);
+                if !self.valid_index(p) || repeated {
+                    remove.push(p);
+                } else {
+                    left.push(p);
+                }
+            }
+        } else {
+            left = active.to_vec();
+        }
+        let missing = usize::try_from(at_least).unwrap_or(0).saturating_sub(remove.len());
+        if missing > 0 {
+            left.sort_by_key(|p| advancement(p));
+            remove.extend(left.into_iter().take(missing));
+        }
+        remove
+    }
+
+    /// Upstream's `deleteJobPods`: the finalizer goes first, so these pods are not counted.
+    fn delete_pods(&self, pods: &[&PodView], reason: DeleteReason, counts: &mut ManageCounts, out: &mut Plan) {
+        for p in pods {
+            if p.has_finalizer {
+                out.remove_finalizer(p);
+            }
+            out.delete.push(PodDeletion {
+                pod: pod_ref(p),
+                reason,
+            });
+            counts.active -= 1;
+            counts.deleted += 1;
+            counts.deleted_ready += i32::from(p.ready);
+        }
+    }
+
+    fn suspend_condition(&self, active: i32, conds: &mut Vec<JobCondition>, status: &mut JobStatus, out: &mut Plan) {
+        if self.suspended {
+            if active == 0
+                && conditions::ensure(conds, SUSPENDED, "True", REASON_JOB_SUSPENDED, MESSAGE_JOB_SUSPENDED, self.now)
+            {
+                out.event(false, "Suspended", MESSAGE_JOB_SUSPENDED);
+            }
+        } else if conditions::ensure(conds, SUSPENDED, "False", REASON_JOB_RESUMED, MESSAGE_JOB_RESUMED, self.now) {
+            out.event(false, "Resumed", MESSAGE_JOB_RESUMED);
+            // `activeDeadlineSeconds` counts running time since the last resume, as upstream.
+            status.start_time = Some(Time(self.now));
+        }
+    }
+
+    /// Upstream's tracking loop: finished pods go into `uncountedTerminatedPods` (or, for
+    /// Indexed successes, into `completedIndexes`) in this plan's status; their finalizers
+    /// are removed only after that status is stored. Returns whether the per-pass cap was hit.
+    fn record_finished_pods(
+        &self,
+        finishing: Option<&Finishing>,
+        prev_indexes: &IndexSet,
+        uncounted_succeeded: &mut Vec<String>,
+        uncounted_failed: &mut Vec<String>,
+        out: &mut Plan,
+    ) -> bool {
+        let failing = finishing.is_some_and(|f| !f.success);
+        let mut candidates: Vec<&PodView> = self.pods.iter().filter(|p| p.has_finalizer).collect();
+        candidates.sort_by(|a, b| a.index.cmp(&b.index).then_with(|| a.name.cmp(&b.name)));
+        let mut new_indexes = 0usize;
+        for p in candidates {
+            let considered_failed = p.is_failed(self.only_replace_failed);
+            let removable =
+                self.deleting || finishing.is_some() || p.phase == Phase::Succeeded || considered_failed;
+            if !removable {
+                continue;
+            }
+            out.remove_finalizer(p);
+            if p.phase == Phase::Succeeded && !uncounted_failed.contains(&p.uid) {
+                if self.indexed {
+                    if p.index.is_some_and(|i| self.valid_index(p) && !prev_indexes.contains(i)) {
+                        new_indexes += 1;
+                    }
+                } else if !uncounted_succeeded.contains(&p.uid) {
+                    uncounted_succeeded.push(p.uid.clone());
+                }
+            } else if (considered_failed || failing)
+                && !uncounted_failed.contains(&p.uid)
+                && self.valid_index(p)
+            {
+                uncounted_failed.push(p.uid.clone());
+            }
+            if new_indexes + uncounted_succeeded.len() + uncounted_failed.len() >= self.config.max_uncounted_pods {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The interim condition first; the terminal one in a later pass, once every pod is
+    /// counted and none is left running or terminating (UPSTREAM-RULES §6.4).
+    fn finish(
+        &self,
+        f: &Finishing,
+        pods_uncounted: bool,
+        terminating: i32,
+        conds: &mut Vec<JobCondition>,
+        status: &mut JobStatus,
+        out: &mut Plan,
+    ) {
+        let interim = if f.success { SUCCESS_CRITERIA_MET } else { FAILURE_TARGET };
+        if !f.interim_stored {
+            conditions::ensure(conds, interim, "True", &f.reason, &f.message, self.now);
+            out.requeue(Duration::ZERO);
+            return;
+        }
+        if pods_uncounted || terminating > 0 || status.active.unwrap_or(0) > 0 {
+            return;
+        }
+        if f.success {
+            conditions::ensure(conds, COMPLETE, "True", &f.reason, &f.message, self.now);
+            // A start time written by a replica whose clock ran ahead must not make the
+            // completion time precede it.
+            let start = status.start_time.as_ref().map(|t| t.0);
+            let at = start.map_or(self.now, |s| s.max(self.now));
+            status.completion_time = Some(Time(at));
+            if let Some(c) = self.completions
+                && status.succeeded.unwrap_or(0) > c
+            {
+                out.event(
+                    true,
+                    "TooManySucceededPods",
+                    "Too many succeeded pods running after completion count reached",
+                );
+            }
+            out.event(false, "Completed", "Job completed");
+        } else {
+            conditions::ensure(conds, FAILED, "True", &f.reason, &f.message, self.now);
+            out.event(true, &f.reason, &f.message);
+        }
+        out.finished = Some(Finish {
+            succeeded: f.success,
+            reason: f.reason.clone(),
+        });
+    }
+}
+
+struct ManageCounts {
+    active: i32,
+    deleted: i32,
+    deleted_ready: i32,
+}
+
+/// Upstream's `controller.ActivePods` order, least advanced first: pending before running,
+/// not ready before ready, newer before older.
+fn advancement(p: &PodView) -> (u8, bool, std::cmp::Reverse<Option<Timestamp>>) {
+    let phase = match p.phase {
+        Phase::Pending => 0,
+        Phase::Unknown => 1,
+        _ => 2,
+    };
+    (phase, p.ready, std::cmp::Reverse(p.created))
+}
+
+fn clamp(n: i64) -> i32 {
+    i32::try_from(n.max(0)).unwrap_or(i32::MAX)
+}
+
+/// Status equality over the fields the controller owns, with "absent" and "empty" alike, as the
+/// apiserver stores them.
+pub fn same_status(a: &JobStatus, b: &JobStatus) -> bool {
+    fn uncounted(s: &JobStatus) -> (Vec<String>, Vec<String>) {
+        let u = s.uncounted_terminated_pods.clone().unwrap_or_default();
+        (u.succeeded.unwrap_or_default(), u.failed.unwrap_or_default())
+    }
+    a.active.unwrap_or(0) == b.active.unwrap_or(0)
+        && a.ready == b.ready
+        && a.terminating == b.terminating
+        && a.succeeded.unwrap_or(0) == b.succeeded.unwrap_or(0)
+        && a.failed.unwrap_or(0) == b.failed.unwrap_or(0)
+        && a.completed_indexes.as_deref().unwrap_or("") == b.completed_indexes.as_deref().unwrap_or("")
+        && uncounted(a) == uncounted(b)
+        && a.start_time == b.start_time
+        && a.completion_time == b.completion_time
+        && a.conditions.as_deref().unwrap_or(&[]) == b.conditions.as_deref().unwrap_or(&[])
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

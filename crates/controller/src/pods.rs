@@ -1,0 +1,164 @@
+//! What the controller reads from one of its pods: phase, terminating, ready, the tracking
+//! finalizer, the completion index and when it finished. Pure reads of the pod as the API
+//! returned it; a malformed field reads as "unknown", never as a panic.
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+use crate::well_known::{COMPLETION_INDEX_KEY, TRACKING_FINALIZER};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Unknown,
+}
+
+/// One pod as `plan` sees it.
+#[derive(Debug, Clone)]
+pub struct PodView {
+    pub name: String,
+    pub uid: String,
+    pub phase: Phase,
+    pub deleting: bool,
+    pub ready: bool,
+    pub has_finalizer: bool,
+    /// The completion index annotation, when it is a non-negative integer.
+    pub index: Option<i32>,
+    pub created: Option<Timestamp>,
+    pub finished_at: Option<Timestamp>,
+    /// Container restarts, for the `OnFailure` back-off limit.
+    pub restarts: i64,
+}
+
+impl PodView {
+    pub fn from_pod(pod: &Pod) -> PodView {
+        let meta = &pod.metadata;
+        let status = pod.status.as_ref();
+        let phase = match status.and_then(|s| s.phase.as_deref()) {
+            Some("Pending") | None => Phase::Pending,
+            Some("Running") => Phase::Running,
+            Some("Succeeded") => Phase::Succeeded,
+            Some("Failed") => Phase::Failed,
+            Some(_) => Phase::Unknown,
+        };
+        let ready = status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        let has_finalizer = meta
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|f| f == TRACKING_FINALIZER);
+        let index = meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(COMPLETION_INDEX_KEY))
+            .and_then(|v| parse_index(v));
+        let restarts = status
+            .into_iter()
+            .flat_map(|s| {
+                s.init_container_statuses
+                    .iter()
+                    .flatten()
+                    .chain(s.container_statuses.iter().flatten())
+            })
+            .map(|c| i64::from(c.restart_count))
+            .sum();
+        PodView {
+            name: meta.name.clone().unwrap_or_default(),
+            uid: meta.uid.clone().unwrap_or_default(),
+            phase,
+            deleting: meta.deletion_timestamp.is_some(),
+            ready,
+            has_finalizer,
+            index,
+            created: meta.creation_timestamp.as_ref().map(|t| t.0),
+            finished_at: finish_time(pod),
+            restarts,
+        }
+    }
+
+    /// Upstream's `FilterActivePods`: not terminal and not being deleted.
+    pub fn is_active(&self) -> bool {
+        !self.is_terminal() && !self.deleting
+    }
+
+    pub fn is_terminal(&self) -> bool {
+        matches!(self.phase, Phase::Succeeded | Phase::Failed)
+    }
+
+    /// Upstream's `IsPodTerminating`: deleted but not yet in a terminal phase.
+    pub fn is_terminating(&self) -> bool {
+        self.deleting && !self.is_terminal()
+    }
+
+    /// Upstream's `isPodFailed`. With `podReplacementPolicy: Failed` only a terminal failure
+    /// counts; otherwise a deleted pod that did not succeed counts as failed at once, because it
+    /// may never reach a terminal phase.
+    pub fn is_failed(&self, only_replace_failed: bool) -> bool {
+        if self.phase == Phase::Failed {
+            return true;
+        }
+        !only_replace_failed && self.deleting && self.phase != Phase::Succeeded
+    }
+}
+
+/// Upstream's `getCompletionIndex`: Go's `strconv.Atoi` then a non-negative check. `+3` and `007`
+/// are accepted, as there.
+pub fn parse_index(s: &str) -> Option<i32> {
+    let digits = s.strip_prefix('+').unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<i32>().ok()
+}
+
+/// Upstream's `getFinishedTime`, in its order: the last container to terminate; else the time the
+/// pod turned not-ready; else the deletion time less the grace period; else creation.
+fn finish_time(pod: &Pod) -> Option<Timestamp> {
+    let status = pod.status.as_ref();
+    let containers: Vec<_> = status
+        .and_then(|s| s.container_statuses.as_ref())
+        .into_iter()
+        .flatten()
+        .collect();
+    if !containers.is_empty() {
+        let ends: Option<Vec<Timestamp>> = containers
+            .iter()
+            .map(|c| {
+                c.state
+                    .as_ref()
+                    .and_then(|s| s.terminated.as_ref())
+                    .and_then(|t| t.finished_at.as_ref())
+                    .map(|t| t.0)
+            })
+            .collect();
+        if let Some(latest) = ends.and_then(|e| e.into_iter().max()) {
+            return Some(latest);
+        }
+    }
+    let not_ready_since = status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == "Ready" && c.status == "False")
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map(|t| t.0);
+    if not_ready_since.is_some() {
+        return not_ready_since;
+    }
+    if let Some(deleted) = &pod.metadata.deletion_timestamp {
+        let grace = pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
+        return deleted
+            .0
+            .checked_sub(SignedDuration::from_secs(grace))
+            .ok()
+            .or(Some(deleted.0));
+    }
+    pod.metadata.creation_timestamp.as_ref().map(|t| t.0)
+}

@@ -1,0 +1,259 @@
+//! Small fluent builders for tests: a Job in one line, its pods in the next. Test-only; they
+//! build the JSON and typed objects the API would return, nothing more.
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::{Value, json};
+
+use crate::plan::DEFAULT_CONTROLLER_NAME;
+use crate::well_known::*;
+
+pub const JOB_UID: &str = "job-uid";
+/// A fixed origin so that times in tables read as small offsets.
+pub const T0: i64 = 1_700_000_000;
+
+pub fn at(offset: i64) -> Timestamp {
+    Timestamp::from_second(T0 + offset).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
+pub fn rfc3339(offset: i64) -> String {
+    at(offset).to_string()
+}
+
+pub struct JobBuilder {
+    v: Value,
+}
+
+impl JobBuilder {
+    fn base(mode: &str, completions: Option<i32>, parallelism: i32) -> Self {
+        let v = json!({
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "job", "namespace": "ns", "uid": JOB_UID, "resourceVersion": "1"},
+            "spec": {
+                "completions": completions,
+                "parallelism": parallelism,
+                "completionMode": mode,
+                "backoffLimit": 6,
+                "suspend": false,
+                "podReplacementPolicy": POLICY_TERMINATING_OR_FAILED,
+                "managedBy": DEFAULT_CONTROLLER_NAME,
+                "template": {
+                    "metadata": {"labels": {CONTROLLER_UID_LABEL: JOB_UID, JOB_NAME_LABEL: "job"}},
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+                },
+            },
+            "status": {},
+        });
+        JobBuilder { v }
+    }
+
+    pub fn non_indexed(completions: i32, parallelism: i32) -> Self {
+        Self::base(NON_INDEXED, Some(completions), parallelism)
+    }
+
+    pub fn indexed(completions: i32, parallelism: i32) -> Self {
+        Self::base(INDEXED, Some(completions), parallelism)
+    }
+
+    /// No `completions`: done when any pod succeeds.
+    pub fn work_queue(parallelism: i32) -> Self {
+        let mut b = Self::base(NON_INDEXED, None, parallelism);
+        if let Some(spec) = b.v["spec"].as_object_mut() {
+            spec.remove("completions");
+        }
+        b
+    }
+
+    fn spec(mut self, key: &str, value: Value) -> Self {
+        self.v["spec"][key] = value;
+        self
+    }
+
+    fn status(mut self, key: &str, value: Value) -> Self {
+        self.v["status"][key] = value;
+        self
+    }
+
+    pub fn managed_by(self, name: &str) -> Self {
+        self.spec("managedBy", json!(name))
+    }
+
+    pub fn not_managed(mut self) -> Self {
+        if let Some(spec) = self.v["spec"].as_object_mut() {
+            spec.remove("managedBy");
+        }
+        self
+    }
+
+    pub fn suspend(self, s: bool) -> Self {
+        self.spec("suspend", json!(s))
+    }
+
+    pub fn backoff_limit(self, n: i32) -> Self {
+        self.spec("backoffLimit", json!(n))
+    }
+
+    pub fn deadline(self, secs: i64) -> Self {
+        self.spec("activeDeadlineSeconds", json!(secs))
+    }
+
+    pub fn replace_only_failed(self) -> Self {
+        self.spec("podReplacementPolicy", json!(POLICY_FAILED))
+    }
+
+    pub fn restart_on_failure(mut self) -> Self {
+        self.v["spec"]["template"]["spec"]["restartPolicy"] = json!("OnFailure");
+        self
+    }
+
+    pub fn completion_mode(self, mode: &str) -> Self {
+        self.spec("completionMode", json!(mode))
+    }
+
+    pub fn started(self, offset: i64) -> Self {
+        self.status("startTime", json!(rfc3339(offset)))
+    }
+
+    pub fn active(self, n: i32) -> Self {
+        self.status("active", json!(n))
+    }
+
+    pub fn ready(self, n: i32) -> Self {
+        self.status("ready", json!(n))
+    }
+
+    pub fn terminating(self, n: i32) -> Self {
+        self.status("terminating", json!(n))
+    }
+
+    pub fn succeeded(self, n: i32) -> Self {
+        self.status("succeeded", json!(n))
+    }
+
+    pub fn failed(self, n: i32) -> Self {
+        self.status("failed", json!(n))
+    }
+
+    pub fn completed_indexes(self, s: &str) -> Self {
+        self.status("completedIndexes", json!(s))
+    }
+
+    pub fn uncounted(self, succeeded: &[&str], failed: &[&str]) -> Self {
+        self.status("uncountedTerminatedPods", json!({"succeeded": succeeded, "failed": failed}))
+    }
+
+    pub fn condition(mut self, type_: &str, status: &str, reason: &str, offset: i64) -> Self {
+        let c = json!({"type": type_, "status": status, "reason": reason, "message": "",
+                       "lastProbeTime": rfc3339(offset), "lastTransitionTime": rfc3339(offset)});
+        match self.v["status"]["conditions"].as_array_mut() {
+            Some(list) => list.push(c),
+            None => self.v["status"]["conditions"] = json!([c]),
+        }
+        self
+    }
+
+    pub fn deleting(mut self) -> Self {
+        self.v["metadata"]["deletionTimestamp"] = json!(rfc3339(0));
+        self
+    }
+
+    pub fn build(self) -> Value {
+        self.v
+    }
+}
+
+pub struct PodBuilder {
+    v: Value,
+}
+
+/// A pod of the test Job, created at `T0`, with the tracking finalizer.
+pub fn pod(name: &str) -> PodBuilder {
+    PodBuilder {
+        v: json!({
+            "metadata": {
+                "name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                "creationTimestamp": rfc3339(0),
+                "finalizers": [TRACKING_FINALIZER],
+                "labels": {CONTROLLER_UID_LABEL: JOB_UID},
+                "annotations": {},
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "job",
+                                     "uid": JOB_UID, "controller": true}],
+            },
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            "status": {"phase": "Pending"},
+        }),
+    }
+}
+
+impl PodBuilder {
+    pub fn index(mut self, i: i32) -> Self {
+        self.v["metadata"]["annotations"][COMPLETION_INDEX_KEY] = json!(i.to_string());
+        self
+    }
+
+    pub fn created(mut self, offset: i64) -> Self {
+        self.v["metadata"]["creationTimestamp"] = json!(rfc3339(offset));
+        self
+    }
+
+    pub fn running(mut self) -> Self {
+        self.v["status"]["phase"] = json!("Running");
+        self
+    }
+
+    pub fn ready(mut self) -> Self {
+        self.v["status"]["phase"] = json!("Running");
+        self.v["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+        self
+    }
+
+    fn terminated(mut self, phase: &str, code: i32, offset: i64) -> Self {
+        self.v["status"]["phase"] = json!(phase);
+        self.v["status"]["containerStatuses"] = json!([{
+            "name": "c", "image": "busybox", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"terminated": {"exitCode": code, "finishedAt": rfc3339(offset)}},
+        }]);
+        self
+    }
+
+    pub fn succeeded_at(self, offset: i64) -> Self {
+        self.terminated("Succeeded", 0, offset)
+    }
+
+    pub fn failed_at(self, offset: i64) -> Self {
+        self.terminated("Failed", 1, offset)
+    }
+
+    pub fn deleting_at(mut self, offset: i64) -> Self {
+        self.v["metadata"]["deletionTimestamp"] = json!(rfc3339(offset));
+        self.v["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+        self
+    }
+
+    pub fn restarts(mut self, n: i32) -> Self {
+        self.v["status"]["containerStatuses"] = json!([{
+            "name": "c", "image": "busybox", "imageID": "", "ready": true, "restartCount": n,
+            "state": {"running": {}},
+        }]);
+        self
+    }
+
+    pub fn no_finalizer(mut self) -> Self {
+        self.v["metadata"]["finalizers"] = json!([]);
+        self
+    }
+
+    pub fn owned_by(mut self, uid: &str) -> Self {
+        self.v["metadata"]["ownerReferences"][0]["uid"] = json!(uid);
+        self
+    }
+
+    pub fn build(self) -> Pod {
+        serde_json::from_value(self.v).expect("test pods are well-formed")
+    }
+
+    pub fn json(self) -> Value {
+        self.v
+    }
+}

@@ -1,0 +1,33 @@
+//! The names jobwarden's controller shares with the rest of the cluster: upstream's labels,
+//! annotations, condition reasons and messages, and jobwarden's own tracking finalizer.
+//! Constants only; nothing here decides anything.
+
+/// jobwarden's tracking finalizer. Upstream uses `batch.kubernetes.io/job-tracking`; a separate
+/// name means the built-in controller's orphan clean-up never strips ours, and ours never
+/// strips theirs.
+pub const TRACKING_FINALIZER: &str = "jobwarden.io/job-tracking";
+
+pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
+pub const LEGACY_JOB_NAME_LABEL: &str = "job-name";
+pub const CONTROLLER_UID_LABEL: &str = "batch.kubernetes.io/controller-uid";
+pub const LEGACY_CONTROLLER_UID_LABEL: &str = "controller-uid";
+/// Both a label and an annotation on Indexed pods, as upstream (PodIndexLabel is GA).
+pub const COMPLETION_INDEX_KEY: &str = "batch.kubernetes.io/job-completion-index";
+pub const COMPLETION_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+
+pub const NON_INDEXED: &str = "NonIndexed";
+pub const INDEXED: &str = "Indexed";
+
+pub const POLICY_FAILED: &str = "Failed";
+pub const POLICY_TERMINATING_OR_FAILED: &str = "TerminatingOrFailed";
+
+pub const REASON_COMPLETIONS_REACHED: &str = "CompletionsReached";
+pub const MESSAGE_COMPLETIONS_REACHED: &str = "Reached expected number of succeeded pods";
+pub const REASON_BACKOFF_LIMIT_EXCEEDED: &str = "BackoffLimitExceeded";
+pub const MESSAGE_BACKOFF_LIMIT_EXCEEDED: &str = "Job has reached the specified backoff limit";
+pub const REASON_DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
+pub const MESSAGE_DEADLINE_EXCEEDED: &str = "Job was active longer than specified deadline";
+pub const REASON_JOB_SUSPENDED: &str = "JobSuspended";
+pub const MESSAGE_JOB_SUSPENDED: &str = "Job suspended";
+pub const REASON_JOB_RESUMED: &str = "JobResumed";
+pub const MESSAGE_JOB_RESUMED: &str = "Job resumed";

@@ -1,0 +1,103 @@
+//! `metav1.LabelSelector`: its syntax (`ValidateLabelSelector`) and what it matches
+//! (`LabelSelectorAsSelector(...).Matches`), for the Job's `spec.selector`.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use super::field::{BadValue, FieldError, FieldPath};
+use super::{ErrorList, names};
+
+const LABEL_VALUE_MAX: usize = 63;
+const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
+fn label_value_errors(v: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if v.len() > LABEL_VALUE_MAX {
+        errs.push(format!("must be no more than {LABEL_VALUE_MAX} characters"));
+    }
+    let b = v.as_bytes();
+    let ok = match (b.first(), b.last()) {
+        (None, _) | (_, None) => true,
+        (Some(f), Some(l)) => {
+            f.is_ascii_alphanumeric()
+                && l.is_ascii_alphanumeric()
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        }
+    };
+    if !ok {
+        errs.push(LABEL_VALUE_MSG.to_owned());
+    }
+    errs
+}
+
+fn label_key_errors(key: &str, path: &FieldPath, errs: &mut ErrorList) {
+    for msg in names::qualified_name(key) {
+        errs.push(FieldError::invalid(path, BadValue::Str(key.to_owned()), msg));
+    }
+}
+
+pub fn validate(selector: &LabelSelector, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let labels_path = path.child("matchLabels");
+    for (k, v) in selector.match_labels.iter().flatten() {
+        label_key_errors(k, &labels_path, &mut errs);
+        for msg in label_value_errors(v) {
+            errs.push(FieldError::invalid(&labels_path, BadValue::Str(v.clone()), msg));
+        }
+    }
+    let exprs_path = path.child("matchExpressions");
+    for (i, e) in selector.match_expressions.iter().flatten().enumerate() {
+        let p = exprs_path.index(i);
+        let values = e.values.as_deref().unwrap_or_default();
+        match e.operator.as_str() {
+            "In" | "NotIn" if values.is_empty() => errs.push(FieldError::required(
+                &p.child("values"),
+                "must be specified when `operator` is 'In' or 'NotIn'",
+            )),
+            "Exists" | "DoesNotExist" if !values.is_empty() => errs.push(FieldError::forbidden(
+                &p.child("values"),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            )),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            op => errs.push(FieldError::invalid(
+                &p.child("operator"),
+                BadValue::Str(op.to_owned()),
+                "not a valid selector operator",
+            )),
+        }
+        label_key_errors(&e.key, &p.child("key"), &mut errs);
+        for (j, v) in values.iter().enumerate() {
+            for msg in label_value_errors(v) {
+                errs.push(FieldError::invalid(&p.child("values").index(j), BadValue::Str(v.clone()), msg));
+            }
+        }
+    }
+    errs
+}
+
+/// Whether `labels` satisfy the selector. A selector upstream cannot convert (an unknown
+/// operator) is `None`: upstream then skips the match check. No selector matches nothing; an
+/// empty one matches everything.
+pub fn matches(selector: Option<&LabelSelector>, labels: &BTreeMap<String, String>) -> Option<bool> {
+    let Some(selector) = selector else {
+        return Some(false);
+    };
+    let mut all = true;
+    for (k, v) in selector.match_labels.iter().flatten() {
+        all &= labels.get(k) == Some(v);
+    }
+    for e in selector.match_expressions.iter().flatten() {
+        let values = e.values.as_deref().unwrap_or_default();
+        let value = labels.get(&e.key);
+        all &= match e.operator.as_str() {
+            "In" if !values.is_empty() => value.is_some_and(|v| values.contains(v)),
+            "NotIn" if !values.is_empty() => value.is_none_or(|v| !values.contains(v)),
+            "Exists" if values.is_empty() => value.is_some(),
+            "DoesNotExist" if values.is_empty() => value.is_none(),
+            _ => return None,
+        };
+    }
+    Some(all)
+}

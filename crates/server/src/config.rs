@@ -1,0 +1,440 @@
+//! `jobwarden serve`'s configuration: command-line flags (each also read from a `JOBWARDEN_*`
+//! environment variable) and the optional policy file given by `--config`. Everything here is
+//! checked once at start, so a bad setting stops the server with a clear message instead of
+//! surfacing as odd verdicts later.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use jobwarden_admission::Policy;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use crate::limits::Limits;
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+/// Flags of `jobwarden serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Address of the HTTPS admission listener (/mutate, /validate).
+    #[arg(long, env = "JOBWARDEN_LISTEN", default_value = "0.0.0.0:8443")]
+    pub listen: SocketAddr,
+
+    /// Address of the plain-HTTP listener for /healthz, /readyz and /metrics.
+    #[arg(long, env = "JOBWARDEN_METRICS_LISTEN", default_value = "0.0.0.0:8080")]
+    pub metrics_listen: SocketAddr,
+
+    /// PEM certificate chain served to kube-apiserver (a cert-manager Secret's `tls.crt`).
+    /// Re-read when it changes on disk.
+    #[arg(
+        long,
+        env = "JOBWARDEN_TLS_CERT",
+        requires = "tls_key",
+        required_unless_present = "dev",
+        conflicts_with = "dev"
+    )]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key matching `--tls-cert` (a cert-manager Secret's `tls.key`).
+    #[arg(
+        long,
+        env = "JOBWARDEN_TLS_KEY",
+        requires = "tls_cert",
+        conflicts_with = "dev"
+    )]
+    pub tls_key: Option<PathBuf>,
+
+    /// How often, in seconds, the certificate files are checked for a new certificate.
+    #[arg(long, env = "JOBWARDEN_TLS_RELOAD_SECONDS", default_value_t = 5,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub tls_reload_seconds: u64,
+
+    /// Serve with a self-signed certificate made in memory for localhost; never contacts a
+    /// cluster (no reconcile loop, no namespace labels).
+    #[arg(long, env = "JOBWARDEN_DEV")]
+    pub dev: bool,
+
+    /// Policy file (YAML): controllerName, allowedManagedBy, resume, suspendOnCreate.
+    /// Flags and environment add to it.
+    #[arg(long, env = "JOBWARDEN_CONFIG")]
+    pub config: Option<PathBuf>,
+
+    /// Log format.
+    #[arg(long, env = "JOBWARDEN_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// jobwarden's controller name, the `spec.managedBy` value its reconcile loop answers to
+    /// [default: jobwarden.io/job-controller, or `controllerName` in --config].
+    #[arg(long, env = "JOBWARDEN_CONTROLLER_NAME")]
+    pub controller_name: Option<String>,
+
+    /// Do not run the reconcile loop, even when a cluster is reachable.
+    #[arg(long, env = "JOBWARDEN_NO_CONTROLLER")]
+    pub no_controller: bool,
+
+    /// A `spec.managedBy` value new Jobs may name besides jobwarden's and the built-in
+    /// controller's. Repeat or comma-separate. When none is given, any value is allowed (with a
+    /// warning).
+    #[arg(
+        long = "allowed-managed-by",
+        env = "JOBWARDEN_ALLOWED_MANAGED_BY",
+        value_delimiter = ',',
+        value_name = "CONTROLLER"
+    )]
+    pub allowed_managed_by: Vec<String>,
+
+    /// A user (userInfo.username) allowed to resume a suspended Job. When no resume identity
+    /// is configured at all, anyone who may update the Job may resume it.
+    #[arg(
+        long = "resume-user",
+        env = "JOBWARDEN_RESUME_USERS",
+        value_delimiter = ',',
+        value_name = "USER"
+    )]
+    pub resume_users: Vec<String>,
+
+    /// A group (userInfo.groups) whose members may resume a suspended Job.
+    #[arg(
+        long = "resume-group",
+        env = "JOBWARDEN_RESUME_GROUPS",
+        value_delimiter = ',',
+        value_name = "GROUP"
+    )]
+    pub resume_groups: Vec<String>,
+
+    /// A service account, as `namespace/name`, allowed to resume a suspended Job.
+    #[arg(
+        long = "resume-service-account",
+        env = "JOBWARDEN_RESUME_SERVICE_ACCOUNTS",
+        value_delimiter = ',',
+        value_name = "NAMESPACE/NAME"
+    )]
+    pub resume_service_accounts: Vec<String>,
+
+    /// A namespace whose new Jobs the mutating webhook creates suspended.
+    #[arg(
+        long = "suspend-on-create-namespace",
+        env = "JOBWARDEN_SUSPEND_ON_CREATE_NAMESPACES",
+        value_delimiter = ',',
+        value_name = "NAMESPACE"
+    )]
+    pub suspend_on_create_namespaces: Vec<String>,
+
+    /// Namespaces, chosen by labels `key=value[,key=value…]` (all must match), whose new Jobs
+    /// are created suspended. Needs a reachable cluster to read namespace labels. The policy
+    /// file takes a full label selector (matchExpressions too).
+    #[arg(
+        long = "suspend-on-create-selector",
+        env = "JOBWARDEN_SUSPEND_ON_CREATE_SELECTOR",
+        value_name = "KEY=VALUE,..."
+    )]
+    pub suspend_on_create_selector: Option<String>,
+
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// Resource limits of the admission listener. The defaults suit kube-apiserver as the only
+/// client; see `limits.rs` for the reasoning behind each.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LimitArgs {
+    /// Largest request body accepted, in bytes; larger gets 413. An UPDATE review carries the
+    /// object and the old object, each up to kube-apiserver's 3 MiB request limit.
+    #[arg(long, env = "JOBWARDEN_MAX_BODY_BYTES", default_value_t = Limits::default().max_body_bytes)]
+    pub max_body_bytes: usize,
+
+    /// Seconds a request may take from its headers to its response (answered 408 after).
+    #[arg(long, env = "JOBWARDEN_REQUEST_TIMEOUT_SECONDS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=300))]
+    pub request_timeout_seconds: u64,
+
+    /// Seconds a client has to send a request's headers, and the longest an idle HTTP/1.1
+    /// keep-alive connection is kept.
+    #[arg(long, env = "JOBWARDEN_HEADER_TIMEOUT_SECONDS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_timeout_seconds: u64,
+
+    /// Seconds a client has to complete the TLS handshake.
+    #[arg(long, env = "JOBWARDEN_TLS_HANDSHAKE_TIMEOUT_SECONDS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=300))]
+    pub tls_handshake_timeout_seconds: u64,
+
+    /// Open connections at most; more wait in the kernel's accept queue.
+    #[arg(long, env = "JOBWARDEN_MAX_CONNECTIONS", default_value_t = Limits::default().max_connections,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+
+    /// Reviews in progress at most; more wait (within the request timeout) for a slot.
+    #[arg(long, env = "JOBWARDEN_MAX_CONCURRENT_REQUESTS", default_value_t = Limits::default().max_concurrent_requests,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_concurrent_requests: u32,
+
+    /// Concurrent HTTP/2 streams per connection.
+    #[arg(long, env = "JOBWARDEN_HTTP2_MAX_CONCURRENT_STREAMS", default_value_t = Limits::default().http2_max_concurrent_streams,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub http2_max_concurrent_streams: u32,
+
+    /// Seconds between SIGTERM (readiness turns false) and closing the listener, so that
+    /// Service endpoints stop sending new requests first.
+    #[arg(long, env = "JOBWARDEN_SHUTDOWN_DELAY_SECONDS", default_value_t = 5)]
+    pub shutdown_delay_seconds: u64,
+
+    /// Seconds in-flight requests get to finish after the listener closes.
+    #[arg(long, env = "JOBWARDEN_SHUTDOWN_TIMEOUT_SECONDS", default_value_t = 20)]
+    pub shutdown_timeout_seconds: u64,
+}
+
+impl LimitArgs {
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_body_bytes: self.max_body_bytes,
+            request_timeout: Duration::from_secs(self.request_timeout_seconds),
+            header_timeout: Duration::from_secs(self.header_timeout_seconds),
+            tls_handshake_timeout: Duration::from_secs(self.tls_handshake_timeout_seconds),
+            max_connections: self.max_connections,
+            max_concurrent_requests: self.max_concurrent_requests,
+            http2_max_concurrent_streams: self.http2_max_concurrent_streams,
+            ..Limits::default()
+        }
+    }
+}
+
+impl ServeArgs {
+    /// The policy: the `--config` file when given, with flags and environment added to it.
+    pub fn policy(&self) -> anyhow::Result<Policy> {
+        let mut policy = match &self.config {
+            Some(path) => load_policy_file(path)?,
+            None => Policy::default(),
+        };
+        if let Some(name) = &self.controller_name {
+            policy.controller_name = name.clone();
+        }
+        extend_unique(&mut policy.allowed_managed_by, &self.allowed_managed_by);
+        extend_unique(&mut policy.resume.users, &self.resume_users);
+        extend_unique(&mut policy.resume.groups, &self.resume_groups);
+        extend_unique(
+            &mut policy.resume.service_accounts,
+            &self.resume_service_accounts,
+        );
+        extend_unique(
+            &mut policy.suspend_on_create.names,
+            &self.suspend_on_create_namespaces,
+        );
+        if let Some(selector) = &self.suspend_on_create_selector {
+            let labels = parse_match_labels(selector)
+                .with_context(|| format!("--suspend-on-create-selector {selector:?}"))?;
+            // The flag narrows a selector from the file rather than replacing it: both must hold.
+            let target = policy
+                .suspend_on_create
+                .selector
+                .get_or_insert_with(LabelSelector::default);
+            target
+                .match_labels
+                .get_or_insert_with(BTreeMap::new)
+                .extend(labels);
+        }
+        check_policy(&policy)?;
+        Ok(policy)
+    }
+}
+
+/// Reads the YAML policy file. An empty file is the empty policy.
+pub fn load_policy_file(path: &Path) -> anyhow::Result<Policy> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the policy file {}", path.display()))?;
+    if text.trim().is_empty() {
+        return Ok(Policy::default());
+    }
+    let policy: Policy = serde_yaml_ng::from_str(&text)
+        .with_context(|| format!("the policy file {} is not valid", path.display()))?;
+    check_policy(&policy).with_context(|| format!("the policy file {}", path.display()))?;
+    Ok(policy)
+}
+
+/// What serde cannot see: shapes of values that would otherwise never match anything.
+fn check_policy(policy: &Policy) -> anyhow::Result<()> {
+    if policy.controller_name.trim().is_empty() {
+        bail!("controllerName must not be empty");
+    }
+    for sa in &policy.resume.service_accounts {
+        match sa.split_once('/') {
+            Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {}
+            _ => bail!("resume service account {sa:?} must be written namespace/name"),
+        }
+    }
+    if let Some(selector) = &policy.suspend_on_create.selector {
+        for e in selector.match_expressions.iter().flatten() {
+            let values = e.values.as_deref().unwrap_or_default();
+            match e.operator.as_str() {
+                "In" | "NotIn" if values.is_empty() => bail!(
+                    "suspendOnCreate.selector: operator {} on key {:?} needs values",
+                    e.operator,
+                    e.key
+                ),
+                "Exists" | "DoesNotExist" if !values.is_empty() => bail!(
+                    "suspendOnCreate.selector: operator {} on key {:?} takes no values",
+                    e.operator,
+                    e.key
+                ),
+                "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+                other => bail!(
+                    "suspendOnCreate.selector: unknown operator {other:?} (In, NotIn, Exists, DoesNotExist)"
+                ),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn extend_unique(list: &mut Vec<String>, more: &[String]) {
+    for item in more.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        if !list.iter().any(|have| have == item) {
+            list.push(item.to_owned());
+        }
+    }
+}
+
+/// `a=b,c=d` as matchLabels.
+fn parse_match_labels(text: &str) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut labels = BTreeMap::new();
+    for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let Some((key, value)) = pair.split_once('=') else {
+            bail!("{pair:?} is not key=value");
+        };
+        let (key, value) = (key.trim(), value.trim());
+        if key.is_empty() {
+            bail!("{pair:?} has an empty key");
+        }
+        labels.insert(key.to_owned(), value.to_owned());
+    }
+    if labels.is_empty() {
+        bail!("no key=value pair");
+    }
+    Ok(labels)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn args(extra: &[&str]) -> ServeArgs {
+        let mut argv = vec!["jobwarden", "--dev"];
+        argv.extend_from_slice(extra);
+        Cli::parse_from(argv).serve
+    }
+
+    #[test]
+    fn defaults_are_the_empty_policy() {
+        let a = args(&[]);
+        assert_eq!(a.listen.to_string(), "0.0.0.0:8443");
+        assert_eq!(a.metrics_listen.to_string(), "0.0.0.0:8080");
+        assert_eq!(a.policy().unwrap(), Policy::default());
+    }
+
+    #[test]
+    fn tls_files_are_required_without_dev() {
+        assert!(Cli::try_parse_from(["jobwarden"]).is_err());
+        assert!(Cli::try_parse_from(["jobwarden", "--tls-cert", "c"]).is_err());
+        assert!(Cli::try_parse_from(["jobwarden", "--tls-cert", "c", "--tls-key", "k"]).is_ok());
+        assert!(Cli::try_parse_from(["jobwarden", "--dev", "--tls-cert", "c"]).is_err());
+    }
+
+    #[test]
+    fn flags_add_to_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("policy.yaml");
+        std::fs::write(
+            &file,
+            "controllerName: example.com/runner\nallowedManagedBy: [kueue.x-k8s.io/multikueue]\n\
+             resume:\n  groups: [batch-admins]\nsuspendOnCreate:\n  selector:\n    matchLabels: {tier: batch}\n",
+        )
+        .unwrap();
+        let a = args(&[
+            "--config",
+            file.to_str().unwrap(),
+            "--allowed-managed-by",
+            "a.io/x,kueue.x-k8s.io/multikueue",
+            "--resume-service-account",
+            "ops/resumer",
+            "--suspend-on-create-namespace",
+            "team-a",
+            "--suspend-on-create-selector",
+            "queue=gated",
+        ]);
+        let policy = a.policy().unwrap();
+        assert_eq!(policy.controller_name, "example.com/runner");
+        assert_eq!(
+            policy.allowed_managed_by,
+            ["kueue.x-k8s.io/multikueue", "a.io/x"]
+        );
+        assert_eq!(policy.resume.groups, ["batch-admins"]);
+        assert_eq!(policy.resume.service_accounts, ["ops/resumer"]);
+        assert_eq!(policy.suspend_on_create.names, ["team-a"]);
+        let labels = policy.suspend_on_create.selector.unwrap().match_labels;
+        assert_eq!(
+            labels.unwrap().into_iter().collect::<Vec<_>>(),
+            [
+                ("queue".to_owned(), "gated".to_owned()),
+                ("tier".to_owned(), "batch".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn controller_name_flag_overrides_the_file() {
+        let a = args(&["--controller-name", "example.com/other"]);
+        assert_eq!(a.policy().unwrap().controller_name, "example.com/other");
+    }
+
+    #[test]
+    fn a_bad_file_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("policy.yaml");
+        std::fs::write(&file, "allowedManagedBy: [a]\nresumee: {}\n").unwrap();
+        let err = format!("{:#}", load_policy_file(&file).unwrap_err());
+        assert!(err.contains("is not valid"), "{err}");
+        assert!(err.contains("resumee"), "{err}");
+
+        std::fs::write(&file, "resume:\n  serviceAccounts: [just-a-name]\n").unwrap();
+        let err = format!("{:#}", load_policy_file(&file).unwrap_err());
+        assert!(err.contains("namespace/name"), "{err}");
+
+        let err = format!(
+            "{:#}",
+            load_policy_file(&dir.path().join("missing.yaml")).unwrap_err()
+        );
+        assert!(err.contains("cannot read"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_file_is_the_empty_policy() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("policy.yaml");
+        std::fs::write(&file, "\n").unwrap();
+        assert_eq!(load_policy_file(&file).unwrap(), Policy::default());
+    }
+
+    #[test]
+    fn selector_flag_must_be_pairs() {
+        assert!(args(&["--suspend-on-create-selector", "tier"]).policy().is_err());
+        assert!(args(&["--suspend-on-create-selector", "=x"]).policy().is_err());
+    }
+}

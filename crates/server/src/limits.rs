@@ -1,0 +1,113 @@
+//! Resource limits of the admission listener and where each is enforced: TLS handshake and
+//! header timeouts and HTTP/2 hardening on the connection (hyper), the request deadline and the
+//! concurrency limit around each request (tower-http, tokio), the body cap in `routes.rs`.
+//! Nothing a client sends may hold a connection, a task or memory without bound.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio::sync::Semaphore;
+
+/// Limits of the admission listener.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest request body, in bytes (413 beyond). kube-apiserver refuses requests over 3 MiB,
+    /// and an UPDATE review carries both the object and the old object, plus the envelope.
+    pub max_body_bytes: usize,
+    /// From request headers to response, including reading the body (408 beyond).
+    pub request_timeout: Duration,
+    /// Time to send request headers; also the idle limit of an HTTP/1.1 keep-alive connection
+    /// (hyper restarts this timer while waiting for the next request).
+    pub header_timeout: Duration,
+    pub tls_handshake_timeout: Duration,
+    pub max_connections: u32,
+    pub max_concurrent_requests: u32,
+    pub http2_max_concurrent_streams: u32,
+    /// HTTP/2 header block limit. hyper's default is 16 MiB; kube-apiserver sends a handful of
+    /// short headers.
+    pub http2_max_header_list_size: u32,
+    /// HTTP/2 PING interval and how long to wait for the answer, to drop dead peers.
+    pub http2_keep_alive_interval: Duration,
+    pub http2_keep_alive_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: 7 * 1024 * 1024,
+            request_timeout: Duration::from_secs(10),
+            header_timeout: Duration::from_secs(30),
+            tls_handshake_timeout: Duration::from_secs(10),
+            max_connections: 1024,
+            // Reviews are CPU-bound and take well under a millisecond; more than a few dozen
+            // in progress at once on a 2-core pod only means queueing inside the process.
+            max_concurrent_requests: 64,
+            http2_max_concurrent_streams: 100,
+            http2_max_header_list_size: 16 * 1024,
+            http2_keep_alive_interval: Duration::from_secs(20),
+            http2_keep_alive_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Limits {
+    /// The HTTP/1.1 + HTTP/2 connection builder with these limits.
+    pub(crate) fn connection_builder(&self) -> auto::Builder<TokioExecutor> {
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.header_timeout)
+            .keep_alive(true)
+            .max_buf_size(256 * 1024);
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            .max_concurrent_streams(self.http2_max_concurrent_streams)
+            .max_header_list_size(self.http2_max_header_list_size)
+            // Rapid reset (CVE-2023-44487): a client that opens and cancels streams faster than
+            // they are served is disconnected instead of making us queue work for it.
+            .max_pending_accept_reset_streams(20)
+            // A client that keeps provoking stream errors is disconnected too.
+            .max_local_error_reset_streams(256)
+            .max_send_buf_size(1024 * 1024)
+            .keep_alive_interval(self.http2_keep_alive_interval)
+            .keep_alive_timeout(self.http2_keep_alive_timeout);
+        builder
+    }
+}
+
+/// Slots for reviews in progress, shared by every route and connection.
+#[derive(Debug, Clone)]
+pub(crate) struct ConcurrencyLimit(Arc<Semaphore>);
+
+impl ConcurrencyLimit {
+    pub(crate) fn new(max: u32) -> Self {
+        ConcurrencyLimit(Arc::new(Semaphore::new(max as usize)))
+    }
+}
+
+/// Waits for a free slot, then runs the request. Written as a middleware rather than tower's
+/// `ConcurrencyLimit` because that one waits in `poll_ready`, outside the request timeout, and
+/// axum applies a layer per route (one limit each); here the wait is part of the request and
+/// so bounded by the timeout layer around it, and the slots are shared.
+pub(crate) async fn limit_concurrency(
+    State(limit): State<ConcurrencyLimit>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match limit.0.acquire().await {
+        Ok(_slot) => next.run(request).await,
+        // The semaphore is never closed; if it were, refuse rather than run unlimited.
+        Err(_) => (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "server is shutting down\n",
+        )
+            .into_response(),
+    }
+}

@@ -1,0 +1,282 @@
+//! The admission routes, `POST /mutate` and `POST /validate`: read the body within its cap,
+//! hand it to `jobwarden_admission::Reviewer`, send back the exact bytes it returns, and write
+//! one log line and the metrics for each request. No Job rule lives here.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::from_fn_with_state;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use http_body_util::{BodyExt as _, LengthLimitError, Limited};
+use jobwarden_admission::{Context, Reviewed, Reviewer, Unreadable, Verdict, Webhook};
+use serde::Deserialize;
+use tower_http::timeout::TimeoutLayer;
+
+use crate::limits::{ConcurrencyLimit, Limits, limit_concurrency};
+use crate::metrics::{Metrics, verdict_label};
+use crate::namespaces::NamespaceLabels;
+
+/// Bodies above this size are reviewed on the blocking pool, so one large object does not
+/// stall the other requests sharing the worker thread.
+const INLINE_REVIEW_BYTES: usize = 256 * 1024;
+
+#[derive(Clone)]
+pub(crate) struct AdmissionState {
+    pub reviewer: Arc<Reviewer>,
+    pub metrics: Arc<Metrics>,
+    pub namespaces: Option<NamespaceLabels>,
+    pub max_body_bytes: usize,
+}
+
+pub(crate) fn router(state: AdmissionState, limits: &Limits) -> Router {
+    Router::new()
+        .route("/mutate", post(mutate))
+        .route("/validate", post(validate))
+        .with_state(state)
+        .layer(from_fn_with_state(
+            ConcurrencyLimit::new(limits.max_concurrent_requests),
+            limit_concurrency,
+        ))
+        // Outermost, so the wait for a concurrency slot counts against the deadline too.
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            limits.request_timeout,
+        ))
+}
+
+async fn mutate(State(state): State<AdmissionState>, request: Request) -> Response {
+    answer(state, Webhook::Mutate, request).await
+}
+
+async fn validate(State(state): State<AdmissionState>, request: Request) -> Response {
+    answer(state, Webhook::Validate, request).await
+}
+
+/// A request that got no review, with the HTTP status that says why.
+#[derive(Debug)]
+enum Rejection {
+    UnsupportedMediaType(String),
+    TooLarge(usize),
+    BodyUnreadable(String),
+    Empty,
+    Unreadable(Unreadable),
+    ReviewFailed,
+}
+
+impl Rejection {
+    fn status(&self) -> StatusCode {
+        match self {
+            Rejection::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Rejection::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Rejection::BodyUnreadable(_) | Rejection::Empty | Rejection::Unreadable(_) => {
+                StatusCode::BAD_REQUEST
+            }
+            Rejection::ReviewFailed => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn verdict(&self) -> &'static str {
+        match self {
+            Rejection::UnsupportedMediaType(_) => "bad_content_type",
+            Rejection::TooLarge(_) => "too_large",
+            Rejection::BodyUnreadable(_) | Rejection::Empty | Rejection::Unreadable(_) => {
+                "unreadable"
+            }
+            Rejection::ReviewFailed => "error",
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            Rejection::UnsupportedMediaType(got) => {
+                format!("Content-Type must be application/json, got {got:?}")
+            }
+            Rejection::TooLarge(max) => {
+                format!("request body is larger than the limit of {max} bytes")
+            }
+            Rejection::BodyUnreadable(e) => format!("cannot read the request body: {e}"),
+            Rejection::Empty => "request body is empty".to_owned(),
+            Rejection::Unreadable(e) => e.to_string(),
+            Rejection::ReviewFailed => "the review failed unexpectedly".to_owned(),
+        }
+    }
+}
+
+async fn answer(state: AdmissionState, webhook: Webhook, request: Request) -> Response {
+    let started = Instant::now();
+    let _in_flight = state.metrics.in_flight();
+    let (parts, body) = request.into_parts();
+    let outcome = match read_body(&parts.headers, body, state.max_body_bytes).await {
+        Ok(body) => review(&state, webhook, body).await,
+        Err(rejection) => Err(rejection),
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    match outcome {
+        Ok(reviewed) => {
+            let s = &reviewed.summary;
+            let verdict = verdict_label(s.verdict);
+            state
+                .metrics
+                .observe(webhook, &s.operation, &verdict, seconds);
+            log_review(webhook, &reviewed, seconds);
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                reviewed.body,
+            )
+                .into_response()
+        }
+        Err(rejection) => {
+            state
+                .metrics
+                .observe(webhook, "", rejection.verdict(), seconds);
+            let message = rejection.message();
+            tracing::warn!(
+                %webhook,
+                status = rejection.status().as_u16(),
+                error = %message,
+                duration_ms = seconds * 1e3,
+                "admission request refused"
+            );
+            (
+                rejection.status(),
+                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                format!("{message}\n"),
+            )
+                .into_response()
+        }
+    }
+}
+
+async fn read_body(headers: &HeaderMap, body: Body, max: usize) -> Result<Bytes, Rejection> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default();
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    if !essence.eq_ignore_ascii_case("application/json") {
+        return Err(Rejection::UnsupportedMediaType(content_type));
+    }
+    // Refuse a declared oversize body before reading any of it.
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > max as u64) {
+        return Err(Rejection::TooLarge(max));
+    }
+    let bytes = match Limited::new(body, max).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<LengthLimitError>() => return Err(Rejection::TooLarge(max)),
+        Err(e) => return Err(Rejection::BodyUnreadable(e.to_string())),
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(Rejection::Empty);
+    }
+    Ok(bytes)
+}
+
+async fn review(
+    state: &AdmissionState,
+    webhook: Webhook,
+    body: Bytes,
+) -> Result<Reviewed, Rejection> {
+    let labels = match (&state.namespaces, webhook) {
+        // Only the mutating webhook's suspend-on-create policy reads namespace labels.
+        (Some(namespaces), Webhook::Mutate) => {
+            request_namespace(&body).and_then(|ns| namespaces.labels(&ns))
+        }
+        _ => None,
+    };
+    let large = body.len() > INLINE_REVIEW_BYTES;
+    let reviewer = state.reviewer.clone();
+    let run = move || {
+        let ctx = Context {
+            namespace_labels: labels.as_ref(),
+        };
+        reviewer.review(webhook, &body, &ctx)
+    };
+    let result = if large {
+        on_blocking_pool(run).await
+    } else {
+        Ok(run())
+    };
+    match result {
+        Ok(Ok(reviewed)) => Ok(reviewed),
+        Ok(Err(unreadable)) => Err(Rejection::Unreadable(unreadable)),
+        Err(()) => Err(Rejection::ReviewFailed),
+    }
+}
+
+async fn on_blocking_pool(
+    run: impl FnOnce() -> Result<Reviewed, Unreadable> + Send + 'static,
+) -> Result<Result<Reviewed, Unreadable>, ()> {
+    tokio::task::spawn_blocking(run).await.map_err(|error| {
+        tracing::error!(%error, "review task failed");
+    })
+}
+
+/// The request's namespace, read without decoding the rest of the review.
+fn request_namespace(body: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        request: Option<Namespaced<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Namespaced<'a> {
+        #[serde(borrow, default)]
+        namespace: Option<Cow<'a, str>>,
+    }
+    let envelope: Envelope<'_> = serde_json::from_slice(body).ok()?;
+    Some(envelope.request?.namespace?.into_owned())
+}
+
+fn log_review(webhook: Webhook, reviewed: &Reviewed, seconds: f64) {
+    let s = &reviewed.summary;
+    macro_rules! line {
+        ($level:ident, $message:literal) => {
+            tracing::$level!(
+                %webhook,
+                uid = %s.uid,
+                kind = %s.kind,
+                namespace = %s.namespace,
+                name = %s.name,
+                operation = %s.operation,
+                sub_resource = %s.sub_resource,
+                dry_run = s.dry_run,
+                verdict = %s.verdict,
+                duration_ms = seconds * 1e3,
+                $message
+            )
+        };
+    }
+    match s.verdict {
+        // The webhook configuration should never send these: say so, but let them through.
+        Verdict::Ignored => line!(
+            warn,
+            "not a request jobwarden reviews; allowed untouched (check the webhook rules)"
+        ),
+        _ => line!(info, "review"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_namespace_is_read_alone() {
+        let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
+            "request":{"uid":"1","object":{"metadata":{"namespace":"other"}},"namespace":"team-a"}}"#;
+        assert_eq!(request_namespace(body).as_deref(), Some("team-a"));
+        assert_eq!(request_namespace(b"{\"request\":{}}"), None);
+        assert_eq!(request_namespace(b"not json"), None);
+    }
+}

@@ -1,0 +1,155 @@
+//! `jobwarden check`: Job manifests checked as a server-side dry run would — upstream's
+//! defaulting and create-time preparation (generated selector and labels), then validation —
+//! or, with `--old`, as an update of the stored Job. One line per error, kubectl-style.
+
+use clap::Args;
+use jobwarden_rules::{ErrorList, JobObject, defaults};
+use serde_json::{Value, json};
+
+use super::Outcome;
+use super::input;
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The stored Job (for example `kubectl get job NAME -o yaml`): check the input as an
+    /// update of it.
+    #[arg(long, value_name = "FILE")]
+    old: Option<String>,
+    /// Manifests to check; `-` reads stdin.
+    #[arg(required = true)]
+    files: Vec<String>,
+}
+
+/// A Job found in the input, with where it came from.
+struct Found {
+    file: String,
+    raw: Value,
+}
+
+impl Found {
+    fn label(&self) -> String {
+        let name = self
+            .raw
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        format!("{}: Job {name:?}", self.file)
+    }
+}
+
+pub fn run(args: &CheckArgs) -> Outcome {
+    let mut jobs = Vec::new();
+    for file in &args.files {
+        match read_jobs(file) {
+            Ok(found) => jobs.extend(found),
+            Err(e) => {
+                eprintln!("{file}: {e:#}");
+                return Outcome::Unreadable;
+            }
+        }
+    }
+    if jobs.is_empty() {
+        eprintln!("jobwarden check: no batch/v1 Job in the input");
+        return Outcome::Unreadable;
+    }
+    let old = match &args.old {
+        None => None,
+        Some(path) => match read_jobs(path) {
+            Ok(mut found) if found.len() == 1 => found.pop(),
+            Ok(found) => {
+                eprintln!("{path}: --old needs exactly one Job, found {}", found.len());
+                return Outcome::Unreadable;
+            }
+            Err(e) => {
+                eprintln!("{path}: {e:#}");
+                return Outcome::Unreadable;
+            }
+        },
+    };
+    let mut outcome = Outcome::Ok;
+    for job in &jobs {
+        let result = match &old {
+            None => check_create(&job.raw),
+            Some(old) => check_update(&job.raw, &old.raw),
+        };
+        let label = job.label();
+        match result {
+            Ok(errors) if errors.is_empty() => println!("{label}: valid"),
+            Ok(errors) => {
+                outcome = Outcome::Rejected;
+                let mut printed = std::collections::HashSet::new();
+                for e in &errors {
+                    let line = e.to_string();
+                    if printed.insert(line.clone()) {
+                        println!("{label}: {line}");
+                    }
+                }
+            }
+            Err(e) => {
+                outcome = Outcome::Rejected;
+                println!("{label}: {e}");
+            }
+        }
+    }
+    outcome
+}
+
+fn read_jobs(file: &str) -> anyhow::Result<Vec<Found>> {
+    let bytes = input::read(file)?;
+    Ok(input::documents(&bytes)?
+        .into_iter()
+        .filter(|doc| {
+            let keep = input::is_job(doc);
+            if !keep {
+                let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("?");
+                eprintln!("{file}: skipping a {kind}: not a batch/v1 Job");
+            }
+            keep
+        })
+        .map(|raw| Found {
+            file: file.to_owned(),
+            raw,
+        })
+        .collect())
+}
+
+/// What kubectl and the apiserver fill in before validation ever runs.
+fn as_submitted(raw: &Value) -> Value {
+    let mut job = raw.clone();
+    if let Some(meta) = job.get_mut("metadata").and_then(Value::as_object_mut) {
+        if meta.get("namespace").and_then(Value::as_str).unwrap_or("").is_empty() {
+            meta.insert("namespace".into(), json!("default"));
+        }
+        let generate = meta.get("generateName").and_then(Value::as_str).map(str::to_owned);
+        if meta.get("name").and_then(Value::as_str).unwrap_or("").is_empty()
+            && let Some(prefix) = generate
+        {
+            meta.insert("name".into(), json!(format!("{prefix}abcde")));
+        }
+    }
+    defaults::upstream_defaults(&mut job);
+    job
+}
+
+fn check_create(raw: &Value) -> Result<ErrorList, jobwarden_rules::DecodeError> {
+    let mut job = as_submitted(raw);
+    defaults::prepare_for_create(&mut job);
+    let job = JobObject::parse(&job)?;
+    Ok(jobwarden_rules::validate_create(&job))
+}
+
+fn check_update(raw: &Value, old_raw: &Value) -> Result<ErrorList, jobwarden_rules::DecodeError> {
+    let mut old = as_submitted(old_raw);
+    if old.pointer("/metadata/uid").is_none() {
+        // A manifest rather than a stored object: give it what creating it would have.
+        let status = old.get("status").cloned();
+        defaults::prepare_for_create(&mut old);
+        if let (Some(status), Some(root)) = (status, old.as_object_mut()) {
+            root.insert("status".into(), status);
+        }
+    }
+    let mut new = as_submitted(raw);
+    defaults::prepare_for_update(&mut new, &old);
+    let (new, old) = (JobObject::parse(&new)?, JobObject::parse(&old)?);
+    Ok(jobwarden_rules::validate_update(&new, &old))
+}
