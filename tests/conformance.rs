@@ -59,14 +59,19 @@ fn without_uuids(s: &str) -> String {
 /// jobwarden prints the raw v1 template (README, "Known differences"). Everything else about
 /// such a message must still match.
 fn template_value_elided(s: &str) -> String {
-    ["spec.template: Invalid value: ", "spec.template.spec: Invalid value: "]
-        .iter()
-        .fold(s.to_owned(), |msg, marker| match (msg.find(marker), msg.rfind(": field is immutable")) {
+    [
+        "spec.template: Invalid value: ",
+        "spec.template.spec: Invalid value: ",
+    ]
+    .iter()
+    .fold(s.to_owned(), |msg, marker| {
+        match (msg.find(marker), msg.rfind(": field is immutable")) {
             (Some(start), Some(end)) if end > start => {
                 format!("{}{marker}<template>{}", &msg[..start], &msg[end..])
             }
             _ => msg,
-        })
+        }
+    })
 }
 
 fn pointer_after_patch(object: &Value, response: &Value, pointer: &str) -> Option<Value> {
@@ -91,24 +96,33 @@ fn every_conformance_case_agrees_with_kube_apiserver() {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
-    assert!(files.len() >= 190, "expected the full corpus, found {}", files.len());
+    assert!(
+        files.len() >= 190,
+        "expected the full corpus, found {}",
+        files.len()
+    );
     let mut failures = Vec::new();
     let mut exact_messages = 0;
     for file in &files {
         let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("?");
-        let case: Value = serde_json::from_slice(&std::fs::read(file).expect("readable"))
-            .expect("case is JSON");
+        let case: Value =
+            serde_json::from_slice(&std::fs::read(file).expect("readable")).expect("case is JSON");
         let webhook = case["webhook"].as_str().unwrap_or("validate");
         let expect = &case["expect"];
         let (code, out) = review(webhook, &case["review"]);
         let response = &out["response"];
         let mut fail = |why: String| failures.push(format!("{name}: {why}"));
-        if out["apiVersion"] != "admission.k8s.io/v1" || response["uid"] != case["review"]["request"]["uid"] {
+        if out["apiVersion"] != "admission.k8s.io/v1"
+            || response["uid"] != case["review"]["request"]["uid"]
+        {
             fail(format!("not a v1 response with the request uid: {out}"));
         }
         let allowed = response["allowed"].as_bool();
         if allowed != expect["allowed"].as_bool() {
-            fail(format!("allowed {allowed:?}, want {}; {}", expect["allowed"], response["status"]["message"]));
+            fail(format!(
+                "allowed {allowed:?}, want {}; {}",
+                expect["allowed"], response["status"]["message"]
+            ));
             continue;
         }
         if code != if allowed == Some(true) { 0 } else { 1 } {
@@ -121,12 +135,17 @@ fn every_conformance_case_agrees_with_kube_apiserver() {
                 fail(format!("message does not name {field}: {message}"));
             }
         }
-        if let Some(upstream) = case["upstreamMessage"].as_str().filter(|m| m.starts_with("Job.batch")) {
+        if let Some(upstream) = case["upstreamMessage"]
+            .as_str()
+            .filter(|m| m.starts_with("Job.batch"))
+        {
             let normalise = |m: &str| template_value_elided(&without_uuids(m));
             if normalise(upstream) == normalise(message) {
                 exact_messages += 1;
             } else {
-                fail(format!("message differs from kube-apiserver's:\n  upstream: {upstream}\n  ours:     {message}"));
+                fail(format!(
+                    "message differs from kube-apiserver's:\n  upstream: {upstream}\n  ours:     {message}"
+                ));
             }
         }
         if webhook == "mutate" {
@@ -135,12 +154,26 @@ fn every_conformance_case_agrees_with_kube_apiserver() {
                 let got = pointer_after_patch(object, response, pointer);
                 let want = (!want.is_null()).then(|| want.clone());
                 if got != want {
-                    fail(format!("{pointer} is {got:?} after the patch, want {want:?}"));
+                    fail(format!(
+                        "{pointer} is {got:?} after the patch, want {want:?}"
+                    ));
                 }
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases fail:\n{}", failures.len(), files.len(), failures.join("\n"));
-    assert!(exact_messages >= 90, "only {exact_messages} messages compared to the byte");
-    println!("{} cases agree; {exact_messages} messages identical to kube-apiserver's", files.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases fail:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
+    assert!(
+        exact_messages >= 90,
+        "only {exact_messages} messages compared to the byte"
+    );
+    println!(
+        "{} cases agree; {exact_messages} messages identical to kube-apiserver's",
+        files.len()
+    );
 }

@@ -117,11 +117,23 @@ fn read_jobs(file: &str) -> anyhow::Result<Vec<Found>> {
 fn as_submitted(raw: &Value) -> Value {
     let mut job = raw.clone();
     if let Some(meta) = job.get_mut("metadata").and_then(Value::as_object_mut) {
-        if meta.get("namespace").and_then(Value::as_str).unwrap_or("").is_empty() {
+        if meta
+            .get("namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .is_empty()
+        {
             meta.insert("namespace".into(), json!("default"));
         }
-        let generate = meta.get("generateName").and_then(Value::as_str).map(str::to_owned);
-        if meta.get("name").and_then(Value::as_str).unwrap_or("").is_empty()
+        let generate = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if meta
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .is_empty()
             && let Some(prefix) = generate
         {
             meta.insert("name".into(), json!(format!("{prefix}abcde")));

@@ -59,7 +59,10 @@ mod tests {
         let docs = documents(yaml).unwrap_or_default();
         assert_eq!(docs.len(), 3);
         assert!(is_job(&docs[0]) && !is_job(&docs[1]));
-        assert_eq!(documents(b" {\"kind\": \"Job\"}").map(|d| d.len()).ok(), Some(1));
+        assert_eq!(
+            documents(b" {\"kind\": \"Job\"}").map(|d| d.len()).ok(),
+            Some(1)
+        );
         assert!(documents(b"a: [").is_err());
         assert!(documents(b"\xff").is_err());
     }

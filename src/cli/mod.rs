@@ -11,7 +11,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "jobwarden", version, about = "Guards and runs Kubernetes batch/v1 Jobs")]
+#[command(
+    name = "jobwarden",
+    version,
+    about = "Guards and runs Kubernetes batch/v1 Jobs"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -49,7 +49,9 @@ pub enum Verdict {
     Allowed,
     /// Allowed with a patch.
     Patched,
-    Denied { code: u16 },
+    Denied {
+        code: u16,
+    },
 }
 
 impl fmt::Display for Verdict {
@@ -91,7 +93,9 @@ pub struct Reviewed {
 pub enum Unreadable {
     #[error("request body is not valid JSON: {0}")]
     NotJson(String),
-    #[error("request body is not an admission.k8s.io/v1 AdmissionReview (apiVersion {api_version:?}, kind {kind:?})")]
+    #[error(
+        "request body is not an admission.k8s.io/v1 AdmissionReview (apiVersion {api_version:?}, kind {kind:?})"
+    )]
     NotAdmissionReview { api_version: String, kind: String },
     #[error("AdmissionReview has no request.uid")]
     NoUid,
@@ -227,9 +231,8 @@ impl Reviewer {
         let sub_resource = request.sub_resource.as_deref().unwrap_or("");
         match (webhook, request.operation.as_str(), sub_resource) {
             (Webhook::Mutate, "CREATE" | "UPDATE", "") => self.mutate(request, ctx),
-            (Webhook::Validate, "CREATE" | "UPDATE", "") | (Webhook::Validate, "UPDATE", "status") => {
-                self.validate(request)
-            }
+            (Webhook::Validate, "CREATE" | "UPDATE", "")
+            | (Webhook::Validate, "UPDATE", "status") => self.validate(request),
             _ => Decision::ignore(),
         }
     }

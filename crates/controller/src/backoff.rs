@@ -43,7 +43,12 @@ pub fn record_from_pods(pods: &[PodView], only_replace_failed: bool) -> BackoffR
 }
 
 /// Upstream's `getRemainingTimeForFailuresCount`.
-pub fn remaining(record: &BackoffRecord, now: Timestamp, base: Duration, max: Duration) -> Duration {
+pub fn remaining(
+    record: &BackoffRecord,
+    now: Timestamp,
+    base: Duration,
+    max: Duration,
+) -> Duration {
     let Some(last) = record.last_failure else {
         return Duration::ZERO;
     };
@@ -93,7 +98,12 @@ mod tests {
             (30, 360),
         ];
         for (failures, secs) in cases {
-            let got = remaining(&record(failures, 1000), at(1000), DEFAULT_BACKOFF, MAX_BACKOFF);
+            let got = remaining(
+                &record(failures, 1000),
+                at(1000),
+                DEFAULT_BACKOFF,
+                MAX_BACKOFF,
+            );
             assert_eq!(got, Duration::from_secs(secs), "{failures} failures");
         }
     }
@@ -118,7 +128,12 @@ mod tests {
     #[test]
     fn no_failure_means_no_delay() {
         assert_eq!(
-            remaining(&BackoffRecord::default(), at(0), DEFAULT_BACKOFF, MAX_BACKOFF),
+            remaining(
+                &BackoffRecord::default(),
+                at(0),
+                DEFAULT_BACKOFF,
+                MAX_BACKOFF
+            ),
             Duration::ZERO
         );
     }

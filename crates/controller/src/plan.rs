@@ -7,7 +7,9 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use jobwarden_rules::JobObject;
-use jobwarden_rules::condition::{COMPLETE, FAILED, FAILURE_TARGET, SUCCESS_CRITERIA_MET, SUSPENDED};
+use jobwarden_rules::condition::{
+    COMPLETE, FAILED, FAILURE_TARGET, SUCCESS_CRITERIA_MET, SUSPENDED,
+};
 use jobwarden_rules::indexes::IndexSet;
 use k8s_openapi::api::batch::v1::{JobCondition, JobStatus, UncountedTerminatedPods};
 use k8s_openapi::api::core::v1::Pod;
@@ -305,9 +307,8 @@ impl<'a> Pass<'a> {
         let mut succeeded = i64::from(old.succeeded.unwrap_or(0))
             + new_succeeded as i64
             + uncounted_succeeded.len() as i64;
-        let failed = i64::from(old.failed.unwrap_or(0))
-            + new_failed as i64
-            + uncounted_failed.len() as i64;
+        let failed =
+            i64::from(old.failed.unwrap_or(0)) + new_failed as i64 + uncounted_failed.len() as i64;
 
         if status.start_time.is_none() && !self.suspended {
             status.start_time = Some(Time(self.now));
@@ -322,7 +323,11 @@ impl<'a> Pass<'a> {
         };
         let mut succeeded_indexes = prev_indexes.clone();
         if self.indexed {
-            for p in self.pods.iter().filter(|p| p.has_finalizer && p.phase == Phase::Succeeded) {
+            for p in self
+                .pods
+                .iter()
+                .filter(|p| p.has_finalizer && p.phase == Phase::Succeeded)
+            {
                 if let Some(i) = p.index.filter(|_| self.valid_index(p)) {
                     succeeded_indexes.insert(i);
                 }
@@ -418,7 +423,14 @@ impl<'a> Pass<'a> {
         });
 
         if let Some(f) = &finishing {
-            self.finish(f, reached_max || !uncounted_empty, terminating, &mut conds, &mut status, &mut out);
+            self.finish(
+                f,
+                reached_max || !uncounted_empty,
+                terminating,
+                &mut conds,
+                &mut status,
+                &mut out,
+            );
         }
 
         status.conditions = Some(conds).filter(|c| !c.is_empty());
@@ -440,7 +452,9 @@ impl<'a> Pass<'a> {
             message: c.message.clone().unwrap_or_default(),
             interim_stored: true,
         };
-        if let Some(c) = conditions::find(conds, SUCCESS_CRITERIA_MET).filter(|c| c.status == "True") {
+        if let Some(c) =
+            conditions::find(conds, SUCCESS_CRITERIA_MET).filter(|c| c.status == "True")
+        {
             return Some(from(c, true));
         }
         conditions::find(conds, FAILURE_TARGET)
@@ -459,9 +473,13 @@ impl<'a> Pass<'a> {
             })
         };
         if failed > self.backoff_limit() || self.past_backoff_limit_on_failure() {
-            return fail(REASON_BACKOFF_LIMIT_EXCEEDED, MESSAGE_BACKOFF_LIMIT_EXCEEDED);
+            return fail(
+                REASON_BACKOFF_LIMIT_EXCEEDED,
+                MESSAGE_BACKOFF_LIMIT_EXCEEDED,
+            );
         }
-        let (Some(deadline), Some(start)) = (self.job.spec.active_deadline_seconds, &status.start_time)
+        let (Some(deadline), Some(start)) =
+            (self.job.spec.active_deadline_seconds, &status.start_time)
         else {
             return None;
         };
@@ -473,7 +491,9 @@ impl<'a> Pass<'a> {
         if elapsed >= deadline {
             return fail(REASON_DEADLINE_EXCEEDED, MESSAGE_DEADLINE_EXCEEDED);
         }
-        out.requeue(Duration::from_secs(u64::try_from(deadline - elapsed).unwrap_or(0)));
+        out.requeue(Duration::from_secs(
+            u64::try_from(deadline - elapsed).unwrap_or(0),
+        ));
         None
     }
 
@@ -536,13 +556,22 @@ impl<'a> Pass<'a> {
         }
         let terminating: Vec<&PodView> = self.pods.iter().filter(|p| p.is_terminating()).collect();
         // KEP-3939: with `Failed`, a terminating pod still holds its place until it is terminal.
-        let held = if self.only_replace_failed { terminating.len() as i64 } else { 0 };
+        let held = if self.only_replace_failed {
+            terminating.len() as i64
+        } else {
+            0
+        };
         let mut diff = want - held - active_len;
         if diff <= 0 {
             return counts;
         }
         let record = backoff::record_from_pods(self.pods, self.only_replace_failed);
-        let wait = backoff::remaining(&record, self.now, self.config.backoff_base, self.config.backoff_max);
+        let wait = backoff::remaining(
+            &record,
+            self.now,
+            self.config.backoff_base,
+            self.config.backoff_max,
+        );
         if !wait.is_zero() {
             out.requeue(wait);
             return counts;
@@ -556,7 +585,12 @@ impl<'a> Pass<'a> {
         let template = self.job.raw_template();
         let indexes: Vec<Option<i32>> = if self.indexed {
             let mut taken = succeeded_indexes.clone();
-            let holders = active.iter().copied().chain(terminating.iter().copied().filter(|_| self.only_replace_failed));
+            let holders = active.iter().copied().chain(
+                terminating
+                    .iter()
+                    .copied()
+                    .filter(|_| self.only_replace_failed),
+            );
             for p in holders {
                 if let Some(i) = p.index {
                     taken.insert(i);
@@ -582,12 +616,20 @@ impl<'a> Pass<'a> {
 
     /// Upstream's `activePodsForRemoval`: for Indexed Jobs, pods with an invalid or repeated
     /// index go first; then the least advanced pods.
-    fn active_pods_for_removal<'p>(&self, active: &[&'p PodView], at_least: i64) -> Vec<&'p PodView> {
+    fn active_pods_for_removal<'p>(
+        &self,
+        active: &[&'p PodView],
+        at_least: i64,
+    ) -> Vec<&'p PodView> {
         let mut remove: Vec<&PodView> = Vec::new();
         let mut left: Vec<&PodView> = Vec::new();
         if self.indexed {
             let mut by_index: Vec<&PodView> = active.to_vec();
-            by_index.sort_by(|a, b| a.index.cmp(&b.index).then_with(|| advancement(a).cmp(&advancement(b))));
+            by_index.sort_by(|a, b| {
+                a.index
+                    .cmp(&b.index)
+                    .then_with(|| advancement(a).cmp(&advancement(b)))
+            });
             for (n, p) in by_index.iter().enumerate() {
                 let repeated = by_index
                     .get(n + 1)
@@ -601,7 +643,9 @@ impl<'a> Pass<'a> {
         } else {
             left = active.to_vec();
         }
-        let missing = usize::try_from(at_least).unwrap_or(0).saturating_sub(remove.len());
+        let missing = usize::try_from(at_least)
+            .unwrap_or(0)
+            .saturating_sub(remove.len());
         if missing > 0 {
             left.sort_by_key(|p| advancement(p));
             remove.extend(left.into_iter().take(missing));
@@ -610,7 +654,13 @@ impl<'a> Pass<'a> {
     }
 
     /// Upstream's `deleteJobPods`: the finalizer goes first, so these pods are not counted.
-    fn delete_pods(&self, pods: &[&PodView], reason: DeleteReason, counts: &mut ManageCounts, out: &mut Plan) {
+    fn delete_pods(
+        &self,
+        pods: &[&PodView],
+        reason: DeleteReason,
+        counts: &mut ManageCounts,
+        out: &mut Plan,
+    ) {
         for p in pods {
             if p.has_finalizer {
                 out.remove_finalizer(p);
@@ -625,14 +675,34 @@ impl<'a> Pass<'a> {
         }
     }
 
-    fn suspend_condition(&self, active: i32, conds: &mut Vec<JobCondition>, status: &mut JobStatus, out: &mut Plan) {
+    fn suspend_condition(
+        &self,
+        active: i32,
+        conds: &mut Vec<JobCondition>,
+        status: &mut JobStatus,
+        out: &mut Plan,
+    ) {
         if self.suspended {
             if active == 0
-                && conditions::ensure(conds, SUSPENDED, "True", REASON_JOB_SUSPENDED, MESSAGE_JOB_SUSPENDED, self.now)
+                && conditions::ensure(
+                    conds,
+                    SUSPENDED,
+                    "True",
+                    REASON_JOB_SUSPENDED,
+                    MESSAGE_JOB_SUSPENDED,
+                    self.now,
+                )
             {
                 out.event(false, "Suspended", MESSAGE_JOB_SUSPENDED);
             }
-        } else if conditions::ensure(conds, SUSPENDED, "False", REASON_JOB_RESUMED, MESSAGE_JOB_RESUMED, self.now) {
+        } else if conditions::ensure(
+            conds,
+            SUSPENDED,
+            "False",
+            REASON_JOB_RESUMED,
+            MESSAGE_JOB_RESUMED,
+            self.now,
+        ) {
             out.event(false, "Resumed", MESSAGE_JOB_RESUMED);
             // `activeDeadlineSeconds` counts running time since the last resume, as upstream.
             status.start_time = Some(Time(self.now));
@@ -656,15 +726,19 @@ impl<'a> Pass<'a> {
         let mut new_indexes = 0usize;
         for p in candidates {
             let considered_failed = p.is_failed(self.only_replace_failed);
-            let removable =
-                self.deleting || finishing.is_some() || p.phase == Phase::Succeeded || considered_failed;
+            let removable = self.deleting
+                || finishing.is_some()
+                || p.phase == Phase::Succeeded
+                || considered_failed;
             if !removable {
                 continue;
             }
             out.remove_finalizer(p);
             if p.phase == Phase::Succeeded && !uncounted_failed.contains(&p.uid) {
                 if self.indexed {
-                    if p.index.is_some_and(|i| self.valid_index(p) && !prev_indexes.contains(i)) {
+                    if p.index
+                        .is_some_and(|i| self.valid_index(p) && !prev_indexes.contains(i))
+                    {
                         new_indexes += 1;
                     }
                 } else if !uncounted_succeeded.contains(&p.uid) {
@@ -676,7 +750,9 @@ impl<'a> Pass<'a> {
             {
                 uncounted_failed.push(p.uid.clone());
             }
-            if new_indexes + uncounted_succeeded.len() + uncounted_failed.len() >= self.config.max_uncounted_pods {
+            if new_indexes + uncounted_succeeded.len() + uncounted_failed.len()
+                >= self.config.max_uncounted_pods
+            {
                 return true;
             }
         }
@@ -694,7 +770,11 @@ impl<'a> Pass<'a> {
         status: &mut JobStatus,
         out: &mut Plan,
     ) {
-        let interim = if f.success { SUCCESS_CRITERIA_MET } else { FAILURE_TARGET };
+        let interim = if f.success {
+            SUCCESS_CRITERIA_MET
+        } else {
+            FAILURE_TARGET
+        };
         if !f.interim_stored {
             conditions::ensure(conds, interim, "True", &f.reason, &f.message, self.now);
             out.requeue(Duration::ZERO);
@@ -757,14 +837,18 @@ fn clamp(n: i64) -> i32 {
 pub fn same_status(a: &JobStatus, b: &JobStatus) -> bool {
     fn uncounted(s: &JobStatus) -> (Vec<String>, Vec<String>) {
         let u = s.uncounted_terminated_pods.clone().unwrap_or_default();
-        (u.succeeded.unwrap_or_default(), u.failed.unwrap_or_default())
+        (
+            u.succeeded.unwrap_or_default(),
+            u.failed.unwrap_or_default(),
+        )
     }
     a.active.unwrap_or(0) == b.active.unwrap_or(0)
         && a.ready == b.ready
         && a.terminating == b.terminating
         && a.succeeded.unwrap_or(0) == b.succeeded.unwrap_or(0)
         && a.failed.unwrap_or(0) == b.failed.unwrap_or(0)
-        && a.completed_indexes.as_deref().unwrap_or("") == b.completed_indexes.as_deref().unwrap_or("")
+        && a.completed_indexes.as_deref().unwrap_or("")
+            == b.completed_indexes.as_deref().unwrap_or("")
         && uncounted(a) == uncounted(b)
         && a.start_time == b.start_time
         && a.completion_time == b.completion_time

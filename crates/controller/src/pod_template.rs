@@ -175,8 +175,15 @@ mod tests {
         assert_eq!(owner["controller"], true);
         assert_eq!(pod["spec"]["containers"][0]["futureField"], json!({"a": 1}));
         assert!(pod["spec"].get("hostname").is_none());
-        assert_eq!(pod["spec"]["containers"][0]["env"], json!([{"name": "A", "value": "1"}]));
-        assert!(pod["metadata"]["labels"].get(COMPLETION_INDEX_KEY).is_none());
+        assert_eq!(
+            pod["spec"]["containers"][0]["env"],
+            json!([{"name": "A", "value": "1"}])
+        );
+        assert!(
+            pod["metadata"]["labels"]
+                .get(COMPLETION_INDEX_KEY)
+                .is_none()
+        );
     }
 
     #[test]

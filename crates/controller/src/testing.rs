@@ -140,11 +140,24 @@ impl JobBuilder {
     }
 
     pub fn uncounted(self, succeeded: &[&str], failed: &[&str]) -> Self {
-        self.status("uncountedTerminatedPods", json!({"succeeded": succeeded, "failed": failed}))
+        let uids =
+            |names: &[&str]| -> Vec<String> { names.iter().map(|n| format!("uid-{n}")).collect() };
+        self.status(
+            "uncountedTerminatedPods",
+            json!({"succeeded": uids(succeeded), "failed": uids(failed)}),
+        )
     }
 
     pub fn condition(mut self, type_: &str, status: &str, reason: &str, offset: i64) -> Self {
-        let c = json!({"type": type_, "status": status, "reason": reason, "message": "",
+        let message = match reason {
+            REASON_COMPLETIONS_REACHED => MESSAGE_COMPLETIONS_REACHED,
+            REASON_BACKOFF_LIMIT_EXCEEDED => MESSAGE_BACKOFF_LIMIT_EXCEEDED,
+            REASON_DEADLINE_EXCEEDED => MESSAGE_DEADLINE_EXCEEDED,
+            REASON_JOB_SUSPENDED => MESSAGE_JOB_SUSPENDED,
+            REASON_JOB_RESUMED => MESSAGE_JOB_RESUMED,
+            _ => "",
+        };
+        let c = json!({"type": type_, "status": status, "reason": reason, "message": message,
                        "lastProbeTime": rfc3339(offset), "lastTransitionTime": rfc3339(offset)});
         match self.v["status"]["conditions"].as_array_mut() {
             Some(list) => list.push(c),

@@ -95,7 +95,11 @@ pub fn upstream_defaults(job: &mut Value) {
         let patterns = rule
             .get_mut("onPodConditions")
             .and_then(Value::as_array_mut);
-        for pattern in patterns.into_iter().flatten().filter_map(Value::as_object_mut) {
+        for pattern in patterns
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
             if pattern.get("status").and_then(Value::as_str).unwrap_or("") == "" {
                 pattern.insert("status".into(), json!("True"));
             }
@@ -130,7 +134,12 @@ pub fn prepare_for_create(job: &mut Value) {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    if meta.get("uid").and_then(Value::as_str).unwrap_or("").is_empty() {
+    if meta
+        .get("uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
         meta.insert("uid".into(), json!(PLACEHOLDER_UID));
     }
     let uid = meta
@@ -156,7 +165,11 @@ pub fn prepare_for_update(job: &mut Value, old: &Value) {
     let Some(meta) = object_at(root, "metadata") else {
         return;
     };
-    if meta.get("uid").and_then(Value::as_str).unwrap_or("").is_empty()
+    if meta
+        .get("uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
         && let Some(uid) = old.pointer("/metadata/uid")
     {
         meta.insert("uid".into(), uid.clone());
@@ -222,8 +235,14 @@ mod tests {
                    "podReplacementPolicy": "TerminatingOrFailed"})
         );
         let s = defaulted(json!({"parallelism": 0}));
-        assert_eq!((s.get("completions"), &s["backoffLimit"]), (None, &json!(6)));
-        assert_eq!(defaulted(json!({"completions": 2}))["parallelism"], json!(1));
+        assert_eq!(
+            (s.get("completions"), &s["backoffLimit"]),
+            (None, &json!(6))
+        );
+        assert_eq!(
+            defaulted(json!({"completions": 2}))["parallelism"],
+            json!(1)
+        );
         assert_eq!(
             defaulted(json!({"backoffLimitPerIndex": 1}))["backoffLimit"],
             json!(2147483647)
@@ -234,7 +253,9 @@ mod tests {
         assert_eq!(s["podReplacementPolicy"], json!("Failed"));
         assert_eq!(
             s.pointer("/podFailurePolicy/rules/0/onPodConditions"),
-            Some(&json!([{"type": "DisruptionTarget", "status": "True"}, {"type": "X", "status": "False"}]))
+            Some(
+                &json!([{"type": "DisruptionTarget", "status": "True"}, {"type": "X", "status": "False"}])
+            )
         );
         assert_eq!(
             defaulted(json!({"podReplacementPolicy": ""}))["podReplacementPolicy"],
@@ -260,7 +281,10 @@ mod tests {
     fn mutation_leaves_unknown_fields_and_hostile_shapes_alone() {
         let mut job = json!({"spec": {"futureField": {"a": 1}}});
         assert!(pod_replacement_policy(&mut job));
-        assert_eq!(job, json!({"spec": {"futureField": {"a": 1}, "podReplacementPolicy": "TerminatingOrFailed"}}));
+        assert_eq!(
+            job,
+            json!({"spec": {"futureField": {"a": 1}, "podReplacementPolicy": "TerminatingOrFailed"}})
+        );
         assert!(!pod_replacement_policy(&mut job));
         for mut hostile in [json!(null), json!([1]), json!({"spec": 3}), json!("x")] {
             let before = hostile.clone();
@@ -272,12 +296,20 @@ mod tests {
 
     #[test]
     fn prepare_for_create_generates_selector_and_labels() {
-        let mut job = json!({"metadata": {"name": "j"}, "spec": {"template": {}}, "status": {"active": 3}});
+        let mut job =
+            json!({"metadata": {"name": "j"}, "spec": {"template": {}}, "status": {"active": 3}});
         prepare_for_create(&mut job);
         assert_eq!(job["status"], json!({}));
-        assert_eq!(job.pointer("/spec/selector/matchLabels/batch.kubernetes.io~1controller-uid"), Some(&json!(PLACEHOLDER_UID)));
-        assert_eq!(job.pointer("/spec/template/metadata/labels/job-name"), Some(&json!("j")));
-        let mut manual = json!({"metadata": {"name": "j", "uid": "u"}, "spec": {"manualSelector": true}});
+        assert_eq!(
+            job.pointer("/spec/selector/matchLabels/batch.kubernetes.io~1controller-uid"),
+            Some(&json!(PLACEHOLDER_UID))
+        );
+        assert_eq!(
+            job.pointer("/spec/template/metadata/labels/job-name"),
+            Some(&json!("j"))
+        );
+        let mut manual =
+            json!({"metadata": {"name": "j", "uid": "u"}, "spec": {"manualSelector": true}});
         prepare_for_create(&mut manual);
         assert_eq!(manual.pointer("/spec/selector"), None);
     }
@@ -287,11 +319,15 @@ mod tests {
         let mut old = json!({"metadata": {"name": "j", "uid": "u1"}, "spec": {}});
         prepare_for_create(&mut old);
         old["status"] = json!({"active": 1});
-        let mut new = json!({"metadata": {"name": "j"}, "spec": {"parallelism": 2}, "status": {"active": 9}});
+        let mut new =
+            json!({"metadata": {"name": "j"}, "spec": {"parallelism": 2}, "status": {"active": 9}});
         prepare_for_update(&mut new, &old);
         assert_eq!(new["status"], json!({"active": 1}));
         assert_eq!(new.pointer("/metadata/uid"), Some(&json!("u1")));
         assert_eq!(new.pointer("/spec/selector"), old.pointer("/spec/selector"));
-        assert_eq!(new.pointer("/spec/template/metadata/labels"), old.pointer("/spec/template/metadata/labels"));
+        assert_eq!(
+            new.pointer("/spec/template/metadata/labels"),
+            old.pointer("/spec/template/metadata/labels")
+        );
     }
 }

@@ -280,8 +280,10 @@ pub fn go_quote(s: &str, out: &mut String) {
 /// separators other than the ASCII space, and the replacement character that stands for
 /// invalid UTF-8 on the Go side.
 fn is_go_unprintable(c: char) -> bool {
-    matches!(c, '\u{2028}' | '\u{2029}' | '\u{00a0}' | '\u{feff}' | '\u{fffd}')
-        || ('\u{2000}'..='\u{200f}').contains(&c)
+    matches!(
+        c,
+        '\u{2028}' | '\u{2029}' | '\u{00a0}' | '\u{feff}' | '\u{fffd}'
+    ) || ('\u{2000}'..='\u{200f}').contains(&c)
 }
 
 #[cfg(test)]
@@ -292,7 +294,10 @@ mod tests {
     fn renders_each_kind_like_apimachinery() {
         let p = FieldPath::new("spec").child("rules").index(0).child("x");
         let cases = [
-            (FieldError::required(&p, ""), "spec.rules[0].x: Required value"),
+            (
+                FieldError::required(&p, ""),
+                "spec.rules[0].x: Required value",
+            ),
             (
                 FieldError::required(&p, "when y"),
                 "spec.rules[0].x: Required value: when y",
@@ -355,6 +360,12 @@ mod tests {
         let mut s = String::new();
         go_quote("a\"b\\c\n\u{1}é", &mut s);
         assert_eq!(s, r#""a\"b\\c\n\x01é""#);
-        assert_eq!(FieldPath::new("metadata").child("annotations").key("a/b").as_str(), "metadata.annotations[a/b]");
+        assert_eq!(
+            FieldPath::new("metadata")
+                .child("annotations")
+                .key("a/b")
+                .as_str(),
+            "metadata.annotations[a/b]"
+        );
     }
 }

@@ -232,14 +232,19 @@ mod tests {
 
     #[test]
     fn renders_internal_types_like_go() {
-        assert_eq!(success_policy(Some(&json!({"rules": []}))), r#"{"Rules":[]}"#);
+        assert_eq!(
+            success_policy(Some(&json!({"rules": []}))),
+            r#"{"Rules":[]}"#
+        );
         assert_eq!(success_policy(Some(&json!({}))), r#"{"Rules":null}"#);
         assert_eq!(
             success_policy(Some(&json!({"rules": [{"succeededCount": 2}]}))),
             r#"{"Rules":[{"SucceededIndexes":null,"SucceededCount":2}]}"#
         );
         assert_eq!(
-            pod_failure_policy(Some(&json!({"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1, 2]}}]}))),
+            pod_failure_policy(Some(
+                &json!({"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1, 2]}}]})
+            )),
             r#"{"Rules":[{"Action":"FailJob","OnExitCodes":{"ContainerName":null,"Operator":"In","Values":[1,2]},"OnPodConditions":null}]}"#
         );
         assert_eq!(
@@ -247,7 +252,9 @@ mod tests {
             r#"{"Succeeded":null,"Failed":["a"]}"#
         );
         assert_eq!(
-            label_selector(Some(&json!({"matchExpressions": [{"operator": "Exists", "key": "k"}], "matchLabels": {"b": "2", "a": "1"}}))),
+            label_selector(Some(
+                &json!({"matchExpressions": [{"operator": "Exists", "key": "k"}], "matchLabels": {"b": "2", "a": "1"}})
+            )),
             r#"{"matchLabels":{"a":"1","b":"2"},"matchExpressions":[{"key":"k","operator":"Exists"}]}"#
         );
         assert_eq!(success_policy(None), "null");

@@ -30,11 +30,18 @@ impl fmt::Display for IndexError {
                 quoted(fragment)
             ),
             IndexError::NotAnInteger { part } => {
-                write!(f, "cannot convert string to integer for index: {}", quoted(part))
+                write!(
+                    f,
+                    "cannot convert string to integer for index: {}",
+                    quoted(part)
+                )
             }
             IndexError::TooLarge { part } => write!(f, "too large index: {}", quoted(part)),
             IndexError::NonIncreasing { previous, current } => {
-                write!(f, "non-increasing order, previous: {previous}, current: {current}")
+                write!(
+                    f,
+                    "non-increasing order, previous: {previous}, current: {current}"
+                )
             }
         }
     }
@@ -258,7 +265,10 @@ impl IndexSet {
 
     /// How many indexes `self` and `other` have in common.
     pub fn intersection_count(&self, other: &IndexSet) -> u64 {
-        let (mut a, mut b) = (self.intervals.iter().peekable(), other.intervals.iter().peekable());
+        let (mut a, mut b) = (
+            self.intervals.iter().peekable(),
+            other.intervals.iter().peekable(),
+        );
         let mut total = 0u64;
         while let (Some(x), Some(y)) = (a.peek(), b.peek()) {
             let lo = x.first.max(y.first);
@@ -363,20 +373,48 @@ mod tests {
     #[test]
     fn rejects_like_upstream() {
         for (s, completions, want) in [
-            ("0,1-3, 5", 6, "cannot convert string to integer for index: \" 5\""),
+            (
+                "0,1-3, 5",
+                6,
+                "cannot convert string to integer for index: \" 5\"",
+            ),
             ("0,1-3,5", 5, "too large index: \"5\""),
-            ("1-3,0,5", 6, "non-increasing order, previous: 3, current: 0"),
+            (
+                "1-3,0,5",
+                6,
+                "non-increasing order, previous: 3, current: 0",
+            ),
             ("0,0,5", 6, "non-increasing order, previous: 0, current: 0"),
-            ("0,1-1,5", 6, "non-increasing order, previous: 1, current: 1"),
-            ("-1,0", 6, "cannot convert string to integer for index: \"\""),
-            ("0,1-", 6, "cannot convert string to integer for index: \"\""),
-            ("0,,1,3", 6, "cannot convert string to integer for index: \"\""),
+            (
+                "0,1-1,5",
+                6,
+                "non-increasing order, previous: 1, current: 1",
+            ),
+            (
+                "-1,0",
+                6,
+                "cannot convert string to integer for index: \"\"",
+            ),
+            (
+                "0,1-",
+                6,
+                "cannot convert string to integer for index: \"\"",
+            ),
+            (
+                "0,,1,3",
+                6,
+                "cannot convert string to integer for index: \"\"",
+            ),
             (
                 "0,1--3",
                 6,
                 "the fragment \"1--3\" violates the requirement that an index interval can have at most two parts separated by '-'",
             ),
-            ("invalid-format", 6, "cannot convert string to integer for index: \"invalid\""),
+            (
+                "invalid-format",
+                6,
+                "cannot convert string to integer for index: \"invalid\"",
+            ),
             (
                 "99999999999999999999",
                 6,
@@ -399,7 +437,10 @@ mod tests {
         assert_eq!(first_overlap(c, "1,8,9-10", 20), Some(8));
         assert_eq!(first_overlap(c, "1,9-10", 20), None);
         assert_eq!(first_overlap("0,2-4,6-8,12-19,x", "1,8,9-10", 20), Some(8));
-        assert_eq!(first_overlap("x,0,2-4,6-8,12-19", "1,8,9-10,y", 20), Some(8));
+        assert_eq!(
+            first_overlap("x,0,2-4,6-8,12-19", "1,8,9-10,y", 20),
+            Some(8)
+        );
         assert_eq!(first_overlap("2-4", "0,2", 5), Some(2));
         assert_eq!(first_overlap("", "0", 5), None);
     }
@@ -410,8 +451,14 @@ mod tests {
         assert_eq!(set.to_string(), "1,3-5,7,9,10");
         assert_eq!(set.count(), 7);
         assert!(set.contains(4) && !set.contains(6) && !set.contains(11));
-        assert_eq!(IndexSet::parse("3-4", 10).map(|s| s.to_string()), Ok("3,4".into()));
-        assert_eq!(IndexSet::parse_lenient("x,1,0,5-6,40", 10).to_string(), "0,1,5,6");
+        assert_eq!(
+            IndexSet::parse("3-4", 10).map(|s| s.to_string()),
+            Ok("3,4".into())
+        );
+        assert_eq!(
+            IndexSet::parse_lenient("x,1,0,5-6,40", 10).to_string(),
+            "0,1,5,6"
+        );
     }
 
     #[test]

@@ -10,8 +10,7 @@ use super::defaults::{
 };
 use super::field::{BadValue, FieldError, FieldPath};
 use super::{
-    ErrorList, JobObject, go_json, managed_by, names, pod_failure_policy, selector,
-    success_policy,
+    ErrorList, JobObject, go_json, managed_by, names, pod_failure_policy, selector, success_policy,
 };
 
 pub const MAX_INDEXED_PARALLELISM: i32 = 100_000;
@@ -49,7 +48,13 @@ fn validate_metadata(job: &JobObject<'_>) -> ErrorList {
     let meta = FieldPath::new("metadata");
     let name = job.name();
     if name.is_empty() {
-        if job.metadata.generate_name.as_deref().unwrap_or("").is_empty() {
+        if job
+            .metadata
+            .generate_name
+            .as_deref()
+            .unwrap_or("")
+            .is_empty()
+        {
             errs.push(FieldError::required(
                 &meta.child("name"),
                 "name or generateName is required",
@@ -88,10 +93,16 @@ fn validate_generated_selector(job: &JobObject<'_>, require_prefixed_labels: boo
     }
     let uid = job.metadata.uid.as_deref().unwrap_or("");
     if uid.is_empty() {
-        errs.push(FieldError::required(&FieldPath::new("metadata").child("uid"), ""));
+        errs.push(FieldError::required(
+            &FieldPath::new("metadata").child("uid"),
+            "",
+        ));
     }
     let name = job.name();
-    let mut required = vec![(LEGACY_CONTROLLER_UID_LABEL, uid), (LEGACY_JOB_NAME_LABEL, name)];
+    let mut required = vec![
+        (LEGACY_CONTROLLER_UID_LABEL, uid),
+        (LEGACY_JOB_NAME_LABEL, name),
+    ];
     if require_prefixed_labels {
         required.extend([(CONTROLLER_UID_LABEL, uid), (JOB_NAME_LABEL, name)]);
     }
@@ -137,8 +148,14 @@ pub fn validate_job_spec(job: &JobObject<'_>) -> ErrorList {
         &spec_path.child("managedBy"),
     ));
     errs.extend(validate_completion_mode(job, &spec_path));
-    errs.extend(pod_failure_policy::validate(job, &spec_path.child("podFailurePolicy")));
-    errs.extend(success_policy::validate(job, &spec_path.child("successPolicy")));
+    errs.extend(pod_failure_policy::validate(
+        job,
+        &spec_path.child("podFailurePolicy"),
+    ));
+    errs.extend(success_policy::validate(
+        job,
+        &spec_path.child("successPolicy"),
+    ));
     errs.extend(validate_pod_replacement_policy(job, &spec_path));
     errs.extend(validate_restart_policy(job, &spec_path));
     match &job.spec.selector {
@@ -153,7 +170,10 @@ pub fn validate_job_spec(job: &JobObject<'_>) -> ErrorList {
             None => BadValue::Json("null".to_owned()),
         };
         errs.push(FieldError::invalid(
-            &spec_path.child("template").child("metadata").child("labels"),
+            &spec_path
+                .child("template")
+                .child("metadata")
+                .child("labels"),
             value,
             "`selector` does not match template `labels`",
         ));
@@ -170,8 +190,14 @@ fn validate_counts_and_modes(job: &JobObject<'_>, spec_path: &FieldPath) -> Erro
         ("completions", s.completions.map(i64::from)),
         ("activeDeadlineSeconds", s.active_deadline_seconds),
         ("backoffLimit", s.backoff_limit.map(i64::from)),
-        ("ttlSecondsAfterFinished", s.ttl_seconds_after_finished.map(i64::from)),
-        ("backoffLimitPerIndex", s.backoff_limit_per_index.map(i64::from)),
+        (
+            "ttlSecondsAfterFinished",
+            s.ttl_seconds_after_finished.map(i64::from),
+        ),
+        (
+            "backoffLimitPerIndex",
+            s.backoff_limit_per_index.map(i64::from),
+        ),
         ("maxFailedIndexes", s.max_failed_indexes.map(i64::from)),
     ];
     for (name, value) in fields {
@@ -212,10 +238,18 @@ fn validate_completion_mode(job: &JobObject<'_>, spec_path: &FieldPath) -> Error
             if let (Some(c), Some(m)) = (s.completions, s.max_failed_indexes)
                 && m > c
             {
-                errs.push(invalid("maxFailedIndexes", m, "must be less than or equal to completions"));
+                errs.push(invalid(
+                    "maxFailedIndexes",
+                    m,
+                    "must be less than or equal to completions",
+                ));
             }
             if let Some(m) = s.max_failed_indexes.filter(|m| *m > MAX_FAILED_INDEXES) {
-                errs.push(invalid("maxFailedIndexes", m, "must be less than or equal to 100000"));
+                errs.push(invalid(
+                    "maxFailedIndexes",
+                    m,
+                    "must be less than or equal to 100000",
+                ));
             }
             let high = "when completions are above 100000 and used with backoff limit per index";
             if s.completions.is_some_and(|c| c > COMPLETIONS_SOFT_LIMIT)
@@ -227,7 +261,10 @@ fn validate_completion_mode(job: &JobObject<'_>, spec_path: &FieldPath) -> Error
                         "must be specified when completions is above 100000",
                     ));
                 }
-                if let Some(p) = s.parallelism.filter(|p| *p > PARALLELISM_LIMIT_FOR_HIGH_COMPLETIONS) {
+                if let Some(p) = s
+                    .parallelism
+                    .filter(|p| *p > PARALLELISM_LIMIT_FOR_HIGH_COMPLETIONS)
+                {
                     errs.push(invalid(
                         "parallelism",
                         p,
@@ -248,10 +285,18 @@ fn validate_completion_mode(job: &JobObject<'_>, spec_path: &FieldPath) -> Error
         }
         None | Some("NonIndexed") => {
             if let Some(b) = s.backoff_limit_per_index {
-                errs.push(invalid("backoffLimitPerIndex", b, "requires indexed completion mode"));
+                errs.push(invalid(
+                    "backoffLimitPerIndex",
+                    b,
+                    "requires indexed completion mode",
+                ));
             }
             if let Some(m) = s.max_failed_indexes {
-                errs.push(invalid("maxFailedIndexes", m, "requires indexed completion mode"));
+                errs.push(invalid(
+                    "maxFailedIndexes",
+                    m,
+                    "requires indexed completion mode",
+                ));
             }
         }
         Some(other) => errs.push(FieldError::not_supported(
@@ -287,7 +332,10 @@ fn validate_pod_replacement_policy(job: &JobObject<'_>, spec_path: &FieldPath) -
 /// The template's restartPolicy: core validation's own NotSupported for an unknown value, then
 /// the Job's rule (`OnFailure` or `Never`, and only `Never` with a pod failure policy).
 fn validate_restart_policy(job: &JobObject<'_>, spec_path: &FieldPath) -> ErrorList {
-    let path = spec_path.child("template").child("spec").child("restartPolicy");
+    let path = spec_path
+        .child("template")
+        .child("spec")
+        .child("restartPolicy");
     let policy = job
         .spec
         .template
@@ -297,7 +345,10 @@ fn validate_restart_policy(job: &JobObject<'_>, spec_path: &FieldPath) -> ErrorL
         .unwrap_or("");
     let mut errs = ErrorList::new();
     match policy {
-        "Always" | "" => errs.push(FieldError::required(&path, "valid values: \"OnFailure\", \"Never\"")),
+        "Always" | "" => errs.push(FieldError::required(
+            &path,
+            "valid values: \"OnFailure\", \"Never\"",
+        )),
         "OnFailure" if job.spec.pod_failure_policy.is_some() => errs.push(FieldError::invalid(
             &path,
             BadValue::json_str(policy),

@@ -10,7 +10,10 @@ use super::{
 };
 
 fn int_or_null(v: Option<i32>) -> BadValue {
-    v.map_or_else(|| BadValue::Json("null".to_owned()), |v| BadValue::Int(v.into()))
+    v.map_or_else(
+        || BadValue::Json("null".to_owned()),
+        |v| BadValue::Int(v.into()),
+    )
 }
 
 fn str_or_null(v: Option<&str>) -> BadValue {
@@ -30,7 +33,10 @@ pub fn validate_spec_update(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorLi
 
     if n.completions != o.completions {
         if !new.is_indexed() {
-            errs.push(FieldError::immutable(&spec.child("completions"), int_or_null(n.completions)));
+            errs.push(FieldError::immutable(
+                &spec.child("completions"),
+                int_or_null(n.completions),
+            ));
         } else if let Some(c) = n.completions
             && Some(c) != n.parallelism
         {
@@ -57,7 +63,9 @@ pub fn validate_spec_update(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorLi
     if object_changed(new, old, "/spec/podFailurePolicy") {
         errs.push(FieldError::immutable(
             &spec.child("podFailurePolicy"),
-            BadValue::Json(go_json::pod_failure_policy(new.raw.pointer("/spec/podFailurePolicy"))),
+            BadValue::Json(go_json::pod_failure_policy(
+                new.raw.pointer("/spec/podFailurePolicy"),
+            )),
         ));
     }
     if n.backoff_limit_per_index != o.backoff_limit_per_index {
@@ -75,7 +83,9 @@ pub fn validate_spec_update(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorLi
     if object_changed(new, old, "/spec/successPolicy") {
         errs.push(FieldError::immutable(
             &spec.child("successPolicy"),
-            BadValue::Json(go_json::success_policy(new.raw.pointer("/spec/successPolicy"))),
+            BadValue::Json(go_json::success_policy(
+                new.raw.pointer("/spec/successPolicy"),
+            )),
         ));
     }
     errs

@@ -74,10 +74,9 @@ impl<'a> JobObject<'a> {
         ) -> Result<T, DecodeError> {
             match raw.get(name) {
                 None | Some(Value::Null) => Ok(T::default()),
-                Some(v) => T::deserialize(v).map_err(|source| DecodeError::Part {
-                    part: name,
-                    source,
-                }),
+                Some(v) => {
+                    T::deserialize(v).map_err(|source| DecodeError::Part { part: name, source })
+                }
             }
         }
         Ok(JobObject {
@@ -156,3 +155,6 @@ pub fn validate_update(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorList {
 pub fn validate_status_update(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorList {
     status_transitions::validate(new, old)
 }
+
+#[cfg(test)]
+mod tests;

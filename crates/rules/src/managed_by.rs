@@ -2,9 +2,9 @@
 //! Mirrors upstream's `validateJobSpec` managedBy block, including which part of the value each
 //! message prints.
 
+use super::ErrorList;
 use super::field::{BadValue, FieldError, FieldPath};
 use super::names::{self, DomainPathError};
-use super::ErrorList;
 
 pub const MAX_LENGTH: usize = 63;
 
@@ -61,10 +61,17 @@ mod tests {
         assert_eq!(check(""), ["spec.managedBy: Required value"]);
         assert_eq!(
             check("invalid custom controller name"),
-            ["spec.managedBy: Invalid value: \"invalid custom controller name\": must be a domain-prefixed path (such as \"acme.io/foo\")"]
+            [
+                "spec.managedBy: Invalid value: \"invalid custom controller name\": must be a domain-prefixed path (such as \"acme.io/foo\")"
+            ]
         );
-        assert!(check("Example.com/foo")[0].starts_with("spec.managedBy: Invalid value: \"Example.com\": a lowercase RFC 1123 subdomain"));
-        assert!(check("a.io/b c")[0].starts_with("spec.managedBy: Invalid value: \"b c\": Invalid path"));
+        assert!(check("Example.com/foo")[0].starts_with(
+            "spec.managedBy: Invalid value: \"Example.com\": a lowercase RFC 1123 subdomain"
+        ));
+        assert!(
+            check("a.io/b c")[0]
+                .starts_with("spec.managedBy: Invalid value: \"b c\": Invalid path")
+        );
         assert_eq!(validate(None, &FieldPath::new("spec")), vec![]);
     }
 }

@@ -32,7 +32,9 @@ fn is_label_shape(s: &str) -> bool {
 pub fn dns1123_label(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > DNS1123_LABEL_MAX {
-        errs.push(format!("must be no more than {DNS1123_LABEL_MAX} characters"));
+        errs.push(format!(
+            "must be no more than {DNS1123_LABEL_MAX} characters"
+        ));
     }
     if !is_label_shape(s) {
         errs.push(DNS1123_LABEL_MSG.to_owned());
@@ -178,7 +180,10 @@ mod tests {
         assert!(!is_dns1123_label(&"a".repeat(64)));
         assert!(is_dns1123_label(&"a".repeat(63)));
         assert!(dns1123_subdomain("example.com").is_empty());
-        assert_eq!(dns1123_subdomain("Example.com"), vec![DNS1123_SUBDOMAIN_MSG]);
+        assert_eq!(
+            dns1123_subdomain("Example.com"),
+            vec![DNS1123_SUBDOMAIN_MSG]
+        );
         assert_eq!(dns1123_subdomain("a..b").len(), 1);
         assert_eq!(dns1123_label("-a").len(), 1);
     }
@@ -227,7 +232,12 @@ mod tests {
 
     #[test]
     fn condition_reasons() {
-        for ok in ["A", "PodFailurePolicy_ExitCode2", "PodFailurePolicy_", "a:b,c_1"] {
+        for ok in [
+            "A",
+            "PodFailurePolicy_ExitCode2",
+            "PodFailurePolicy_",
+            "a:b,c_1",
+        ] {
             assert!(condition_reason(ok).is_empty(), "{ok}");
         }
         for bad in ["", "1abc", "PodFailurePolicy_exit-code", "a,", "a b"] {

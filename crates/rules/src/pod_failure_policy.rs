@@ -45,13 +45,23 @@ pub fn validate(job: &JobObject<'_>, path: &FieldPath) -> ErrorList {
     };
     let rules_path = path.child("rules");
     if policy.rules.len() > MAX_RULES {
-        errs.push(FieldError::too_many(&rules_path, policy.rules.len(), MAX_RULES));
+        errs.push(FieldError::too_many(
+            &rules_path,
+            policy.rules.len(),
+            MAX_RULES,
+        ));
     }
     let containers = container_names(job);
     let raw_rules = job.raw.pointer("/spec/podFailurePolicy/rules");
     for (i, rule) in policy.rules.iter().enumerate() {
         let raw_rule = raw_rules.and_then(|r| r.get(i));
-        errs.extend(validate_rule(job, rule, raw_rule, &rules_path.index(i), &containers));
+        errs.extend(validate_rule(
+            job,
+            rule,
+            raw_rule,
+            &rules_path.index(i),
+            &containers,
+        ));
     }
     errs
 }
@@ -70,11 +80,13 @@ fn validate_rule(
             &action_path,
             format!("valid values: {}", go_quoted_list(&ACTIONS)),
         )),
-        "FailIndex" if job.spec.backoff_limit_per_index.is_none() => errs.push(FieldError::invalid(
-            &action_path,
-            BadValue::json_str(&rule.action),
-            "requires the backoffLimitPerIndex to be set",
-        )),
+        "FailIndex" if job.spec.backoff_limit_per_index.is_none() => {
+            errs.push(FieldError::invalid(
+                &action_path,
+                BadValue::json_str(&rule.action),
+                "requires the backoffLimitPerIndex to be set",
+            ))
+        }
         action if !ACTIONS.contains(&action) => errs.push(FieldError::not_supported(
             &action_path,
             BadValue::json_str(action),
@@ -173,7 +185,8 @@ fn validate_on_exit_codes(
     }
     let values_path = path.child("values");
     // Printed from the raw JSON so an omitted list reads `null` and an empty one `[]`.
-    let values_json = || BadValue::Json(raw_values.map_or_else(|| "null".to_owned(), go_json::value));
+    let values_json =
+        || BadValue::Json(raw_values.map_or_else(|| "null".to_owned(), go_json::value));
     if req.values.is_empty() {
         errs.push(FieldError::invalid(
             &values_path,
@@ -198,11 +211,18 @@ fn validate_on_exit_codes(
             ));
         }
         if !seen.insert(value) {
-            errs.push(FieldError::duplicate(&value_path, BadValue::Int(value.into())));
+            errs.push(FieldError::duplicate(
+                &value_path,
+                BadValue::Int(value.into()),
+            ));
         }
     }
     if req.values.windows(2).any(|w| matches!(w, [a, b] if a > b)) {
-        errs.push(FieldError::invalid(&values_path, values_json(), "must be ordered"));
+        errs.push(FieldError::invalid(
+            &values_path,
+            values_json(),
+            "must be ordered",
+        ));
     }
     errs
 }

@@ -17,11 +17,15 @@ pub const ANNOTATION: &str = "jobwarden.io/pod-failure-policy-rule-names";
 pub const REASON_PREFIX: &str = "PodFailurePolicy_";
 
 fn annotation_path() -> FieldPath {
-    FieldPath::new("metadata").child("annotations").key(ANNOTATION)
+    FieldPath::new("metadata")
+        .child("annotations")
+        .key(ANNOTATION)
 }
 
 fn rules_path() -> FieldPath {
-    FieldPath::new("spec").child("podFailurePolicy").child("rules")
+    FieldPath::new("spec")
+        .child("podFailurePolicy")
+        .child("rules")
 }
 
 fn raw_rules<'a>(job: &'a JobObject<'_>) -> &'a [Value] {
@@ -90,11 +94,7 @@ pub fn names_any_rule(job: &JobObject<'_>) -> bool {
 pub fn validate(job: &JobObject<'_>) -> ErrorList {
     let mut errs = ErrorList::new();
     let annotation = job.annotation(ANNOTATION);
-    let rule_count = job
-        .spec
-        .pod_failure_policy
-        .as_ref()
-        .map(|p| p.rules.len());
+    let rule_count = job.spec.pod_failure_policy.as_ref().map(|p| p.rules.len());
     let mut from_annotation = Vec::new();
     if let Some(text) = annotation {
         match (parse_annotation(text), rule_count) {
@@ -156,7 +156,10 @@ pub fn validate(job: &JobObject<'_>) -> ErrorList {
                 format!("must make a valid condition reason {reason:?}: {msg}"),
             ));
         }
-        if names[..i].iter().any(|earlier| earlier.as_ref() == Some(name)) {
+        if names[..i]
+            .iter()
+            .any(|earlier| earlier.as_ref() == Some(name))
+        {
             errs.push(FieldError::duplicate(&path, BadValue::Str(name.clone())));
         }
         if let Some(n) = as_index(name)
@@ -218,13 +221,22 @@ mod tests {
     #[test]
     fn accepted_names() {
         for (annotation, rules) in [
-            (Some(r#"["ExitCode42", "Disruption"]"#), json!([rule(), rule()])),
+            (
+                Some(r#"["ExitCode42", "Disruption"]"#),
+                json!([rule(), rule()]),
+            ),
             (Some(r#"["7", "Other"]"#), json!([rule(), rule()])),
-            (Some(r#"[null, "", "Named"]"#), json!([rule(), rule(), rule()])),
+            (
+                Some(r#"[null, "", "Named"]"#),
+                json!([rule(), rule(), rule()]),
+            ),
             (Some(r#"["OnlyFirst"]"#), json!([rule(), rule(), rule()])),
             (Some(r#"["0"]"#), json!([rule()])),
             (Some("[]"), json!([])),
-            (None, json!([named(json!("ExitCode10")), named(json!("ExitCode11"))])),
+            (
+                None,
+                json!([named(json!("ExitCode10")), named(json!("ExitCode11"))]),
+            ),
             (Some(r#"["Same"]"#), json!([named(json!("Same"))])),
             (Some(&format!("[\"{}\"]", "X".repeat(111))), json!([rule()])),
             (None, Value::Null),
@@ -238,23 +250,78 @@ mod tests {
     fn rejected_names() {
         let too_long = format!("[\"{}\"]", "X".repeat(112));
         for (annotation, rules, want) in [
-            (Some(r#"["Retry", "Retry"]"#), json!([rule(), rule()]), "spec.podFailurePolicy.rules[1].name: Duplicate value: \"Retry\""),
-            (Some(r#"["first", "2", "third"]"#), json!([rule(), rule(), rule()]), "spec.podFailurePolicy.rules[1].name: Invalid value: \"2\": must not be the index of another rule (rules[2]), whose unnamed reason is PodFailurePolicy_2"),
-            (Some(r#"["exit-code-2"]"#), json!([rule()]), "spec.podFailurePolicy.rules[0].name: Invalid value: \"exit-code-2\": must make a valid condition reason \"PodFailurePolicy_exit-code-2\": a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_' (regex used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')"),
-            (Some(too_long.as_str()), json!([rule()]), "must be no more than 128 characters"),
-            (Some(r#"["a", "#), json!([rule(), rule()]), "must be a JSON array of strings or nulls"),
-            (Some(r#"{"0":"a"}"#), json!([rule(), rule()]), "must be a JSON array of strings or nulls"),
-            (Some(r#"["a", 1]"#), json!([rule(), rule()]), "must be a JSON array of strings or nulls"),
-            (Some(r#"["a", "b", "c"]"#), json!([rule(), rule()]), "metadata.annotations[jobwarden.io/pod-failure-policy-rule-names]: Too many: 3: must have at most 2 items"),
-            (Some(r#"["a"]"#), Value::Null, "metadata.annotations[jobwarden.io/pod-failure-policy-rule-names]: Forbidden: may only be set on a Job with spec.podFailurePolicy"),
-            (Some(r#"["A"]"#), json!([named(json!("B"))]), "spec.podFailurePolicy.rules[0].name: Invalid value: \"B\": must equal the name \"A\""),
-            (None, json!([named(json!(5))]), "spec.podFailurePolicy.rules[0].name: Invalid value: 5: must be a string"),
-            (None, json!([named(json!("A")), named(json!("A"))]), "Duplicate value: \"A\""),
-            (Some(r#"["1", "0"]"#), json!([rule(), rule()]), "rules[0].name: Invalid value: \"1\": must not be the index"),
+            (
+                Some(r#"["Retry", "Retry"]"#),
+                json!([rule(), rule()]),
+                "spec.podFailurePolicy.rules[1].name: Duplicate value: \"Retry\"",
+            ),
+            (
+                Some(r#"["first", "2", "third"]"#),
+                json!([rule(), rule(), rule()]),
+                "spec.podFailurePolicy.rules[1].name: Invalid value: \"2\": must not be the index of another rule (rules[2]), whose unnamed reason is PodFailurePolicy_2",
+            ),
+            (
+                Some(r#"["exit-code-2"]"#),
+                json!([rule()]),
+                "spec.podFailurePolicy.rules[0].name: Invalid value: \"exit-code-2\": must make a valid condition reason \"PodFailurePolicy_exit-code-2\": a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_' (regex used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')",
+            ),
+            (
+                Some(too_long.as_str()),
+                json!([rule()]),
+                "must be no more than 128 characters",
+            ),
+            (
+                Some(r#"["a", "#),
+                json!([rule(), rule()]),
+                "must be a JSON array of strings or nulls",
+            ),
+            (
+                Some(r#"{"0":"a"}"#),
+                json!([rule(), rule()]),
+                "must be a JSON array of strings or nulls",
+            ),
+            (
+                Some(r#"["a", 1]"#),
+                json!([rule(), rule()]),
+                "must be a JSON array of strings or nulls",
+            ),
+            (
+                Some(r#"["a", "b", "c"]"#),
+                json!([rule(), rule()]),
+                "metadata.annotations[jobwarden.io/pod-failure-policy-rule-names]: Too many: 3: must have at most 2 items",
+            ),
+            (
+                Some(r#"["a"]"#),
+                Value::Null,
+                "metadata.annotations[jobwarden.io/pod-failure-policy-rule-names]: Forbidden: may only be set on a Job with spec.podFailurePolicy",
+            ),
+            (
+                Some(r#"["A"]"#),
+                json!([named(json!("B"))]),
+                "spec.podFailurePolicy.rules[0].name: Invalid value: \"B\": must equal the name \"A\"",
+            ),
+            (
+                None,
+                json!([named(json!(5))]),
+                "spec.podFailurePolicy.rules[0].name: Invalid value: 5: must be a string",
+            ),
+            (
+                None,
+                json!([named(json!("A")), named(json!("A"))]),
+                "Duplicate value: \"A\"",
+            ),
+            (
+                Some(r#"["1", "0"]"#),
+                json!([rule(), rule()]),
+                "rules[0].name: Invalid value: \"1\": must not be the index",
+            ),
         ] {
             let raw = job(annotation, rules);
             let got = errors(&raw);
-            assert!(got.iter().any(|e| e.contains(want)), "{annotation:?}: {got:?} lacks {want}");
+            assert!(
+                got.iter().any(|e| e.contains(want)),
+                "{annotation:?}: {got:?} lacks {want}"
+            );
             if want.starts_with("must be a JSON") {
                 assert!(got.iter().all(|e| e.starts_with(ANN)));
             }
@@ -263,12 +330,21 @@ mod tests {
 
     #[test]
     fn reasons_per_rule() {
-        let raw = job(Some(r#"["ExitCode2", null]"#), json!([rule(), rule(), named(json!("Field"))]));
+        let raw = job(
+            Some(r#"["ExitCode2", null]"#),
+            json!([rule(), rule(), named(json!("Field"))]),
+        );
         let job = JobObject::parse(&raw).expect("parses");
         let names = effective_names(&job);
         assert_eq!(
-            (0..3).map(|i| failure_reason(&names, i)).collect::<Vec<_>>(),
-            ["PodFailurePolicy_ExitCode2", "PodFailurePolicy_1", "PodFailurePolicy_Field"]
+            (0..3)
+                .map(|i| failure_reason(&names, i))
+                .collect::<Vec<_>>(),
+            [
+                "PodFailurePolicy_ExitCode2",
+                "PodFailurePolicy_1",
+                "PodFailurePolicy_Field"
+            ]
         );
         assert!(names_any_rule(&job));
     }

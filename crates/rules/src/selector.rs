@@ -34,7 +34,11 @@ fn label_value_errors(v: &str) -> Vec<String> {
 
 fn label_key_errors(key: &str, path: &FieldPath, errs: &mut ErrorList) {
     for msg in names::qualified_name(key) {
-        errs.push(FieldError::invalid(path, BadValue::Str(key.to_owned()), msg));
+        errs.push(FieldError::invalid(
+            path,
+            BadValue::Str(key.to_owned()),
+            msg,
+        ));
     }
 }
 
@@ -44,7 +48,11 @@ pub fn validate(selector: &LabelSelector, path: &FieldPath) -> ErrorList {
     for (k, v) in selector.match_labels.iter().flatten() {
         label_key_errors(k, &labels_path, &mut errs);
         for msg in label_value_errors(v) {
-            errs.push(FieldError::invalid(&labels_path, BadValue::Str(v.clone()), msg));
+            errs.push(FieldError::invalid(
+                &labels_path,
+                BadValue::Str(v.clone()),
+                msg,
+            ));
         }
     }
     let exprs_path = path.child("matchExpressions");
@@ -70,7 +78,11 @@ pub fn validate(selector: &LabelSelector, path: &FieldPath) -> ErrorList {
         label_key_errors(&e.key, &p.child("key"), &mut errs);
         for (j, v) in values.iter().enumerate() {
             for msg in label_value_errors(v) {
-                errs.push(FieldError::invalid(&p.child("values").index(j), BadValue::Str(v.clone()), msg));
+                errs.push(FieldError::invalid(
+                    &p.child("values").index(j),
+                    BadValue::Str(v.clone()),
+                    msg,
+                ));
             }
         }
     }
@@ -80,7 +92,10 @@ pub fn validate(selector: &LabelSelector, path: &FieldPath) -> ErrorList {
 /// Whether `labels` satisfy the selector. A selector upstream cannot convert (an unknown
 /// operator) is `None`: upstream then skips the match check. No selector matches nothing; an
 /// empty one matches everything.
-pub fn matches(selector: Option<&LabelSelector>, labels: &BTreeMap<String, String>) -> Option<bool> {
+pub fn matches(
+    selector: Option<&LabelSelector>,
+    labels: &BTreeMap<String, String>,
+) -> Option<bool> {
     let Some(selector) = selector else {
         return Some(false);
     };

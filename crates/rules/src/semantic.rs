@@ -33,7 +33,10 @@ pub fn equal(a: &Value, b: &Value) -> bool {
 /// `a` and `b` at the same JSON pointer, compared semantically.
 pub fn equal_at(a: &Value, b: &Value, pointer: &str) -> bool {
     let null = Value::Null;
-    equal(a.pointer(pointer).unwrap_or(&null), b.pointer(pointer).unwrap_or(&null))
+    equal(
+        a.pointer(pointer).unwrap_or(&null),
+        b.pointer(pointer).unwrap_or(&null),
+    )
 }
 
 #[cfg(test)]

@@ -58,8 +58,8 @@ impl Options {
         let (n, o) = (&new.status, &old.status);
         let changed = |t: &str| has_true_condition(n, t) != has_true_condition(o, t);
         let finished_changed = new.is_finished() != old.is_finished();
-        let completed_changed =
-            n.completed_indexes.as_deref().unwrap_or("") != o.completed_indexes.as_deref().unwrap_or("");
+        let completed_changed = n.completed_indexes.as_deref().unwrap_or("")
+            != o.completed_indexes.as_deref().unwrap_or("");
         let failed_changed = n.failed_indexes != o.failed_indexes;
         let start_changed = seconds(n.start_time.as_ref()) != seconds(o.start_time.as_ref());
         let completion_changed =
@@ -142,7 +142,11 @@ fn validate_status(job: &JobObject<'_>, opts: &Options) -> ErrorList {
         for (i, uid) in list.unwrap_or_default().iter().enumerate() {
             let p = uncounted_path.child(list_name).index(i);
             if uid.is_empty() {
-                errs.push(FieldError::invalid(&p, BadValue::json_str(uid), "must not be empty"));
+                errs.push(FieldError::invalid(
+                    &p,
+                    BadValue::json_str(uid),
+                    "must not be empty",
+                ));
             } else if !seen.insert(uid.as_str()) {
                 errs.push(FieldError::duplicate(&p, BadValue::json_str(uid)));
             }
@@ -158,12 +162,17 @@ fn validate_status(job: &JobObject<'_>, opts: &Options) -> ErrorList {
     let completion_path = path.child("completionTime");
 
     if opts.reject_complete_job_with_failed_condition && complete && failed {
-        errs.push(condition_error("cannot set Complete=True and Failed=true conditions"));
+        errs.push(condition_error(
+            "cannot set Complete=True and Failed=true conditions",
+        ));
     }
     if opts.reject_complete_job_with_failure_target_condition && complete && is(FAILURE_TARGET) {
-        errs.push(condition_error("cannot set Complete=True and FailureTarget=true conditions"));
+        errs.push(condition_error(
+            "cannot set Complete=True and FailureTarget=true conditions",
+        ));
     }
-    if opts.reject_not_complete_job_with_completion_time && s.completion_time.is_some() && !complete {
+    if opts.reject_not_complete_job_with_completion_time && s.completion_time.is_some() && !complete
+    {
         errs.push(FieldError::invalid(
             &completion_path,
             time_value(s.completion_time.as_ref()),
@@ -194,7 +203,10 @@ fn validate_status(job: &JobObject<'_>, opts: &Options) -> ErrorList {
             "cannot set Failed=True condition without the FailureTarget=true condition",
         ));
     }
-    if opts.reject_complete_job_without_success_criteria_met && complete && !is(SUCCESS_CRITERIA_MET) {
+    if opts.reject_complete_job_without_success_criteria_met
+        && complete
+        && !is(SUCCESS_CRITERIA_MET)
+    {
         errs.push(condition_error(
             "cannot set Complete=True condition without the SuccessCriteriaMet=true condition",
         ));
@@ -305,7 +317,9 @@ fn validate_status(job: &JobObject<'_>, opts: &Options) -> ErrorList {
     // policy) are gated by AllowForSuccessCriteriaMetInExtendedScope, always true in v1.36.
     let criteria_met = is(SUCCESS_CRITERIA_MET);
     if criteria_met && failed {
-        errs.push(condition_error("cannot set SuccessCriteriaMet=True and Failed=true conditions"));
+        errs.push(condition_error(
+            "cannot set SuccessCriteriaMet=True and Failed=true conditions",
+        ));
     }
     if criteria_met && is(FAILURE_TARGET) {
         errs.push(condition_error(

@@ -29,7 +29,11 @@ pub fn validate(job: &JobObject<'_>, path: &FieldPath) -> ErrorList {
         ));
     }
     if policy.rules.len() > MAX_RULES {
-        errs.push(FieldError::too_many(&rules_path, policy.rules.len(), MAX_RULES));
+        errs.push(FieldError::too_many(
+            &rules_path,
+            policy.rules.len(),
+            MAX_RULES,
+        ));
     }
     // Upstream dereferences completions here and panics when it is nil; the Required error on
     // spec.completions is already in the list, so only the checks that need no bound run.
@@ -40,7 +44,10 @@ pub fn validate(job: &JobObject<'_>, path: &FieldPath) -> ErrorList {
         if let Some(indexes) = &rule.succeeded_indexes {
             let indexes_path = rule_path.child("succeededIndexes");
             if indexes.len() > MAX_SUCCEEDED_INDEXES_BYTES {
-                errs.push(FieldError::too_long(&indexes_path, MAX_SUCCEEDED_INDEXES_BYTES));
+                errs.push(FieldError::too_long(
+                    &indexes_path,
+                    MAX_SUCCEEDED_INDEXES_BYTES,
+                ));
             }
             if let Some(completions) = completions {
                 match indexes::count_valid(indexes, completions) {

@@ -434,7 +434,15 @@ mod tests {
 
     #[test]
     fn selector_flag_must_be_pairs() {
-        assert!(args(&["--suspend-on-create-selector", "tier"]).policy().is_err());
-        assert!(args(&["--suspend-on-create-selector", "=x"]).policy().is_err());
+        assert!(
+            args(&["--suspend-on-create-selector", "tier"])
+                .policy()
+                .is_err()
+        );
+        assert!(
+            args(&["--suspend-on-create-selector", "=x"])
+                .policy()
+                .is_err()
+        );
     }
 }

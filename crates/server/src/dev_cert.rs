@@ -61,8 +61,8 @@ mod tests {
     #[test]
     fn the_dev_certificate_loads_and_names_localhost() {
         let dev = make().unwrap();
-        let loaded = crate::tls_reload::load_pem(dev.cert_pem.as_bytes(), dev.key_pem.as_bytes())
-            .unwrap();
+        let loaded =
+            crate::tls_reload::load_pem(dev.cert_pem.as_bytes(), dev.key_pem.as_bytes()).unwrap();
         assert_eq!(loaded.dns_names, ["localhost"]);
         assert!(dev.instructions(8443).contains(&dev.public_key_pin));
     }

@@ -1,1 +1,190 @@
-//! TODO
+//! `jobwarden serve`: the admission webhook over HTTPS. axum routes on hyper connections over
+//! rustls, a certificate that is reloaded from disk without a restart, limits on everything a
+//! client controls, plain-HTTP health and metrics, and a drain on SIGTERM. The review itself is
+//! `jobwarden_admission`'s; this crate only carries bytes to it and back.
+//!
+//! The binary calls [`init_logging`] and then [`run`] with the parsed [`ServeArgs`] and,
+//! optionally, a [`ControllerHook`] that starts the reconcile loop. Tests and embedders use
+//! [`start`] with [`Settings`] directly.
+
+mod config;
+pub mod dev_cert;
+mod health;
+mod https;
+mod limits;
+mod logging;
+mod metrics;
+mod namespaces;
+mod routes;
+mod server;
+mod shutdown;
+pub mod tls_reload;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
+
+pub use config::{LimitArgs, LogFormat, ServeArgs, load_policy_file};
+pub use health::Health;
+pub use limits::Limits;
+pub use logging::init_logging;
+pub use metrics::Metrics;
+pub use namespaces::NamespaceLabels;
+pub use server::{RunningServer, Settings, TlsSource, start};
+pub use tls_reload::{CertFiles, ReloadCounts};
+
+/// A boxed, sendable future.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// What the reconcile loop is started with.
+pub struct ControllerStart<'a> {
+    /// A client for the cluster the webhook found (in-cluster or kubeconfig).
+    pub client: kube::Client,
+    /// The `spec.managedBy` value the loop answers to (the same one the webhook's policy uses).
+    pub controller_name: String,
+    /// The registry served at /metrics: register the controller's metrics here, before the
+    /// returned future first runs.
+    pub registry: &'a mut Registry,
+    /// Completes when the process is stopping (SIGTERM): finish up and return.
+    pub shutdown: BoxFuture<()>,
+}
+
+/// Starts the reconcile loop: called once, only when a cluster is reachable and
+/// `--no-controller` is not set. The returned future runs beside the webhook; if it fails, the
+/// webhook drains and [`run`] returns that error (so the pod restarts).
+pub type ControllerHook =
+    Box<dyn for<'a> FnOnce(ControllerStart<'a>) -> BoxFuture<anyhow::Result<()>> + Send>;
+
+/// How long the reconcile loop gets to stop after the webhook has drained.
+const CONTROLLER_STOP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs `jobwarden serve` until SIGTERM or SIGINT, then drains and returns.
+pub async fn run(args: ServeArgs, controller: Option<ControllerHook>) -> anyhow::Result<()> {
+    // kube's client builds its TLS config from the process-wide provider; the server names its
+    // own. An error here only means a provider is installed already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+
+    let policy = args.policy()?;
+    let (settings, dev) = settings_from_args(&args, policy.clone())?;
+
+    // --dev promises no cluster: a developer's current kubeconfig context must not get a
+    // controller writing to it by surprise.
+    let client = if args.dev {
+        None
+    } else {
+        match kube::Client::try_default().await {
+            Ok(client) => Some(client),
+            Err(error) => {
+                tracing::info!(%error, "no cluster configuration found: serving without the reconcile loop or namespace labels");
+                None
+            }
+        }
+    };
+
+    let mut registry = Registry::default();
+    let controller_stop = CancellationToken::new();
+    let controller_future = match (&client, controller) {
+        (Some(client), Some(hook)) if !args.no_controller => Some(hook(ControllerStart {
+            client: client.clone(),
+            controller_name: policy.controller_name.clone(),
+            registry: &mut registry,
+            shutdown: Box::pin(controller_stop.clone().cancelled_owned()),
+        })),
+        (Some(_), _) if args.no_controller => {
+            tracing::info!("--no-controller: the reconcile loop does not run");
+            None
+        }
+        _ => None,
+    };
+
+    let server = start(settings, registry, client).await?;
+    if let Some(dev) = dev {
+        eprintln!("{}", dev.instructions(server.https_addr().port()));
+    }
+
+    let shutdown = server.shutdown_token();
+    tokio::spawn({
+        let shutdown = shutdown.clone();
+        let controller_stop = controller_stop.clone();
+        async move {
+            let signal = shutdown::signal().await;
+            tracing::info!(signal, "stopping");
+            // The reconcile loop stops at once so its Lease passes to another replica while
+            // this one drains its webhook requests.
+            controller_stop.cancel();
+            shutdown.cancel();
+        }
+    });
+
+    let controller_task = controller_future.map(|future| {
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let result = future.await;
+            if let Err(error) = &result {
+                tracing::error!(
+                    error = format!("{error:#}"),
+                    "the reconcile loop failed; stopping"
+                );
+                shutdown.cancel();
+            }
+            result
+        })
+    });
+
+    let served = server.wait().await;
+    controller_stop.cancel();
+    let controlled = match controller_task {
+        None => Ok(()),
+        Some(task) => match tokio::time::timeout(CONTROLLER_STOP_TIMEOUT, task).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(join)) => Err(anyhow::anyhow!("the reconcile loop panicked: {join}")),
+            Err(_) => {
+                tracing::warn!("the reconcile loop did not stop in time");
+                Ok(())
+            }
+        },
+    };
+    served.and(controlled)
+}
+
+/// Settings from the command line; with `--dev`, also the certificate made for it.
+fn settings_from_args(
+    args: &ServeArgs,
+    policy: jobwarden_admission::Policy,
+) -> anyhow::Result<(Settings, Option<dev_cert::DevCert>)> {
+    let (tls, dev) = match (&args.tls_cert, &args.tls_key, args.dev) {
+        (_, _, true) => {
+            let dev = dev_cert::make()
+                .map_err(|e| anyhow::anyhow!("cannot make the --dev certificate: {e}"))?;
+            let tls = TlsSource::Pem {
+                cert_pem: dev.cert_pem.clone().into_bytes(),
+                key_pem: dev.key_pem.clone().into_bytes(),
+            };
+            (tls, Some(dev))
+        }
+        (Some(cert), Some(key), false) => (
+            TlsSource::Files {
+                files: CertFiles {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                },
+                poll_interval: Duration::from_secs(args.tls_reload_seconds),
+            },
+            None,
+        ),
+        _ => anyhow::bail!("--tls-cert and --tls-key are required (or --dev)"),
+    };
+    let settings = Settings {
+        listen: args.listen,
+        metrics_listen: args.metrics_listen,
+        tls,
+        policy,
+        limits: args.limits.limits(),
+        shutdown_delay: Duration::from_secs(args.limits.shutdown_delay_seconds),
+        shutdown_timeout: Duration::from_secs(args.limits.shutdown_timeout_seconds),
+    };
+    Ok((settings, dev))
+}

@@ -103,13 +103,7 @@ impl Metrics {
         metrics
     }
 
-    pub(crate) fn observe(
-        &self,
-        webhook: Webhook,
-        operation: &str,
-        verdict: &str,
-        seconds: f64,
-    ) {
+    pub(crate) fn observe(&self, webhook: Webhook, operation: &str, verdict: &str, seconds: f64) {
         let endpoint = Endpoint::from(webhook);
         self.requests
             .get_or_create(&RequestLabels {

@@ -9,7 +9,7 @@ use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt as _, metadata_watcher, watcher};
+use kube::runtime::{WatchStreamExt as _, watcher};
 use tokio_util::sync::CancellationToken;
 
 use crate::health::Health;
@@ -25,7 +25,9 @@ impl NamespaceLabels {
     /// watch fails. Readiness waits for its first full list.
     pub fn start(client: kube::Client, health: Arc<Health>, stop: CancellationToken) -> Self {
         let (store, writer) = reflector::store();
-        let stream = metadata_watcher(Api::<Namespace>::all(client), watcher::Config::default())
+        // An Api over PartialObjectMeta asks for metadata only: labels are all we need.
+        let api = Api::<PartialObjectMeta<Namespace>>::all(client);
+        let stream = watcher(api, watcher::Config::default())
             .default_backoff()
             .reflect(writer)
             .touched_objects();

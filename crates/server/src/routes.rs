@@ -3,7 +3,6 @@
 //! one log line and the metrics for each request. No Job rule lives here.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -126,11 +125,7 @@ async fn answer(state: AdmissionState, webhook: Webhook, request: Request) -> Re
                 .metrics
                 .observe(webhook, &s.operation, &verdict, seconds);
             log_review(webhook, &reviewed, seconds);
-            (
-                [(header::CONTENT_TYPE, "application/json")],
-                reviewed.body,
-            )
-                .into_response()
+            ([(header::CONTENT_TYPE, "application/json")], reviewed.body).into_response()
         }
         Err(rejection) => {
             state

@@ -57,7 +57,8 @@ pub fn load_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<LoadedCert, CertError
         .map_err(|e| CertError::CertificatePem(e.to_string()))?;
     let leaf = chain.first().ok_or(CertError::NoCertificate)?;
     let (not_after, subject, dns_names) = describe(leaf)?;
-    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| CertError::KeyPem(e.to_string()))?;
+    let key =
+        PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| CertError::KeyPem(e.to_string()))?;
     let key = CertifiedKey::from_der(chain, key, &provider()).map_err(CertError::Key)?;
     Ok(LoadedCert {
         key: Arc::new(key),
@@ -158,12 +159,17 @@ pub struct CertFiles {
 impl CertFiles {
     async fn read(&self) -> Result<(Vec<u8>, Vec<u8>), CertError> {
         let read = |path: PathBuf| async move {
-            tokio::fs::read(&path).await.map_err(|source| CertError::Read {
-                path: path.display().to_string(),
-                source,
-            })
+            tokio::fs::read(&path)
+                .await
+                .map_err(|source| CertError::Read {
+                    path: path.display().to_string(),
+                    source,
+                })
         };
-        Ok((read(self.cert.clone()).await?, read(self.key.clone()).await?))
+        Ok((
+            read(self.cert.clone()).await?,
+            read(self.key.clone()).await?,
+        ))
     }
 
     /// Loads the certificate once, at start: failing here stops the server.

@@ -1,0 +1,320 @@
+//! The crash test: a scripted Job run against the in-memory cluster, stopped after every single
+//! API call in turn and restarted from what the cluster holds. The final status must be the same
+//! as in the run without a crash, every pod outcome counted exactly once, and every status write
+//! must keep the lifecycle rules of UPSTREAM-RULES §6.
+
+use futures::executor::block_on;
+use jobwarden_rules::JobObject;
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::Value;
+
+use crate::executor::apply;
+use crate::fake_cluster::{FakeCluster, State, set_terminated};
+use crate::plan::{PlanConfig, plan};
+use crate::testing::*;
+use crate::well_known::{COMPLETION_INDEX_KEY, TRACKING_FINALIZER};
+
+/// Decides how the n-th pod created (from 1) ends, given its completion index: succeeds, fails,
+/// or (`None`) keeps running until it is deleted.
+type Script = fn(u64, Option<i32>) -> Option<bool>;
+
+/// The final state of a run, compared across crash points.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    succeeded: i64,
+    failed: i64,
+    completed_indexes: String,
+    conditions: Vec<(String, String, String)>,
+}
+
+fn cond_true(job: &Value, t: &str) -> bool {
+    job["status"]["conditions"]
+        .as_array()
+        .is_some_and(|cs| cs.iter().any(|c| c["type"] == t && c["status"] == "True"))
+}
+
+fn num(v: &Value) -> i64 {
+    v.as_i64().unwrap_or(0)
+}
+
+fn uncounted_len(job: &Value) -> usize {
+    let u = &job["status"]["uncountedTerminatedPods"];
+    u["succeeded"].as_array().map_or(0, Vec::len) + u["failed"].as_array().map_or(0, Vec::len)
+}
+
+/// jobwarden's lifecycle as seen from outside: the rules of UPSTREAM-RULES §6 that the
+/// controller's writes touch. Kept here until `validate_status_update` is complete.
+fn lifecycle_violations(old: &Value, new: &Value) -> Vec<String> {
+    let mut v = Vec::new();
+    let (o, n) = (&old["status"], &new["status"]);
+    let finished = cond_true(new, "Complete") || cond_true(new, "Failed");
+    if cond_true(new, "Complete") && !cond_true(new, "SuccessCriteriaMet") {
+        v.push("Complete without SuccessCriteriaMet".to_owned());
+    }
+    if cond_true(new, "Failed") && !cond_true(new, "FailureTarget") {
+        v.push("Failed without FailureTarget".to_owned());
+    }
+    if cond_true(new, "SuccessCriteriaMet")
+        && (cond_true(new, "FailureTarget") || cond_true(new, "Failed"))
+    {
+        v.push("SuccessCriteriaMet with a failure condition".to_owned());
+    }
+    if cond_true(new, "Complete") != !n["completionTime"].is_null() {
+        v.push("completionTime without Complete, or the reverse".to_owned());
+    }
+    if finished && (num(&n["active"]) > 0 || num(&n["terminating"]) > 0 || uncounted_len(new) > 0) {
+        v.push(format!("finished with pods left: {n}"));
+    }
+    if finished && n["startTime"].is_null() {
+        v.push("finished without startTime".to_owned());
+    }
+    if let (Some(s), Some(c)) = (n["startTime"].as_str(), n["completionTime"].as_str())
+        && c < s
+    {
+        v.push("completionTime before startTime".to_owned());
+    }
+    if num(&n["ready"]) > num(&n["active"]) {
+        v.push("ready > active".to_owned());
+    }
+    if num(&n["succeeded"]) < num(&o["succeeded"]) || num(&n["failed"]) < num(&o["failed"]) {
+        v.push("a counter decreased".to_owned());
+    }
+    for t in ["Complete", "Failed", "FailureTarget", "SuccessCriteriaMet"] {
+        if cond_true(old, t) && !cond_true(new, t) {
+            v.push(format!("{t} removed"));
+        }
+    }
+    if !o["completionTime"].is_null() && o["completionTime"] != n["completionTime"] {
+        v.push("completionTime changed".to_owned());
+    }
+    let resuming = old["status"]["conditions"].as_array().is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c["type"] == "Suspended" && c["status"] == "True")
+    }) && !cond_true(new, "Suspended");
+    if !o["startTime"].is_null()
+        && o["startTime"] != n["startTime"]
+        && new["spec"]["suspend"] != true
+        && !resuming
+    {
+        v.push("startTime changed on a running Job".to_owned());
+    }
+    v
+}
+
+/// The kubelet's part, one step: pending pods start, running pods end as the script says,
+/// deleted pods are killed.
+fn kubelet(s: &mut State, script: Script) {
+    let now = s.now;
+    for p in s.pods.iter_mut() {
+        if !p["metadata"]["deletionTimestamp"].is_null() {
+            continue;
+        }
+        match p["status"]["phase"].as_str() {
+            Some("Pending") => p["status"]["phase"] = "Running".into(),
+            Some("Running") => {
+                let ordinal = p["metadata"]["annotations"]["test/ordinal"]
+                    .as_str()
+                    .and_then(|o| o.parse().ok())
+                    .unwrap_or(0);
+                let index = p["metadata"]["annotations"][COMPLETION_INDEX_KEY]
+                    .as_str()
+                    .and_then(|i| i.parse().ok());
+                match script(ordinal, index) {
+                    Some(true) => set_terminated(p, "Succeeded", 0, now),
+                    Some(false) => set_terminated(p, "Failed", 1, now),
+                    None => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    s.kill_deleted_pods();
+}
+
+fn read(cluster: &FakeCluster) -> (Value, Vec<Pod>) {
+    cluster.with(|s| {
+        let pods = s
+            .pods
+            .iter()
+            .map(|p| serde_json::from_value(p.clone()).expect("fake pods decode"))
+            .collect();
+        (s.job.clone(), pods)
+    })
+}
+
+struct Run {
+    outcome: Outcome,
+    calls: usize,
+}
+
+/// Runs the Job to its end; with `crash_after = Some(k)` the controller dies after its k-th
+/// API call and a new one starts from the cluster's state.
+fn run(job: Value, script: Script, crash_after: Option<usize>) -> Run {
+    let cluster = FakeCluster::new(job);
+    cluster.with(|s| s.budget = crash_after);
+    let config = PlanConfig::default();
+    let mut done = false;
+    for _round in 0..100 {
+        cluster.with(|s| {
+            s.now += 30;
+            kubelet(s, script);
+        });
+        for _pass in 0..20 {
+            let (raw, pods) = read(&cluster);
+            let job = JobObject::parse(&raw).expect("the fake Job decodes");
+            let now = cluster.with(|s| s.now);
+            let p = plan(&job, &pods, at(now), &config);
+            if p.is_noop() {
+                break;
+            }
+            if block_on(apply(&cluster, &raw, &p)).is_err() {
+                // The controller died (or lost a race): a fresh one takes over.
+                cluster.with(|s| s.budget = None);
+            }
+        }
+        let (raw, _) = read(&cluster);
+        let finished = cond_true(&raw, "Complete") || cond_true(&raw, "Failed");
+        let held = cluster.with(|s| {
+            s.pods.iter().any(|p| {
+                p["metadata"]["finalizers"]
+                    .to_string()
+                    .contains(TRACKING_FINALIZER)
+            })
+        });
+        if finished && !held {
+            done = true;
+            break;
+        }
+    }
+    assert!(
+        done,
+        "the Job never finished (crash after {crash_after:?}): {}\n{:#?}",
+        read(&cluster).0,
+        cluster.with(|s| s.pods.clone())
+    );
+    cluster.with(|s| {
+        for (before, after) in &s.status_writes {
+            let v = lifecycle_violations(before, after);
+            assert!(
+                v.is_empty(),
+                "crash after {crash_after:?}: {v:?}\nbefore {before}\nafter {after}"
+            );
+        }
+        // Every pod that ran to an end is counted exactly once.
+        let all: Vec<&Value> = s.pods.iter().chain(s.gone.iter()).collect();
+        let ended =
+            |phase: &str| all.iter().filter(|p| p["status"]["phase"] == phase).count() as i64;
+        let st = &s.job["status"];
+        let indexed = s.job["spec"]["completionMode"] == "Indexed";
+        if indexed {
+            let mut idx: Vec<&str> = all
+                .iter()
+                .filter(|p| p["status"]["phase"] == "Succeeded")
+                .filter_map(|p| p["metadata"]["annotations"][COMPLETION_INDEX_KEY].as_str())
+                .collect();
+            idx.sort_unstable();
+            idx.dedup();
+            assert_eq!(
+                num(&st["succeeded"]),
+                idx.len() as i64,
+                "crash after {crash_after:?}: succeeded"
+            );
+        } else {
+            assert_eq!(
+                num(&st["succeeded"]),
+                ended("Succeeded"),
+                "crash after {crash_after:?}: succeeded"
+            );
+        }
+        assert_eq!(
+            num(&st["failed"]),
+            ended("Failed"),
+            "crash after {crash_after:?}: failed"
+        );
+        let conditions = st["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                let f = |k: &str| c[k].as_str().unwrap_or("").to_owned();
+                (f("type"), f("status"), f("reason"))
+            })
+            .collect();
+        Run {
+            outcome: Outcome {
+                succeeded: num(&st["succeeded"]),
+                failed: num(&st["failed"]),
+                completed_indexes: st["completedIndexes"].as_str().unwrap_or("").to_owned(),
+                conditions,
+            },
+            calls: s.calls,
+        }
+    })
+}
+
+fn crash_everywhere(job: Value, script: Script) -> Outcome {
+    let clean = run(job.clone(), script, None);
+    assert!(clean.calls > 5, "the scripted run makes API calls");
+    for k in 0..clean.calls {
+        let crashed = run(job.clone(), script, Some(k));
+        assert_eq!(
+            crashed.outcome, clean.outcome,
+            "crash after call {k} of {}",
+            clean.calls
+        );
+    }
+    clean.outcome
+}
+
+fn conds(list: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
+    list.iter()
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+        .collect()
+}
+
+#[test]
+fn non_indexed_run_survives_a_crash_after_any_call() {
+    // The 1st and 3rd pods fail; the rest succeed.
+    let out = crash_everywhere(JobBuilder::non_indexed(4, 2).build(), |n, _| {
+        Some(n != 1 && n != 3)
+    });
+    assert_eq!(out.succeeded, 4);
+    assert_eq!(out.failed, 2);
+    assert_eq!(
+        out.conditions,
+        conds(&[
+            ("SuccessCriteriaMet", "True", "CompletionsReached"),
+            ("Complete", "True", "CompletionsReached")
+        ])
+    );
+}
+
+#[test]
+fn indexed_run_survives_a_crash_after_any_call() {
+    // Index 1 fails on its first attempt.
+    let out = crash_everywhere(JobBuilder::indexed(3, 3).build(), |n, i| {
+        Some(!(i == Some(1) && n <= 3))
+    });
+    assert_eq!(out.completed_indexes, "0-2");
+    assert_eq!(out.succeeded, 3);
+    assert_eq!(out.failed, 1);
+}
+
+#[test]
+fn failing_run_survives_a_crash_after_any_call() {
+    // Two pods fail and exceed the back-off limit of 1 while the third still runs: it is
+    // deleted, killed, and counted failed.
+    let script: Script = |n, _| if n == 3 { None } else { Some(false) };
+    let out = crash_everywhere(
+        JobBuilder::non_indexed(3, 3).backoff_limit(1).build(),
+        script,
+    );
+    assert_eq!(
+        out.conditions,
+        conds(&[
+            ("FailureTarget", "True", "BackoffLimitExceeded"),
+            ("Failed", "True", "BackoffLimitExceeded")
+        ])
+    );
+    assert_eq!(out.failed, 3);
+}

@@ -1,0 +1,251 @@
+//! Putting the server together: load the certificate, bind both listeners, start the certificate
+//! reloader, the namespace reflector and the operations endpoints, and run the drain sequence
+//! when asked to stop. `start` fails fast on anything wrong at start; after that, nothing a
+//! client does stops the server.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use jobwarden_admission::{Policy, Reviewer};
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+
+use crate::health::{self, Health};
+use crate::https;
+use crate::limits::Limits;
+use crate::metrics::Metrics;
+use crate::namespaces::NamespaceLabels;
+use crate::routes::{self, AdmissionState};
+use crate::tls_reload::{self, CertFiles, CertStore, LoadedCert, ReloadCounts};
+
+/// Where the serving certificate comes from.
+#[derive(Debug, Clone)]
+pub enum TlsSource {
+    /// PEM files, re-read every `poll_interval` and swapped in when they change.
+    Files {
+        files: CertFiles,
+        poll_interval: Duration,
+    },
+    /// PEM held in memory (the `--dev` certificate); never reloaded.
+    Pem { cert_pem: Vec<u8>, key_pem: Vec<u8> },
+}
+
+/// Everything the server needs, already validated.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    pub metrics_listen: SocketAddr,
+    pub tls: TlsSource,
+    pub policy: Policy,
+    pub limits: Limits,
+    /// Time between the shutdown signal (readiness turns false) and closing the listener.
+    pub shutdown_delay: Duration,
+    /// Time open requests get to finish once the listener is closed.
+    pub shutdown_timeout: Duration,
+}
+
+/// A server that is accepting connections.
+pub struct RunningServer {
+    https_addr: SocketAddr,
+    metrics_addr: SocketAddr,
+    shutdown: CancellationToken,
+    reloads: watch::Receiver<ReloadCounts>,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl RunningServer {
+    /// The bound HTTPS address (useful with port 0).
+    pub fn https_addr(&self) -> SocketAddr {
+        self.https_addr
+    }
+
+    /// The bound address of /healthz, /readyz and /metrics.
+    pub fn metrics_addr(&self) -> SocketAddr {
+        self.metrics_addr
+    }
+
+    /// A token whose cancellation starts the drain sequence (what SIGTERM does).
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    /// Certificate reloads and failures so far; changes whenever the reloader acts.
+    pub fn certificate_reloads(&self) -> watch::Receiver<ReloadCounts> {
+        self.reloads.clone()
+    }
+
+    /// Waits until the server has drained and stopped.
+    pub async fn wait(self) -> anyhow::Result<()> {
+        self.task.await.context("the server task panicked")?
+    }
+}
+
+/// Starts the server. `registry` may already hold other components' metrics (the
+/// controller's); the server adds its own and serves them all at /metrics. With a `client`,
+/// namespace labels are watched when the policy's suspend-on-create selector needs them.
+pub async fn start(
+    settings: Settings,
+    mut registry: Registry,
+    client: Option<kube::Client>,
+) -> anyhow::Result<RunningServer> {
+    let metrics = Arc::new(Metrics::register(&mut registry));
+    let registry = Arc::new(registry);
+    let needs_namespaces = settings.policy.suspend_on_create.selector.is_some();
+    if needs_namespaces && client.is_none() {
+        tracing::warn!(
+            "suspendOnCreate has a namespace selector but no cluster is reachable: only namespace names will match"
+        );
+    }
+    let health = Arc::new(Health::new(needs_namespaces && client.is_some()));
+    let background = CancellationToken::new();
+
+    let (loaded, reload_files) = match &settings.tls {
+        TlsSource::Files {
+            files,
+            poll_interval,
+        } => {
+            let (loaded, cert, key) = files.load().await.with_context(|| {
+                format!(
+                    "cannot load the TLS certificate {} with key {}",
+                    files.cert.display(),
+                    files.key.display()
+                )
+            })?;
+            (loaded, Some((files.clone(), *poll_interval, cert, key)))
+        }
+        TlsSource::Pem { cert_pem, key_pem } => (
+            tls_reload::load_pem(cert_pem, key_pem)
+                .context("cannot load the in-memory TLS certificate")?,
+            None,
+        ),
+    };
+    log_certificate(&loaded);
+    metrics.certificate_loaded(true, loaded.not_after);
+    health.set_certificate_loaded();
+    let store = Arc::new(CertStore::new(&loaded));
+    let tls_config = tls_reload::server_config(store.clone()).context("cannot configure TLS")?;
+    let acceptor = TlsAcceptor::from(Arc::new(tls_config));
+
+    let listener = TcpListener::bind(settings.listen)
+        .await
+        .with_context(|| format!("cannot listen on {} (--listen)", settings.listen))?;
+    let metrics_listener = TcpListener::bind(settings.metrics_listen)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot listen on {} (--metrics-listen)",
+                settings.metrics_listen
+            )
+        })?;
+    let https_addr = listener.local_addr()?;
+    let metrics_addr = metrics_listener.local_addr()?;
+
+    let (reload_counts, reloads) = watch::channel(ReloadCounts::default());
+    if let Some((files, interval, cert, key)) = reload_files {
+        tokio::spawn(tls_reload::watch_files(
+            files,
+            (cert, key),
+            interval,
+            store,
+            metrics.clone(),
+            reload_counts,
+            background.clone(),
+        ));
+    }
+
+    let namespaces = match (&client, needs_namespaces) {
+        (Some(client), true) => Some(NamespaceLabels::start(
+            client.clone(),
+            health.clone(),
+            background.clone(),
+        )),
+        _ => None,
+    };
+
+    let app = routes::router(
+        AdmissionState {
+            reviewer: Arc::new(Reviewer::new(settings.policy.clone())),
+            metrics,
+            namespaces,
+            max_body_bytes: settings.limits.max_body_bytes,
+        },
+        &settings.limits,
+    );
+
+    let ops = health::router(health.clone(), registry);
+    let ops_stop = background.clone();
+    let ops_task = tokio::spawn(async move {
+        axum::serve(metrics_listener, ops)
+            .with_graceful_shutdown(ops_stop.cancelled_owned())
+            .await
+    });
+
+    let stop_accepting = CancellationToken::new();
+    let mut https_task = tokio::spawn(https::serve(
+        listener,
+        acceptor,
+        app,
+        settings.limits.clone(),
+        stop_accepting.clone(),
+        settings.shutdown_timeout,
+    ));
+    health.set_accepting(true);
+    tracing::info!(%https_addr, %metrics_addr, "jobwarden webhook serving");
+
+    let shutdown = CancellationToken::new();
+    let signal = shutdown.clone();
+    let delay = settings.shutdown_delay;
+    let task = tokio::spawn(async move {
+        let early_end = tokio::select! {
+            _ = signal.cancelled() => None,
+            ended = &mut https_task => Some(ended),
+        };
+        if let Some(ended) = early_end {
+            health.set_draining();
+            background.cancel();
+            ended.context("the HTTPS listener panicked")?;
+            anyhow::bail!("the HTTPS listener stopped unexpectedly");
+        }
+        // Readiness first, so Service endpoints drop this pod while it still answers whatever
+        // kube-apiserver sends in the meantime.
+        health.set_draining();
+        tracing::info!(?delay, "shutting down: readiness is now false");
+        tokio::time::sleep(delay).await;
+        tracing::info!("closing the HTTPS listener; finishing open requests");
+        stop_accepting.cancel();
+        let drained = https_task.await;
+        health.set_accepting(false);
+        background.cancel();
+        match ops_task.await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(%error, "the metrics listener failed"),
+            Err(error) => tracing::warn!(%error, "the metrics listener panicked"),
+        }
+        drained.context("the HTTPS listener panicked")?;
+        tracing::info!("jobwarden webhook stopped");
+        Ok(())
+    });
+
+    Ok(RunningServer {
+        https_addr,
+        metrics_addr,
+        shutdown,
+        reloads,
+        task,
+    })
+}
+
+fn log_certificate(loaded: &LoadedCert) {
+    tracing::info!(
+        subject = %loaded.subject,
+        dns_names = ?loaded.dns_names,
+        not_after = loaded.not_after,
+        "TLS certificate loaded"
+    );
+}
