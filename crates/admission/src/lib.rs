@@ -374,3 +374,6 @@ fn bad_request(message: String) -> Status {
         code: 400,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -54,7 +54,7 @@ impl Identities {
     }
 
     pub fn contains(&self, user: &UserInfo) -> bool {
-        self.users.iter().any(|u| *u == user.username)
+        self.users.contains(&user.username)
             || self
                 .groups
                 .iter()

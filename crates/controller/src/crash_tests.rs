@@ -43,7 +43,8 @@ fn uncounted_len(job: &Value) -> usize {
 }
 
 /// jobwarden's lifecycle as seen from outside: the rules of UPSTREAM-RULES §6 that the
-/// controller's writes touch. Kept here until `validate_status_update` is complete.
+/// controller's writes touch, checked independently of `validate_status_update` (which the
+/// executor also runs on every write).
 fn lifecycle_violations(old: &Value, new: &Value) -> Vec<String> {
     let mut v = Vec::new();
     let (o, n) = (&old["status"], &new["status"]);
@@ -59,7 +60,7 @@ fn lifecycle_violations(old: &Value, new: &Value) -> Vec<String> {
     {
         v.push("SuccessCriteriaMet with a failure condition".to_owned());
     }
-    if cond_true(new, "Complete") != !n["completionTime"].is_null() {
+    if cond_true(new, "Complete") == n["completionTime"].is_null() {
         v.push("completionTime without Complete, or the reverse".to_owned());
     }
     if finished && (num(&n["active"]) > 0 || num(&n["terminating"]) > 0 || uncounted_len(new) > 0) {
@@ -226,9 +227,15 @@ fn run(job: Value, script: Script, crash_after: Option<usize>) -> Run {
                 "crash after {crash_after:?}: succeeded"
             );
         }
+        // A pod removed before it reached a terminal phase was deleted running: a failure.
+        let killed = s
+            .gone
+            .iter()
+            .filter(|p| !matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed")))
+            .count() as i64;
         assert_eq!(
             num(&st["failed"]),
-            ended("Failed"),
+            ended("Failed") + killed,
             "crash after {crash_after:?}: failed"
         );
         let conditions = st["conditions"]
@@ -317,4 +324,37 @@ fn failing_run_survives_a_crash_after_any_call() {
         ])
     );
     assert_eq!(out.failed, 3);
+}
+
+#[test]
+fn a_status_that_breaks_the_rules_is_refused_and_not_written() {
+    use crate::conditions::new_condition;
+    use crate::executor::ApplyError;
+    use crate::plan::Plan;
+
+    let raw = JobBuilder::non_indexed(1, 1).started(0).build();
+    let cluster = FakeCluster::new(raw.clone());
+    let (stored, _) = read(&cluster);
+    let mut status = JobObject::parse(&stored).expect("decodes").status;
+    // Complete without SuccessCriteriaMet (and without completionTime): a planning bug.
+    status.conditions = Some(vec![new_condition(
+        "Complete",
+        "True",
+        "CompletionsReached",
+        "",
+        at(5),
+    )]);
+    let bad = Plan {
+        status: Some(status),
+        ..Plan::default()
+    };
+    let result = block_on(apply(&cluster, &stored, &bad));
+    assert!(
+        matches!(result, Err(ApplyError::InvalidStatus(_))),
+        "{result:?}"
+    );
+    assert!(
+        cluster.with(|s| s.status_writes.is_empty()),
+        "nothing was written"
+    );
 }

@@ -56,9 +56,28 @@ pub struct PodRef {
     pub uid: String,
 }
 
+/// Why a pod is created, as upstream's `job_pods_creation_total` labels it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateReason {
+    New,
+    RecreateTerminatingOrFailed,
+    RecreateFailed,
+}
+
+impl CreateReason {
+    pub fn label(self) -> &'static str {
+        match self {
+            CreateReason::New => "new",
+            CreateReason::RecreateTerminatingOrFailed => "recreate_terminating_or_failed",
+            CreateReason::RecreateFailed => "recreate_failed",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct PodCreation {
     pub index: Option<i32>,
+    pub reason: CreateReason,
     /// The pod manifest to POST (built from the raw template).
     pub pod: Value,
 }
@@ -355,7 +374,7 @@ impl<'a> Pass<'a> {
         } else {
             let mut managed = false;
             if !self.deleting {
-                let counts = self.manage(&active, succeeded, &succeeded_indexes, &mut out);
+                let counts = self.manage(&active, succeeded, failed, &succeeded_indexes, &mut out);
                 active_count = counts.active;
                 ready -= counts.deleted_ready;
                 terminating += counts.deleted;
@@ -528,6 +547,7 @@ impl<'a> Pass<'a> {
         &self,
         active: &[&PodView],
         succeeded: i64,
+        failed: i64,
         succeeded_indexes: &IndexSet,
         out: &mut Plan,
     ) -> ManageCounts {
@@ -604,9 +624,17 @@ impl<'a> Pass<'a> {
         } else {
             (0..diff).map(|_| None).collect()
         };
+        let reason = if failed == 0 && terminating.is_empty() {
+            CreateReason::New
+        } else if self.only_replace_failed {
+            CreateReason::RecreateFailed
+        } else {
+            CreateReason::RecreateTerminatingOrFailed
+        };
         for index in indexes {
             out.create.push(PodCreation {
                 index,
+                reason,
                 pod: build_pod(&identity, template, index),
             });
             counts.active += 1;

@@ -205,11 +205,6 @@ impl PodBuilder {
         self
     }
 
-    pub fn created(mut self, offset: i64) -> Self {
-        self.v["metadata"]["creationTimestamp"] = json!(rfc3339(offset));
-        self
-    }
-
     pub fn running(mut self) -> Self {
         self.v["status"]["phase"] = json!("Running");
         self
@@ -264,9 +259,5 @@ impl PodBuilder {
 
     pub fn build(self) -> Pod {
         serde_json::from_value(self.v).expect("test pods are well-formed")
-    }
-
-    pub fn json(self) -> Value {
-        self.v
     }
 }

@@ -100,7 +100,12 @@ pub fn upstream_defaults(job: &mut Value) {
             .flatten()
             .filter_map(Value::as_object_mut)
         {
-            if pattern.get("status").and_then(Value::as_str).unwrap_or("") == "" {
+            if pattern
+                .get("status")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .is_empty()
+            {
                 pattern.insert("status".into(), json!("True"));
             }
         }

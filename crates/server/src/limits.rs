@@ -64,7 +64,9 @@ impl Limits {
             .timer(TokioTimer::new())
             .header_read_timeout(self.header_timeout)
             .keep_alive(true)
-            .max_buf_size(256 * 1024);
+            // Also the cap on a request's head (line and headers), which hyper reads into
+            // this buffer: far above kube-apiserver's few headers, far below hyper's ~400 KiB.
+            .max_buf_size(64 * 1024);
         builder
             .http2()
             .timer(TokioTimer::new())

@@ -136,7 +136,7 @@ async fn answer(state: AdmissionState, webhook: Webhook, request: Request) -> Re
                 %webhook,
                 status = rejection.status().as_u16(),
                 error = %message,
-                duration_ms = seconds * 1e3,
+                duration_ms = millis(seconds),
                 "admission request refused"
             );
             (
@@ -233,6 +233,11 @@ fn request_namespace(body: &[u8]) -> Option<String> {
     Some(envelope.request?.namespace?.into_owned())
 }
 
+/// Milliseconds to the microsecond, so log lines do not carry float noise.
+fn millis(seconds: f64) -> f64 {
+    (seconds * 1e6).round() / 1e3
+}
+
 fn log_review(webhook: Webhook, reviewed: &Reviewed, seconds: f64) {
     let s = &reviewed.summary;
     macro_rules! line {
@@ -247,7 +252,7 @@ fn log_review(webhook: Webhook, reviewed: &Reviewed, seconds: f64) {
                 sub_resource = %s.sub_resource,
                 dry_run = s.dry_run,
                 verdict = %s.verdict,
-                duration_ms = seconds * 1e3,
+                duration_ms = millis(seconds),
                 $message
             )
         };

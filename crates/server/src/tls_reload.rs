@@ -180,7 +180,7 @@ impl CertFiles {
     }
 }
 
-/// What the reloader last saw on disk, so an unchanged file (good or bad) is not reloaded or
+/// What the reloader saw on disk, so an unchanged file (good or bad) is not reloaded or
 /// reported again at every poll.
 #[derive(PartialEq, Eq)]
 enum Seen {
@@ -190,6 +190,11 @@ enum Seen {
 
 /// Polls the files every `interval` until cancelled and swaps in each new certificate that
 /// loads.
+///
+/// A new certificate that loads is used at once. One that does not is reported only when the
+/// same contents are read again at the next poll: the two files cannot be read atomically, so
+/// a read can straddle kubelet's symlink swap (new certificate, old key), and writers that
+/// replace the files one by one leave a mismatched pair for a moment. Neither is an error.
 pub(crate) async fn watch_files(
     files: CertFiles,
     initial: (Vec<u8>, Vec<u8>),
@@ -199,7 +204,8 @@ pub(crate) async fn watch_files(
     counts: watch::Sender<ReloadCounts>,
     stop: CancellationToken,
 ) {
-    let mut seen = Seen::Contents(initial.0, initial.1);
+    let mut current = Seen::Contents(initial.0, initial.1);
+    let mut unsettled: Option<Seen> = None;
     let mut ticks = tokio::time::interval(interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -207,30 +213,26 @@ pub(crate) async fn watch_files(
             _ = stop.cancelled() => return,
             _ = ticks.tick() => {}
         }
-        let outcome = match files.read().await {
+        let (now, outcome) = match files.read().await {
             Ok((cert, key)) => {
-                let now = Seen::Contents(cert, key);
-                if now == seen {
-                    continue;
-                }
-                let Seen::Contents(cert, key) = &now else {
-                    continue;
+                let outcome = if Seen::Contents(cert.clone(), key.clone()) == current {
+                    None
+                } else {
+                    Some(load_pem(&cert, &key))
                 };
-                let outcome = load_pem(cert, key);
-                seen = now;
-                outcome
+                (Seen::Contents(cert, key), outcome)
             }
             Err(e) => {
                 let now = Seen::ReadError(e.to_string());
-                if now == seen {
-                    continue;
-                }
-                seen = now;
-                Err(e)
+                let outcome = (now != current).then_some(Err(e));
+                (now, outcome)
             }
         };
         match outcome {
-            Ok(loaded) => {
+            None => unsettled = None,
+            Some(Ok(loaded)) => {
+                current = now;
+                unsettled = None;
                 store.replace(&loaded);
                 metrics.certificate_loaded(false, loaded.not_after);
                 counts.send_modify(|c| c.loaded += 1);
@@ -241,7 +243,13 @@ pub(crate) async fn watch_files(
                     "serving a new TLS certificate"
                 );
             }
-            Err(error) => {
+            Some(Err(error)) if unsettled.as_ref() != Some(&now) => {
+                tracing::debug!(%error, "new TLS certificate files do not load yet; checking again");
+                unsettled = Some(now);
+            }
+            Some(Err(error)) => {
+                current = now;
+                unsettled = None;
                 metrics.certificate_reload_failed();
                 counts.send_modify(|c| c.failed += 1);
                 tracing::error!(

@@ -248,9 +248,8 @@ impl Client {
         let sender = match proto {
             Proto::Http1 => {
                 assert_eq!(alpn.as_deref(), Some(&b"http/1.1"[..]));
-                let (sender, connection) = http1::handshake(io)
-                    .await
-                    .map_err(std::io::Error::other)?;
+                let (sender, connection) =
+                    http1::handshake(io).await.map_err(std::io::Error::other)?;
                 tokio::spawn(connection);
                 Sender::Http1(sender)
             }
@@ -323,7 +322,9 @@ impl Conn {
 /// GET over plain HTTP (the metrics listener).
 pub async fn http_get(addr: SocketAddr, path: &str) -> (StatusCode, String) {
     let tcp = TcpStream::connect(addr).await.unwrap();
-    let (mut sender, connection) = http1::handshake::<_, Body>(TokioIo::new(tcp)).await.unwrap();
+    let (mut sender, connection) = http1::handshake::<_, Body>(TokioIo::new(tcp))
+        .await
+        .unwrap();
     tokio::spawn(connection);
     let request = hyper::Request::get(path)
         .header("host", addr.to_string())

@@ -1,0 +1,49 @@
+//! A whole review as the server runs it: request bytes in, response bytes out.
+//! `cargo bench -p jobwarden-admission`.
+
+use std::hint::black_box;
+use std::path::Path;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use jobwarden_admission::{Context, Reviewer, Webhook};
+use serde_json::Value;
+
+fn request(prefix: &str) -> Option<(Webhook, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/cases");
+    let path = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix))
+        })?;
+    let case: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    let webhook = if case["webhook"] == "mutate" {
+        Webhook::Mutate
+    } else {
+        Webhook::Validate
+    };
+    Some((webhook, serde_json::to_vec(&case["review"]).ok()?))
+}
+
+fn review(c: &mut Criterion) {
+    let reviewer = Reviewer::default();
+    let ctx = Context::default();
+    for (label, prefix) in [
+        ("validate_typical_create", "027-"),
+        ("validate_denied_create", "043-"),
+        ("validate_status_update", "157-"),
+        ("mutate_create", "168-"),
+        ("validate_64KiB_succeeded_indexes", "031-"),
+    ] {
+        if let Some((webhook, body)) = request(prefix) {
+            c.bench_function(label, |b| {
+                b.iter(|| reviewer.review(webhook, black_box(&body), &ctx))
+            });
+        }
+    }
+}
+
+criterion_group!(benches, review);
+criterion_main!(benches);

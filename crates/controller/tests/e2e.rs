@@ -1,0 +1,446 @@
+//! End-to-end tests of the reconcile loop against a real cluster, playing the kubelet the way
+//! upstream's integration tests do: pods are never scheduled (an unknown `schedulerName`), and
+//! the test patches their phase and container exit codes itself.
+//!
+//! Run them with a kubeconfig for a disposable cluster, Kubernetes 1.32 or newer (for
+//! `spec.managedBy`), e.g. a kind cluster:
+//!
+//! ```sh
+//! kind create cluster --name jobwarden-e2e
+//! kind get kubeconfig --name jobwarden-e2e > /tmp/e2e.kubeconfig
+//! JOBWARDEN_E2E_KUBECONFIG=/tmp/e2e.kubeconfig cargo test -p jobwarden-controller --test e2e
+//! ```
+//!
+//! Without `JOBWARDEN_E2E_KUBECONFIG` every test prints a skip message and passes. Each test
+//! makes its own namespace and runs its own controller under its own controller name, so the
+//! tests run in parallel without touching each other's Jobs; the namespaces are deleted at the
+//! end.
+
+use std::time::Duration;
+
+use jobwarden_controller::{ControllerConfig, ControllerMetrics};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config, ResourceExt};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+const TIMEOUT: Duration = Duration::from_secs(90);
+
+struct Env {
+    client: Client,
+    ns: String,
+    controller: String,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<anyhow::Result<()>>>,
+}
+
+async fn setup(scenario: &str) -> Option<Env> {
+    let Ok(path) = std::env::var("JOBWARDEN_E2E_KUBECONFIG") else {
+        eprintln!("skipping {scenario}: JOBWARDEN_E2E_KUBECONFIG is not set");
+        return None;
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let kubeconfig = Kubeconfig::read_from(path).expect("the kubeconfig reads");
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("the kubeconfig is usable");
+    let client = Client::try_from(config).expect("a client");
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() % 1_000_000)
+        .unwrap_or(0);
+    let ns = format!("jobwarden-e2e-{scenario}-{stamp}");
+    let namespace: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace");
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("the namespace is created");
+    let controller = format!("jobwarden.io/e2e-{scenario}");
+    let config = ControllerConfig {
+        controller_name: controller.clone(),
+        lease_namespace: ns.clone(),
+        lease_name: "jobwarden-e2e".to_owned(),
+        identity: format!("e2e-{scenario}"),
+        ..Default::default()
+    };
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(jobwarden_controller::run(
+        client.clone(),
+        config,
+        ControllerMetrics::default(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    Some(Env {
+        client,
+        ns,
+        controller,
+        stop: Some(stop),
+        task: Some(task),
+    })
+}
+
+impl Env {
+    fn jobs(&self) -> Api<Job> {
+        Api::namespaced(self.client.clone(), &self.ns)
+    }
+
+    fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), &self.ns)
+    }
+
+    /// A Job whose pods never get scheduled, delegated to this test's controller.
+    fn job(&self, name: &str, spec: Value) -> Job {
+        let mut job = json!({
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name},
+            "spec": {
+                "managedBy": self.controller,
+                "template": {"spec": {
+                    "schedulerName": "jobwarden-e2e-nobody",
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "busybox"}],
+                }},
+            },
+        });
+        if let (Some(target), Some(extra)) = (job["spec"].as_object_mut(), spec.as_object()) {
+            for (k, v) in extra {
+                target.insert(k.clone(), v.clone());
+            }
+        }
+        serde_json::from_value(job).expect("test Job")
+    }
+
+    async fn create(&self, job: &Job) -> Job {
+        self.jobs()
+            .create(&PostParams::default(), job)
+            .await
+            .expect("the Job is created")
+    }
+
+    async fn job_pods(&self, name: &str) -> Vec<Pod> {
+        let job = self.jobs().get(name).await.expect("the Job exists");
+        let uid = job.uid().unwrap_or_default();
+        self.pods()
+            .list(
+                &ListParams::default().labels(&format!("batch.kubernetes.io/controller-uid={uid}")),
+            )
+            .await
+            .expect("pods list")
+            .items
+    }
+
+    /// Waits until `f` holds for the Job, returning it.
+    async fn wait_job(&self, name: &str, what: &str, f: impl Fn(&Job) -> bool) -> Job {
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        loop {
+            let job = self.jobs().get(name).await.expect("the Job exists");
+            if f(&job) {
+                return job;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {what}: {:?}",
+                job.status
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// Waits until the Job has exactly `n` active (not terminal, not deleted) pods.
+    async fn wait_active_pods(&self, name: &str, n: usize) -> Vec<Pod> {
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        loop {
+            let active: Vec<Pod> = self
+                .job_pods(name)
+                .await
+                .into_iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none() && !terminal(p))
+                .collect();
+            if active.len() == n {
+                return active;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {n} active pods, have {}",
+                active.len()
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// The kubelet's part: the pod runs, then its container exits with `code`.
+    async fn finish_pod(&self, pod: &Pod, code: i32) {
+        let name = pod.name_any();
+        let running = json!({"status": {"phase": "Running"}});
+        self.pods()
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&running))
+            .await
+            .expect("the pod runs");
+        let now = k8s_openapi::jiff::Timestamp::now().to_string();
+        let phase = if code == 0 { "Succeeded" } else { "Failed" };
+        let done = json!({"status": {
+            "phase": phase,
+            "containerStatuses": [{
+                "name": "main", "image": "busybox", "imageID": "", "ready": false,
+                "restartCount": 0,
+                "state": {"terminated": {"exitCode": code, "startedAt": now, "finishedAt": now}},
+            }],
+        }});
+        self.pods()
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&done))
+            .await
+            .expect("the pod ends");
+    }
+
+    async fn no_finalizers_left(&self, name: &str) {
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        loop {
+            let held = self
+                .job_pods(name)
+                .await
+                .iter()
+                .filter(|p| {
+                    p.finalizers()
+                        .iter()
+                        .any(|f| f == "jobwarden.io/job-tracking")
+                })
+                .count();
+            if held == 0 {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "pods keep the finalizer"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    async fn teardown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let result = tokio::time::timeout(Duration::from_secs(30), task).await;
+            assert!(
+                matches!(result, Ok(Ok(Ok(())))),
+                "the controller stopped and released its Lease: {result:?}"
+            );
+        }
+        let _ = Api::<Namespace>::all(self.client.clone())
+            .delete(&self.ns, &DeleteParams::default())
+            .await;
+    }
+}
+
+fn terminal(p: &Pod) -> bool {
+    matches!(
+        p.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+fn condition(job: &Job, type_: &str) -> Option<(String, String)> {
+    job.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone().unwrap_or_default()))
+}
+
+fn is_true(job: &Job, type_: &str) -> bool {
+    condition(job, type_).is_some_and(|(s, _)| s == "True")
+}
+
+fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+    pod.annotations().get(key).map(String::as_str)
+}
+
+#[tokio::test]
+async fn non_indexed_job_runs_to_completion() {
+    let Some(env) = setup("nonindexed").await else {
+        return;
+    };
+    env.create(&env.job("work", json!({"completions": 3, "parallelism": 2})))
+        .await;
+    let first = env.wait_active_pods("work", 2).await;
+    for pod in &first {
+        assert!(
+            pod.finalizers()
+                .iter()
+                .any(|f| f == "jobwarden.io/job-tracking")
+        );
+        env.finish_pod(pod, 0).await;
+    }
+    let last = env.wait_active_pods("work", 1).await;
+    env.finish_pod(&last[0], 0).await;
+    let job = env
+        .wait_job("work", "Complete", |j| is_true(j, "Complete"))
+        .await;
+    let status = job.status.clone().unwrap_or_default();
+    assert_eq!(status.succeeded, Some(3));
+    assert!(is_true(&job, "SuccessCriteriaMet"));
+    assert!(status.completion_time.is_some() && status.start_time.is_some());
+    env.no_finalizers_left("work").await;
+    env.teardown().await;
+}
+
+#[tokio::test]
+async fn indexed_job_runs_to_completion() {
+    let Some(env) = setup("indexed").await else {
+        return;
+    };
+    env.create(&env.job(
+        "idx",
+        json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed"}),
+    ))
+    .await;
+    let pods = env.wait_active_pods("idx", 3).await;
+    let mut indexes: Vec<String> = pods
+        .iter()
+        .filter_map(|p| {
+            annotation(p, "batch.kubernetes.io/job-completion-index").map(str::to_owned)
+        })
+        .collect();
+    indexes.sort();
+    assert_eq!(indexes, ["0", "1", "2"]);
+    for pod in &pods {
+        let index = annotation(pod, "batch.kubernetes.io/job-completion-index").unwrap_or("");
+        let hostname = pod.spec.as_ref().and_then(|s| s.hostname.clone());
+        assert_eq!(hostname, Some(format!("idx-{index}")));
+        env.finish_pod(pod, 0).await;
+    }
+    let job = env
+        .wait_job("idx", "Complete", |j| is_true(j, "Complete"))
+        .await;
+    let status = job.status.clone().unwrap_or_default();
+    assert_eq!(status.completed_indexes.as_deref(), Some("0-2"));
+    assert_eq!(status.succeeded, Some(3));
+    env.no_finalizers_left("idx").await;
+    env.teardown().await;
+}
+
+#[tokio::test]
+async fn backoff_limit_exceeded_fails_the_job() {
+    let Some(env) = setup("backoff").await else {
+        return;
+    };
+    env.create(&env.job(
+        "doomed",
+        json!({"completions": 2, "parallelism": 2, "backoffLimit": 0}),
+    ))
+    .await;
+    let pods = env.wait_active_pods("doomed", 2).await;
+    env.finish_pod(&pods[0], 1).await;
+    let job = env
+        .wait_job("doomed", "Failed", |j| is_true(j, "Failed"))
+        .await;
+    assert_eq!(
+        condition(&job, "FailureTarget"),
+        Some(("True".to_owned(), "BackoffLimitExceeded".to_owned()))
+    );
+    assert_eq!(
+        condition(&job, "Failed"),
+        Some(("True".to_owned(), "BackoffLimitExceeded".to_owned()))
+    );
+    let status = job.status.clone().unwrap_or_default();
+    assert_eq!(status.active, Some(0));
+    assert_eq!(status.completion_time, None);
+    // The failed pod, and the running one deleted with the Job's failure.
+    assert_eq!(status.failed, Some(2));
+    env.no_finalizers_left("doomed").await;
+    env.teardown().await;
+}
+
+#[tokio::test]
+async fn suspend_then_resume() {
+    let Some(env) = setup("suspend").await else {
+        return;
+    };
+    env.create(&env.job("pausable", json!({"completions": 2, "parallelism": 2})))
+        .await;
+    let pods = env.wait_active_pods("pausable", 2).await;
+    env.finish_pod(&pods[0], 0).await;
+    env.wait_job("pausable", "one success counted", |j| {
+        j.status.as_ref().and_then(|s| s.succeeded) == Some(1)
+    })
+    .await;
+
+    let suspend = json!({"spec": {"suspend": true}});
+    env.jobs()
+        .patch("pausable", &PatchParams::default(), &Patch::Merge(&suspend))
+        .await
+        .expect("suspended");
+    let job = env
+        .wait_job("pausable", "Suspended=True", |j| is_true(j, "Suspended"))
+        .await;
+    assert_eq!(
+        condition(&job, "Suspended").map(|c| c.1),
+        Some("JobSuspended".to_owned())
+    );
+    env.wait_active_pods("pausable", 0).await;
+    let started_before = job.status.as_ref().and_then(|s| s.start_time.clone());
+
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let resume = json!({"spec": {"suspend": false}});
+    env.jobs()
+        .patch("pausable", &PatchParams::default(), &Patch::Merge(&resume))
+        .await
+        .expect("resumed");
+    let job = env
+        .wait_job("pausable", "Suspended=False", |j| {
+            condition(j, "Suspended").is_some_and(|(s, _)| s == "False")
+        })
+        .await;
+    assert_eq!(
+        condition(&job, "Suspended").map(|c| c.1),
+        Some("JobResumed".to_owned())
+    );
+    let started_after = job.status.as_ref().and_then(|s| s.start_time.clone());
+    assert!(
+        started_after > started_before,
+        "startTime is reset on resume"
+    );
+    // The success before the suspension still counts: one pod is left to run.
+    let pods = env.wait_active_pods("pausable", 1).await;
+    env.finish_pod(&pods[0], 0).await;
+    let job = env
+        .wait_job("pausable", "Complete", |j| is_true(j, "Complete"))
+        .await;
+    assert_eq!(job.status.and_then(|s| s.succeeded), Some(2));
+    env.teardown().await;
+}
+
+#[tokio::test]
+async fn a_job_not_delegated_to_this_controller_is_left_alone() {
+    let Some(env) = setup("foreign").await else {
+        return;
+    };
+    let mut job = env.job("theirs", json!({"completions": 1, "parallelism": 1}));
+    if let Some(spec) = job.spec.as_mut() {
+        spec.managed_by = Some("example.com/someone-else".to_owned());
+    }
+    env.create(&job).await;
+    // Give the controller ample time to (wrongly) act.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let job = env.jobs().get("theirs").await.expect("the Job exists");
+    assert!(
+        env.job_pods("theirs").await.is_empty(),
+        "no pod was created"
+    );
+    let status = job.status.unwrap_or_default();
+    assert_eq!(status.start_time, None);
+    assert_eq!(status.conditions, None);
+    assert_eq!(status.active, None);
+    env.teardown().await;
+}

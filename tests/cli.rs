@@ -1,0 +1,197 @@
+//! The command line as users run it: the built binary, real files and stdin, exit codes and
+//! output lines.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn jobwarden(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jobwarden"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("jobwarden starts");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input)
+            .expect("write stdin");
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().expect("jobwarden finishes")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn check_reports_every_error_kubectl_style() {
+    let out = jobwarden(&["check", "tests/fixtures/train.yaml"], None);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "tests/fixtures/train.yaml: Job \"train\": spec.successPolicy.rules[0].succeededIndexes: Invalid value: \"5-2\": error parsing succeededIndexes: too large index: \"5\"\n\
+         tests/fixtures/train.yaml: Job \"leader-worker\": valid\n"
+    );
+    assert!(stderr(&out).contains("skipping a ConfigMap"));
+}
+
+#[test]
+fn check_accepts_valid_json_and_stdin() {
+    let out = jobwarden(&["check", "tests/fixtures/valid.json"], None);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        stdout(&out),
+        "tests/fixtures/valid.json: Job \"pi\": valid\n"
+    );
+    let yaml = std::fs::read("tests/fixtures/valid.json").expect("fixture");
+    let out = jobwarden(&["check", "-"], Some(&yaml));
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "-: Job \"pi\": valid\n");
+}
+
+#[test]
+fn check_with_old_validates_an_update() {
+    let out = jobwarden(
+        &[
+            "check",
+            "--old",
+            "tests/fixtures/stored.yaml",
+            "tests/fixtures/more-completions.yaml",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "tests/fixtures/more-completions.yaml: Job \"pi\": spec.completions: Invalid value: 3: field is immutable\n"
+    );
+    let out = jobwarden(
+        &[
+            "check",
+            "--old",
+            "tests/fixtures/stored.yaml",
+            "tests/fixtures/stored.yaml",
+        ],
+        None,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}
+
+#[test]
+fn check_unreadable_input_exits_2() {
+    for (args, stdin) in [
+        (vec!["check", "tests/fixtures/does-not-exist.yaml"], None),
+        (vec!["check", "-"], Some(&b"kind: [unclosed"[..])),
+        (
+            vec!["check", "-"],
+            Some(&b"apiVersion: v1\nkind: ConfigMap\n"[..]),
+        ),
+        (
+            vec![
+                "check",
+                "--old",
+                "tests/fixtures/train.yaml",
+                "tests/fixtures/valid.json",
+            ],
+            None,
+        ),
+    ] {
+        let out = jobwarden(&args, stdin);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).is_empty());
+    }
+}
+
+#[test]
+fn check_wrong_typed_field_is_invalid_not_a_crash() {
+    let job = br#"{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"x"},"spec":{"completions":"three"}}"#;
+    let out = jobwarden(&["check", "-"], Some(job));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).starts_with("-: Job \"x\": cannot decode spec:"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+fn review_request(spec: &str) -> Vec<u8> {
+    format!(
+        r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u-1",
+        "kind":{{"group":"batch","version":"v1","kind":"Job"}},"resource":{{"group":"batch","version":"v1","resource":"jobs"}},
+        "operation":"CREATE","namespace":"ns","name":"j","userInfo":{{"username":"alice"}},
+        "object":{{"apiVersion":"batch/v1","kind":"Job","metadata":{{"name":"j","namespace":"ns","uid":"u"}},"spec":{spec}}}}}}}"#
+    )
+    .into_bytes()
+}
+
+#[test]
+fn review_prints_the_response_and_exits_by_verdict() {
+    let denied = jobwarden(&["review"], Some(&review_request(r#"{"parallelism":-1}"#)));
+    assert_eq!(denied.status.code(), Some(1));
+    let body: serde_json::Value = serde_json::from_slice(&denied.stdout).expect("JSON response");
+    assert_eq!(body["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(body["response"]["uid"], "u-1");
+    assert_eq!(body["response"]["allowed"], false);
+    assert_eq!(body["response"]["status"]["code"], 422);
+    assert_eq!(body["response"]["status"]["reason"], "Invalid");
+    assert!(body["response"]["status"]["message"]
+        .as_str()
+        .is_some_and(|m| m.starts_with("Job.batch \"j\" is invalid: [spec.parallelism: Invalid value: -1: must be greater than or equal to 0")));
+
+    let mutated = jobwarden(&["review", "--mutate", "-"], Some(&review_request("{}")));
+    assert_eq!(mutated.status.code(), Some(0));
+    let body: serde_json::Value = serde_json::from_slice(&mutated.stdout).expect("JSON response");
+    assert_eq!(body["response"]["patchType"], "JSONPatch");
+}
+
+#[test]
+fn review_unreadable_input_exits_2() {
+    for input in [&b""[..], b"not json", br#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"x"}}"#, br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{}}"#] {
+        let out = jobwarden(&["review"], Some(input));
+        assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(input));
+        assert!(out.stdout.is_empty());
+        assert!(stderr(&out).starts_with("jobwarden review: -: "), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn review_applies_a_policy_file() {
+    let dir = std::env::temp_dir().join(format!("jobwarden-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let policy = dir.join("policy.yaml");
+    std::fs::write(&policy, "allowedManagedBy: [example.com/batch]\n").expect("write policy");
+    let request = review_request(
+        r#"{"managedBy":"other.io/x","selector":{"matchLabels":{"batch.kubernetes.io/controller-uid":"u"}},"template":{"metadata":{"labels":{"batch.kubernetes.io/controller-uid":"u","batch.kubernetes.io/job-name":"j","controller-uid":"u","job-name":"j"}},"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"i"}]}}}"#,
+    );
+    let out = jobwarden(
+        &["review", "--config", policy.to_str().expect("utf-8 path")],
+        Some(&request),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let body: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON response");
+    assert_eq!(body["response"]["status"]["code"], 403);
+    std::fs::write(&policy, "notAField: 1\n").expect("write policy");
+    let out = jobwarden(
+        &["review", "--config", policy.to_str().expect("utf-8 path")],
+        Some(&request),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("unknown field"), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
