@@ -5,6 +5,7 @@
 mod check;
 mod input;
 mod review;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -28,9 +29,11 @@ enum Command {
     Check(check::CheckArgs),
     /// Read one AdmissionReview request and print the response the webhook would send.
     Review(review::ReviewArgs),
+    /// Run the admission webhook (HTTPS) and, when a cluster is reachable, the Job controller.
+    Serve(jobwarden_server::ServeArgs),
 }
 
-/// Exit statuses shared by `check` and `review`.
+/// Exit statuses: `check` and `review` use all three; `serve` exits 1 when it cannot run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Outcome {
     Ok = 0,
@@ -49,6 +52,7 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Review(args) => review::run(&args),
+        Command::Serve(args) => serve::run(args),
     };
     outcome.into()
 }

@@ -2,6 +2,7 @@
 //! would send out. How an operator reproduces a denial without a cluster.
 
 use std::io::Write;
+use std::path::Path;
 
 use clap::Args;
 use jobwarden_admission::{Context, Policy, Reviewer, Webhook};
@@ -25,7 +26,7 @@ pub struct ReviewArgs {
 pub fn run(args: &ReviewArgs) -> Outcome {
     let policy = match &args.config {
         None => Policy::default(),
-        Some(path) => match load_policy(path) {
+        Some(path) => match jobwarden_server::load_policy_file(Path::new(path)) {
             Ok(policy) => policy,
             Err(e) => {
                 eprintln!("jobwarden review: {e:#}");
@@ -61,10 +62,4 @@ pub fn run(args: &ReviewArgs) -> Outcome {
             Outcome::Unreadable
         }
     }
-}
-
-fn load_policy(path: &str) -> anyhow::Result<Policy> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("cannot read policy file {path}: {e}"))?;
-    serde_yaml_ng::from_str(&text).map_err(|e| anyhow::anyhow!("policy file {path}: {e}"))
 }

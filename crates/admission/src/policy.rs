@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use jobwarden_rules::JobObject;
+use jobwarden_rules::{JobObject, selector};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
@@ -86,32 +86,13 @@ impl NamespaceMatch {
             return true;
         }
         match (&self.selector, labels) {
-            (Some(selector), Some(labels)) => selector_matches(selector, labels),
+            // A selector with an unknown operator matches nothing.
+            (Some(selector), Some(labels)) => {
+                selector::matches_labels(Some(selector), labels).unwrap_or(false)
+            }
             _ => false,
         }
     }
-}
-
-/// Label-selector semantics of `metav1.LabelSelector`: every matchLabels pair and every
-/// expression must hold; an empty selector matches everything.
-pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-    let labels_ok = selector
-        .match_labels
-        .iter()
-        .flatten()
-        .all(|(k, v)| labels.get(k) == Some(v));
-    let expressions_ok = selector.match_expressions.iter().flatten().all(|e| {
-        let values = e.values.as_deref().unwrap_or_default();
-        let value = labels.get(&e.key);
-        match e.operator.as_str() {
-            "In" => value.is_some_and(|v| values.contains(v)),
-            "NotIn" => value.is_none_or(|v| !values.contains(v)),
-            "Exists" => value.is_some(),
-            "DoesNotExist" => value.is_none(),
-            _ => false,
-        }
-    });
-    labels_ok && expressions_ok
 }
 
 /// A request denied by policy: HTTP 403, as kube-apiserver words a forbidden write.

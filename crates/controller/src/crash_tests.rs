@@ -24,6 +24,7 @@ struct Outcome {
     succeeded: i64,
     failed: i64,
     completed_indexes: String,
+    failed_indexes: String,
     conditions: Vec<(String, String, String)>,
 }
 
@@ -227,11 +228,15 @@ fn run(job: Value, script: Script, crash_after: Option<usize>) -> Run {
                 "crash after {crash_after:?}: succeeded"
             );
         }
-        // A pod removed before it reached a terminal phase was deleted running: a failure.
+        // A pod removed before it reached a terminal phase was deleted running: a failure,
+        // unless the Job had met its success criteria by then (upstream lets such lingering
+        // pods go uncounted). The scripted runs kill pods only while the Job is ending.
+        let succeeding = cond_true(&s.job, "SuccessCriteriaMet");
         let killed = s
             .gone
             .iter()
             .filter(|p| !matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed")))
+            .filter(|_| !succeeding)
             .count() as i64;
         assert_eq!(
             num(&st["failed"]),
@@ -252,6 +257,7 @@ fn run(job: Value, script: Script, crash_after: Option<usize>) -> Run {
                 succeeded: num(&st["succeeded"]),
                 failed: num(&st["failed"]),
                 completed_indexes: st["completedIndexes"].as_str().unwrap_or("").to_owned(),
+                failed_indexes: st["failedIndexes"].as_str().unwrap_or("").to_owned(),
                 conditions,
             },
             calls: s.calls,
@@ -324,6 +330,75 @@ fn failing_run_survives_a_crash_after_any_call() {
         ])
     );
     assert_eq!(out.failed, 3);
+}
+
+#[test]
+fn success_policy_run_survives_a_crash_after_any_call() {
+    // KEP-3998 story 1: the leader (index 0) fails once, then succeeds; the workers never end
+    // on their own and are deleted once the success criteria are met.
+    let script: Script = |n, i| match i {
+        Some(0) => Some(n > 1),
+        _ => None,
+    };
+    let job = JobBuilder::indexed(4, 4)
+        .success_rules(&[(Some("0"), None)])
+        .build();
+    let out = crash_everywhere(job, script);
+    assert_eq!(out.completed_indexes, "0");
+    assert_eq!(out.succeeded, 1);
+    assert_eq!(out.failed, 1);
+    assert_eq!(
+        out.conditions,
+        conds(&[
+            ("SuccessCriteriaMet", "True", "SuccessPolicy"),
+            ("Complete", "True", "SuccessPolicy")
+        ])
+    );
+}
+
+#[test]
+fn pod_failure_policy_run_survives_a_crash_after_any_call() {
+    // The 1st pod succeeds, the 2nd exits with 1 (a named FailJob rule), the 3rd is still
+    // running: it is deleted and counted failed.
+    let script: Script = |n, _| match n {
+        1 => Some(true),
+        2 => Some(false),
+        _ => None,
+    };
+    let job = JobBuilder::non_indexed(3, 3)
+        .pod_failure_policy(serde_json::json!([{"action": "FailJob",
+            "onExitCodes": {"operator": "In", "values": [1]}}]))
+        .rule_names(&[Some("ExitCode1")])
+        .build();
+    let out = crash_everywhere(job, script);
+    assert_eq!(
+        out.conditions,
+        conds(&[
+            ("FailureTarget", "True", "PodFailurePolicy_ExitCode1"),
+            ("Failed", "True", "PodFailurePolicy_ExitCode1")
+        ])
+    );
+    assert_eq!(out.succeeded, 1);
+    assert_eq!(out.failed, 2);
+}
+
+#[test]
+fn per_index_run_survives_a_crash_after_any_call() {
+    // Index 1 fails on every attempt: with one retry allowed it fails for good; the others
+    // succeed, and the Job fails with FailedIndexes.
+    let script: Script = |_, i| Some(i != Some(1));
+    let job = JobBuilder::indexed(3, 3).backoff_limit_per_index(1).build();
+    let out = crash_everywhere(job, script);
+    assert_eq!(out.completed_indexes, "0,2");
+    assert_eq!(out.failed_indexes, "1");
+    assert_eq!(out.failed, 2);
+    assert_eq!(
+        out.conditions,
+        conds(&[
+            ("FailureTarget", "True", "FailedIndexes"),
+            ("Failed", "True", "FailedIndexes")
+        ])
+    );
 }
 
 #[test]

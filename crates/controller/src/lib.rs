@@ -27,10 +27,20 @@
 //!   `/metrics`) and returns the [`ControllerMetrics`] handles `run` records into.
 //! * [`plan::plan`]: the pure heart, `plan(job, pods, now, config) -> Plan`.
 //!
+//! # Policies
+//!
+//! Beyond the core lifecycle, `plan` runs the Job API's policies the way upstream's `syncJob`
+//! orders them: an outcome already stored (`SuccessCriteriaMet` or `FailureTarget`) stands; else
+//! a `FailJob` pod failure policy rule (reason `PodFailurePolicy_{name}`, KEP-4443), the back-off
+//! limit, the active deadline, `maxFailedIndexes` and failed indexes; and only then the success
+//! policy (KEP-3998). So a sync that meets both fails the Job, and a Job that has met its
+//! success criteria ends `Complete` whatever its lingering pods do.
+//!
 //! # Layout
 //!
-//! `plan` decides (pure, table-tested in `plan_tests.rs`); `pods`, `backoff`, `conditions` and
-//! `pod_template` are its pure parts; `status_patch` turns a planned status into the owned-fields
+//! `plan` decides (pure, table-tested in `plan_tests.rs` and, for the policies,
+//! `plan_policy_tests.rs`); `pods`, `backoff`, `conditions`, `pod_template`,
+//! `pod_failure_policy`, `success_policy` and `per_index` are its pure parts; `status_patch` turns a planned status into the owned-fields
 //! merge patch; `executor` applies a plan through the `ClusterApi` trait (`kube_api` is the real
 //! one; tests use an in-memory cluster and a crash test stops it after every call);
 //! `reconcile` is the kube-runtime wiring; `leader` the Lease.
@@ -46,11 +56,14 @@ pub mod executor;
 pub mod kube_api;
 pub mod leader;
 pub mod metrics;
+pub mod per_index;
 pub mod plan;
+pub mod pod_failure_policy;
 pub mod pod_template;
 pub mod pods;
 pub mod reconcile;
 pub mod status_patch;
+pub mod success_policy;
 pub mod well_known;
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! performs I/O, never reads a clock, and plans at most one status write so that each write can
 //! be checked against the status-transition rules before it is made.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use jobwarden_rules::JobObject;
@@ -11,6 +11,7 @@ use jobwarden_rules::condition::{
     COMPLETE, FAILED, FAILURE_TARGET, SUCCESS_CRITERIA_MET, SUSPENDED,
 };
 use jobwarden_rules::indexes::IndexSet;
+use jobwarden_rules::rule_names;
 use k8s_openapi::api::batch::v1::{JobCondition, JobStatus, UncountedTerminatedPods};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -19,8 +20,11 @@ use serde_json::Value;
 
 use crate::backoff;
 use crate::conditions;
+use crate::per_index;
+use crate::pod_failure_policy::{self, Action};
 use crate::pod_template::{JobIdentity, build_pod};
 use crate::pods::{Phase, PodView};
+use crate::success_policy;
 use crate::well_known::*;
 
 /// Tunables of `plan`; the defaults are upstream's.
@@ -215,10 +219,15 @@ pub fn plan(job: &JobObject<'_>, pods: &[Pod], now: Timestamp, config: &PlanConf
     }
     let now = whole_seconds(now);
     let job_uid = job.metadata.uid.as_deref().unwrap_or("");
+    let policy = job.spec.pod_failure_policy.as_ref();
     let views: Vec<PodView> = pods
         .iter()
         .filter(|p| owned_by(p, job_uid))
-        .map(PodView::from_pod)
+        .map(|p| {
+            let mut view = PodView::from_pod(p);
+            view.policy = policy.and_then(|policy| pod_failure_policy::match_pod(policy, p));
+            view
+        })
         .collect();
 
     if job.is_finished() {
@@ -255,6 +264,8 @@ struct Pass<'a> {
     only_replace_failed: bool,
     suspended: bool,
     deleting: bool,
+    /// `backoffLimitPerIndex`, for Indexed Jobs that set it.
+    per_index_limit: Option<i32>,
 }
 
 impl<'a> Pass<'a> {
@@ -281,6 +292,7 @@ impl<'a> Pass<'a> {
             only_replace_failed,
             suspended: job.is_suspended(),
             deleting: job.metadata.deletion_timestamp.is_some(),
+            per_index_limit: job.spec.backoff_limit_per_index.filter(|_| indexed),
         }
     }
 
@@ -321,7 +333,7 @@ impl<'a> Pass<'a> {
             .pods
             .iter()
             .filter(|p| p.has_finalizer && !in_failed.contains(&p.uid) && self.valid_index(p))
-            .filter(|p| p.is_failed(self.only_replace_failed))
+            .filter(|p| p.is_failed(self.only_replace_failed) && p.counts_as_failure())
             .count();
         let mut succeeded = i64::from(old.succeeded.unwrap_or(0))
             + new_succeeded as i64
@@ -354,10 +366,44 @@ impl<'a> Pass<'a> {
             succeeded = succeeded_indexes.count() as i64;
         }
 
+        let failed_indexes = self.per_index_limit.map(|limit| {
+            per_index::failed_indexes(
+                old.failed_indexes.as_deref(),
+                completions,
+                self.pods,
+                self.only_replace_failed,
+                limit,
+                &succeeded_indexes,
+            )
+        });
+
+        // Upstream's order: an outcome already stored, then every failure policy, and only
+        // then the success policy, so a sync that meets both fails the Job (KEP-3998).
         let mut finishing = self.stored_outcome(&conds);
         if finishing.is_none() {
-            finishing = self.failure(failed, &status, &mut out);
+            finishing = self.failure(
+                failed,
+                &status,
+                failed_indexes.as_ref(),
+                &succeeded_indexes,
+                &mut out,
+            );
         }
+        if finishing.is_none() {
+            finishing = self.success_policy(&succeeded_indexes);
+        }
+        // Computed before any pod is created, as upstream: in the pass that creates the
+        // replacement the failed pod still waits, and it is counted in the next.
+        let awaiting = match &failed_indexes {
+            Some(failed) => per_index::pods_awaiting_replacement(
+                self.pods,
+                completions,
+                self.only_replace_failed,
+                &succeeded_indexes,
+                failed,
+            ),
+            None => BTreeMap::new(),
+        };
 
         if finishing.is_some() {
             // Upstream's `deleteActivePods`: the finalizers stay, so each outcome is recorded
@@ -374,7 +420,15 @@ impl<'a> Pass<'a> {
         } else {
             let mut managed = false;
             if !self.deleting {
-                let counts = self.manage(&active, succeeded, failed, &succeeded_indexes, &mut out);
+                let counts = self.manage(
+                    &active,
+                    succeeded,
+                    failed,
+                    &succeeded_indexes,
+                    failed_indexes.as_ref(),
+                    &awaiting,
+                    &mut out,
+                );
                 active_count = counts.active;
                 ready -= counts.deleted_ready;
                 terminating += counts.deleted;
@@ -423,6 +477,7 @@ impl<'a> Pass<'a> {
         let reached_max = self.record_finished_pods(
             finishing.as_ref(),
             &prev_indexes,
+            &awaiting,
             &mut uncounted_succeeded,
             &mut uncounted_failed,
             &mut out,
@@ -432,6 +487,9 @@ impl<'a> Pass<'a> {
         if self.indexed {
             status.succeeded = Some(clamp(succeeded_indexes.count() as i64));
             status.completed_indexes = Some(succeeded_indexes.to_string());
+            if let Some(failed) = &failed_indexes {
+                status.failed_indexes = Some(failed.to_string());
+            }
         } else {
             status.succeeded = Some(clamp(counted_succeeded));
         }
@@ -481,8 +539,16 @@ impl<'a> Pass<'a> {
             .map(|c| from(c, false))
     }
 
-    /// Upstream's back-off limit and active deadline checks, in its order.
-    fn failure(&self, failed: i64, status: &JobStatus, out: &mut Plan) -> Option<Finishing> {
+    /// Every failure policy, in upstream's order: a `FailJob` rule, the back-off limit, the
+    /// active deadline, then the per-index limits.
+    fn failure(
+        &self,
+        failed: i64,
+        status: &JobStatus,
+        failed_indexes: Option<&IndexSet>,
+        succeeded_indexes: &IndexSet,
+        out: &mut Plan,
+    ) -> Option<Finishing> {
         let fail = |reason: &str, message: &str| {
             Some(Finishing {
                 success: false,
@@ -491,29 +557,87 @@ impl<'a> Pass<'a> {
                 interim_stored: false,
             })
         };
+        if let Some(f) = self.fail_job_rule() {
+            return Some(f);
+        }
         if failed > self.backoff_limit() || self.past_backoff_limit_on_failure() {
             return fail(
                 REASON_BACKOFF_LIMIT_EXCEEDED,
                 MESSAGE_BACKOFF_LIMIT_EXCEEDED,
             );
         }
+        if self.past_deadline(status, out) {
+            return fail(REASON_DEADLINE_EXCEEDED, MESSAGE_DEADLINE_EXCEEDED);
+        }
+        let failed_indexes = failed_indexes?;
+        let failed_count = failed_indexes.count();
+        if let Some(max) = self.job.spec.max_failed_indexes
+            && failed_count > u64::try_from(max).unwrap_or(0)
+        {
+            return fail(
+                REASON_MAX_FAILED_INDEXES_EXCEEDED,
+                MESSAGE_MAX_FAILED_INDEXES_EXCEEDED,
+            );
+        }
+        let completions = u64::try_from(self.completions.unwrap_or(0)).unwrap_or(0);
+        if failed_count > 0 && failed_count + succeeded_indexes.count() >= completions {
+            return fail(REASON_FAILED_INDEXES, MESSAGE_FAILED_INDEXES);
+        }
+        None
+    }
+
+    /// Upstream's `getFailJobMessage`: the first failed pod a `FailJob` rule matches, with
+    /// KEP-4443's reason `PodFailurePolicy_{name}` (the rule's index when unnamed) in place of
+    /// upstream's plain `PodFailurePolicy`.
+    fn fail_job_rule(&self) -> Option<Finishing> {
+        let m = self.pods.iter().find_map(|p| {
+            let m = p.policy.as_ref()?;
+            (p.is_failed(self.only_replace_failed) && m.action == Action::FailJob).then_some(m)
+        })?;
+        let names = rule_names::effective_names(self.job);
+        Some(Finishing {
+            success: false,
+            reason: rule_names::failure_reason(&names, m.rule),
+            message: m.message.clone(),
+            interim_stored: false,
+        })
+    }
+
+    /// Whether the active deadline has passed; when it has not, look again when it falls.
+    fn past_deadline(&self, status: &JobStatus, out: &mut Plan) -> bool {
         let (Some(deadline), Some(start)) =
             (self.job.spec.active_deadline_seconds, &status.start_time)
         else {
-            return None;
+            return false;
         };
         if self.suspended {
             // The deadline clock stops while suspended; resuming resets `startTime`.
-            return None;
+            return false;
         }
         let elapsed = self.now.as_second() - start.0.as_second();
         if elapsed >= deadline {
-            return fail(REASON_DEADLINE_EXCEEDED, MESSAGE_DEADLINE_EXCEEDED);
+            return true;
         }
         out.requeue(Duration::from_secs(
             u64::try_from(deadline - elapsed).unwrap_or(0),
         ));
-        None
+        false
+    }
+
+    /// KEP-3998: the first success rule the succeeded indexes satisfy.
+    fn success_policy(&self, succeeded_indexes: &IndexSet) -> Option<Finishing> {
+        if !self.indexed {
+            return None;
+        }
+        let policy = self.job.spec.success_policy.as_ref()?;
+        let rule =
+            success_policy::matched_rule(policy, self.completions.unwrap_or(0), succeeded_indexes)?;
+        Some(Finishing {
+            success: true,
+            reason: REASON_SUCCESS_POLICY.to_owned(),
+            message: success_policy::message(rule),
+            interim_stored: false,
+        })
     }
 
     /// Upstream's `pastBackoffLimitOnFailure`: with `restartPolicy: OnFailure` failures show up
@@ -543,12 +667,15 @@ impl<'a> Pass<'a> {
     }
 
     /// Upstream's `manageJob`: delete what is too much, else create what is missing.
+    #[allow(clippy::too_many_arguments)]
     fn manage(
         &self,
         active: &[&PodView],
         succeeded: i64,
         failed: i64,
         succeeded_indexes: &IndexSet,
+        failed_indexes: Option<&IndexSet>,
+        awaiting: &BTreeMap<i32, &PodView>,
         out: &mut Plan,
     ) -> ManageCounts {
         let mut counts = ManageCounts {
@@ -585,16 +712,19 @@ impl<'a> Pass<'a> {
         if diff <= 0 {
             return counts;
         }
-        let record = backoff::record_from_pods(self.pods, self.only_replace_failed);
-        let wait = backoff::remaining(
-            &record,
-            self.now,
-            self.config.backoff_base,
-            self.config.backoff_max,
-        );
-        if !wait.is_zero() {
-            out.requeue(wait);
-            return counts;
+        // With a per-index limit each index backs off on its own (below), not the Job.
+        if self.per_index_limit.is_none() {
+            let record = backoff::record_from_pods(self.pods, self.only_replace_failed);
+            let wait = backoff::remaining(
+                &record,
+                self.now,
+                self.config.backoff_base,
+                self.config.backoff_max,
+            );
+            if !wait.is_zero() {
+                out.requeue(wait);
+                return counts;
+            }
         }
         diff = diff.min(self.config.max_pod_changes_per_sync as i64);
         let identity = JobIdentity {
@@ -603,8 +733,12 @@ impl<'a> Pass<'a> {
             uid: self.job.metadata.uid.as_deref().unwrap_or(""),
         };
         let template = self.job.raw_template();
-        let indexes: Vec<Option<i32>> = if self.indexed {
+        let mut indexes: Vec<Option<i32>> = if self.indexed {
             let mut taken = succeeded_indexes.clone();
+            if let Some(failed) = failed_indexes {
+                // A failed index is never retried.
+                taken.union_with(failed);
+            }
             let holders = active.iter().copied().chain(
                 terminating
                     .iter()
@@ -624,6 +758,27 @@ impl<'a> Pass<'a> {
         } else {
             (0..diff).map(|_| None).collect()
         };
+        if self.per_index_limit.is_some() {
+            // Upstream's `getPodCreationInfoForIndependentIndexes`: create the indexes whose
+            // back-off is over; when none is, look again when the first one's ends.
+            let wait = |i: &Option<i32>| {
+                let replaced = i.and_then(|i| awaiting.get(&i).copied());
+                per_index::remaining(
+                    replaced,
+                    self.now,
+                    self.config.backoff_base,
+                    self.config.backoff_max,
+                )
+            };
+            let soonest = indexes.iter().map(wait).min();
+            indexes.retain(|i| wait(i).is_zero());
+            if indexes.is_empty() {
+                if let Some(w) = soonest.filter(|w| !w.is_zero()) {
+                    out.requeue(w);
+                }
+                return counts;
+            }
+        }
         let reason = if failed == 0 && terminating.is_empty() {
             CreateReason::New
         } else if self.only_replace_failed {
@@ -632,11 +787,12 @@ impl<'a> Pass<'a> {
             CreateReason::RecreateTerminatingOrFailed
         };
         for index in indexes {
-            out.create.push(PodCreation {
-                index,
-                reason,
-                pod: build_pod(&identity, template, index),
-            });
+            let mut pod = build_pod(&identity, template, index);
+            if self.per_index_limit.is_some() {
+                let replaced = index.and_then(|i| awaiting.get(&i).copied());
+                per_index::annotate(&mut pod, per_index::replacement_counts(replaced));
+            }
+            out.create.push(PodCreation { index, reason, pod });
             counts.active += 1;
         }
         counts
@@ -744,6 +900,7 @@ impl<'a> Pass<'a> {
         &self,
         finishing: Option<&Finishing>,
         prev_indexes: &IndexSet,
+        awaiting: &BTreeMap<i32, &PodView>,
         uncounted_succeeded: &mut Vec<String>,
         uncounted_failed: &mut Vec<String>,
         out: &mut Plan,
@@ -754,10 +911,14 @@ impl<'a> Pass<'a> {
         let mut new_indexes = 0usize;
         for p in candidates {
             let considered_failed = p.is_failed(self.only_replace_failed);
+            // Upstream's `canRemoveFinalizer`: a failed pod whose index awaits its replacement
+            // keeps the finalizer (and stays uncounted) until the replacement carries its
+            // failure count.
+            let awaits_replacement = awaiting.values().any(|a| a.uid == p.uid);
             let removable = self.deleting
                 || finishing.is_some()
                 || p.phase == Phase::Succeeded
-                || considered_failed;
+                || (considered_failed && !awaits_replacement);
             if !removable {
                 continue;
             }
@@ -775,6 +936,8 @@ impl<'a> Pass<'a> {
             } else if (considered_failed || failing)
                 && !uncounted_failed.contains(&p.uid)
                 && self.valid_index(p)
+                // A failure an `Ignore` rule matched loses its finalizer but is never counted.
+                && p.counts_as_failure()
             {
                 uncounted_failed.push(p.uid.clone());
             }
@@ -877,6 +1040,7 @@ pub fn same_status(a: &JobStatus, b: &JobStatus) -> bool {
         && a.failed.unwrap_or(0) == b.failed.unwrap_or(0)
         && a.completed_indexes.as_deref().unwrap_or("")
             == b.completed_indexes.as_deref().unwrap_or("")
+        && a.failed_indexes == b.failed_indexes
         && uncounted(a) == uncounted(b)
         && a.start_time == b.start_time
         && a.completion_time == b.completion_time
@@ -886,3 +1050,7 @@ pub fn same_status(a: &JobStatus, b: &JobStatus) -> bool {
 #[cfg(test)]
 #[path = "plan_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "plan_policy_tests.rs"]
+mod policy_tests;

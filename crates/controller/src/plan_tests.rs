@@ -12,30 +12,34 @@ use crate::testing::*;
 
 /// What a case expects; unset fields are not checked.
 #[derive(Default)]
-struct Expect {
-    skipped: bool,
-    no_status_write: bool,
-    creates: Option<Vec<Option<i32>>>,
-    deletes: Option<Vec<(&'static str, DeleteReason)>>,
-    removes_finalizers: Option<Vec<&'static str>>,
-    active: Option<i32>,
-    ready: Option<i32>,
-    terminating: Option<i32>,
-    succeeded: Option<i32>,
-    failed: Option<i32>,
-    completed_indexes: Option<&'static str>,
-    uncounted_succeeded: Option<Vec<&'static str>>,
-    uncounted_failed: Option<Vec<&'static str>>,
+pub(super) struct Expect {
+    pub(super) skipped: bool,
+    pub(super) no_status_write: bool,
+    pub(super) creates: Option<Vec<Option<i32>>>,
+    pub(super) deletes: Option<Vec<(&'static str, DeleteReason)>>,
+    pub(super) removes_finalizers: Option<Vec<&'static str>>,
+    pub(super) active: Option<i32>,
+    pub(super) ready: Option<i32>,
+    pub(super) terminating: Option<i32>,
+    pub(super) succeeded: Option<i32>,
+    pub(super) failed: Option<i32>,
+    pub(super) completed_indexes: Option<&'static str>,
+    pub(super) uncounted_succeeded: Option<Vec<&'static str>>,
+    pub(super) uncounted_failed: Option<Vec<&'static str>>,
     /// `(type, status, reason)` of every condition, in order.
-    conditions: Option<Vec<(&'static str, &'static str, &'static str)>>,
-    start_time: Option<Option<i64>>,
-    completion_time: Option<Option<i64>>,
-    events: Option<Vec<&'static str>>,
-    requeue: Option<Option<Duration>>,
-    finished: Option<Option<&'static str>>,
+    pub(super) conditions: Option<Vec<(&'static str, &'static str, &'static str)>>,
+    pub(super) start_time: Option<Option<i64>>,
+    pub(super) completion_time: Option<Option<i64>>,
+    pub(super) events: Option<Vec<&'static str>>,
+    pub(super) requeue: Option<Option<Duration>>,
+    pub(super) finished: Option<Option<&'static str>>,
+    /// `status.failedIndexes` (`None` = absent).
+    pub(super) failed_indexes: Option<Option<&'static str>>,
+    /// The message of every condition, in order.
+    pub(super) messages: Option<Vec<&'static str>>,
 }
 
-fn run(job: &Value, pods: Vec<PodBuilder>, now: i64) -> Plan {
+pub(super) fn run(job: &Value, pods: Vec<PodBuilder>, now: i64) -> Plan {
     let job = JobObject::parse(job).expect("test jobs parse");
     let pods: Vec<Pod> = pods.into_iter().map(PodBuilder::build).collect();
     plan(&job, &pods, at(now), &PlanConfig::default())
@@ -45,7 +49,7 @@ fn uid(name: &str) -> String {
     format!("uid-{name}")
 }
 
-fn check(name: &str, job: Value, pods: Vec<PodBuilder>, now: i64, e: Expect) {
+pub(super) fn check(name: &str, job: Value, pods: Vec<PodBuilder>, now: i64, e: Expect) {
     let old = JobObject::parse(&job).expect("test jobs parse").status;
     let p = run(&job, pods, now);
     assert_eq!(
@@ -134,6 +138,19 @@ fn check(name: &str, job: Value, pods: Vec<PodBuilder>, now: i64, e: Expect) {
             .collect();
         assert_eq!(got, want, "{name}: conditions");
     }
+    if let Some(v) = e.failed_indexes {
+        assert_eq!(s.failed_indexes.as_deref(), v, "{name}: failedIndexes");
+    }
+    if let Some(v) = e.messages {
+        let got: Vec<String> = s
+            .conditions
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.message.unwrap_or_default())
+            .collect();
+        assert_eq!(got, v, "{name}: condition messages");
+    }
     if let Some(v) = e.start_time {
         assert_eq!(s.start_time.map(|t| t.0), v.map(at), "{name}: startTime");
     }
@@ -160,7 +177,7 @@ fn check(name: &str, job: Value, pods: Vec<PodBuilder>, now: i64, e: Expect) {
     }
 }
 
-fn secs(n: u64) -> Option<Duration> {
+pub(super) fn secs(n: u64) -> Option<Duration> {
     Some(Duration::from_secs(n))
 }
 

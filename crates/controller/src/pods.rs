@@ -5,7 +5,11 @@
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-use crate::well_known::{COMPLETION_INDEX_KEY, TRACKING_FINALIZER};
+use crate::pod_failure_policy::PolicyMatch;
+use crate::well_known::{
+    COMPLETION_INDEX_KEY, INDEX_FAILURE_COUNT_KEY, INDEX_IGNORED_FAILURE_COUNT_KEY,
+    TRACKING_FINALIZER,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -31,6 +35,12 @@ pub struct PodView {
     pub finished_at: Option<Timestamp>,
     /// Container restarts, for the `OnFailure` back-off limit.
     pub restarts: i64,
+    /// The index's earlier counted and ignored failures, from the per-index annotations.
+    pub index_failures: i32,
+    pub index_ignored_failures: i32,
+    /// The pod failure policy rule this pod matches; `plan` fills it in, as only it knows the
+    /// Job.
+    pub policy: Option<PolicyMatch>,
 }
 
 impl PodView {
@@ -54,11 +64,9 @@ impl PodView {
             .iter()
             .flatten()
             .any(|f| f == TRACKING_FINALIZER);
-        let index = meta
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(COMPLETION_INDEX_KEY))
-            .and_then(|v| parse_index(v));
+        let annotation = |key: &str| meta.annotations.as_ref().and_then(|a| a.get(key));
+        let index = annotation(COMPLETION_INDEX_KEY).and_then(|v| parse_index(v));
+        let failure_count = |key: &str| annotation(key).map_or(0, |v| parse_failure_count(v));
         let restarts = status
             .into_iter()
             .flat_map(|s| {
@@ -80,7 +88,17 @@ impl PodView {
             created: meta.creation_timestamp.as_ref().map(|t| t.0),
             finished_at: finish_time(pod),
             restarts,
+            index_failures: failure_count(INDEX_FAILURE_COUNT_KEY),
+            index_ignored_failures: failure_count(INDEX_IGNORED_FAILURE_COUNT_KEY),
+            policy: None,
         }
+    }
+
+    /// Upstream's `countFailed`: a failure an `Ignore` rule matched is not counted.
+    pub fn counts_as_failure(&self) -> bool {
+        self.policy
+            .as_ref()
+            .is_none_or(PolicyMatch::counts_as_failure)
     }
 
     /// Upstream's `FilterActivePods`: not terminal and not being deleted.
@@ -116,6 +134,13 @@ pub fn parse_index(s: &str) -> Option<i32> {
         return None;
     }
     digits.parse::<i32>().ok()
+}
+
+/// Upstream's `parseInt32` for the failure-count annotations: Go's `strconv.Atoi`, and anything
+/// unreadable, negative or beyond int32 reads as 0 (a user may have edited it).
+pub fn parse_failure_count(s: &str) -> i32 {
+    // A negative value is 0 either way, so only the `+` sign needs reading.
+    parse_index(s).unwrap_or(0)
 }
 
 /// Upstream's `getFinishedTime`, in its order: the last container to terminate; else the time the

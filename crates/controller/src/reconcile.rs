@@ -190,7 +190,7 @@ async fn sync(job: &Job, ctx: &Context) -> Result<Action, ReconcileError> {
                     "failed"
                 }
                 .to_owned(),
-                reason: finish.reason.clone(),
+                reason: metric_reason(&finish.reason).to_owned(),
             })
             .inc();
     }
@@ -203,6 +203,17 @@ async fn sync(job: &Job, ctx: &Context) -> Result<Action, ReconcileError> {
 fn error_policy(job: Arc<Job>, error: &ReconcileError, _ctx: Arc<Context>) -> Action {
     tracing::warn!(job = %job.name_any(), namespace = ?job.namespace(), %error, "sync failed; retrying");
     Action::requeue(RETRY)
+}
+
+/// The `reason` label of `jobs_finished`: KEP-4443's rule names are the user's words, so they
+/// are folded into upstream's `PodFailurePolicy` to keep the label's values a small fixed set
+/// (the Job's condition keeps the full reason).
+fn metric_reason(reason: &str) -> &str {
+    if reason.starts_with(jobwarden_rules::rule_names::REASON_PREFIX) {
+        "PodFailurePolicy"
+    } else {
+        reason
+    }
 }
 
 /// A pod with our finalizer whose Job is gone (or finished) can never be counted: let it go,
@@ -297,4 +308,23 @@ pub async fn run_controller(
         })
         .await;
     orphans.abort();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::metric_reason;
+
+    #[test]
+    fn named_failure_reasons_fold_into_one_metric_label() {
+        assert_eq!(
+            metric_reason("PodFailurePolicy_ExitCode2"),
+            "PodFailurePolicy"
+        );
+        assert_eq!(metric_reason("PodFailurePolicy_1"), "PodFailurePolicy");
+        assert_eq!(
+            metric_reason("BackoffLimitExceeded"),
+            "BackoffLimitExceeded"
+        );
+        assert_eq!(metric_reason("SuccessPolicy"), "SuccessPolicy");
+    }
 }

@@ -5,15 +5,16 @@
 use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
 use serde_json::{Map, Value, json};
 
-/// The status fields the Job controller owns. `failedIndexes` joins them with per-index
-/// back-off.
-pub const OWNED_FIELDS: [&str; 10] = [
+/// The status fields the Job controller owns. `failedIndexes` is written only for Jobs with
+/// `backoffLimitPerIndex`; for any other Job the plan leaves it as stored.
+pub const OWNED_FIELDS: [&str; 11] = [
     "active",
     "ready",
     "terminating",
     "succeeded",
     "failed",
     "completedIndexes",
+    "failedIndexes",
     "uncountedTerminatedPods",
     "startTime",
     "completionTime",

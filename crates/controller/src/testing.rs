@@ -107,6 +107,52 @@ impl JobBuilder {
         self
     }
 
+    /// `spec.podFailurePolicy.rules`, as JSON; the apiserver's `podReplacementPolicy: Failed`
+    /// default comes with it.
+    pub fn pod_failure_policy(self, rules: Value) -> Self {
+        self.spec("podFailurePolicy", json!({ "rules": rules }))
+            .replace_only_failed()
+    }
+
+    /// KEP-4443 names, in jobwarden's annotation (`None` = unnamed).
+    pub fn rule_names(mut self, names: &[Option<&str>]) -> Self {
+        let text = serde_json::to_string(names).unwrap_or_default();
+        self.v["metadata"]["annotations"] =
+            json!({ jobwarden_rules::rule_names::ANNOTATION: text });
+        self
+    }
+
+    pub fn backoff_limit_per_index(self, n: i32) -> Self {
+        self.spec("backoffLimitPerIndex", json!(n))
+            .spec("backoffLimit", json!(i32::MAX))
+    }
+
+    pub fn max_failed_indexes(self, n: i32) -> Self {
+        self.spec("maxFailedIndexes", json!(n))
+    }
+
+    /// One `spec.successPolicy` rule per `(succeededIndexes, succeededCount)`.
+    pub fn success_rules(self, rules: &[(Option<&str>, Option<i32>)]) -> Self {
+        let rules: Vec<Value> = rules
+            .iter()
+            .map(|(i, c)| {
+                let mut r = json!({});
+                if let Some(i) = i {
+                    r["succeededIndexes"] = json!(i);
+                }
+                if let Some(c) = c {
+                    r["succeededCount"] = json!(c);
+                }
+                r
+            })
+            .collect();
+        self.spec("successPolicy", json!({ "rules": rules }))
+    }
+
+    pub fn failed_indexes(self, s: &str) -> Self {
+        self.status("failedIndexes", json!(s))
+    }
+
     pub fn completion_mode(self, mode: &str) -> Self {
         self.spec("completionMode", json!(mode))
     }
@@ -231,6 +277,45 @@ impl PodBuilder {
 
     pub fn failed_at(self, offset: i64) -> Self {
         self.terminated("Failed", 1, offset)
+    }
+
+    /// Failed, its container `c` exiting with `code`.
+    pub fn exit_code(self, code: i32, offset: i64) -> Self {
+        self.terminated("Failed", code, offset)
+    }
+
+    /// Failed in its init container `init` with `code`; the regular container never ran.
+    pub fn init_exit_code(mut self, code: i32, offset: i64) -> Self {
+        self.v["status"]["phase"] = json!("Failed");
+        self.v["status"]["initContainerStatuses"] = json!([{
+            "name": "init", "image": "busybox", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"terminated": {"exitCode": code, "finishedAt": rfc3339(offset)}},
+        }]);
+        self.v["status"]["containerStatuses"] = json!([{
+            "name": "c", "image": "busybox", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"waiting": {}},
+        }]);
+        self
+    }
+
+    /// Adds a pod condition, e.g. `DisruptionTarget=True`.
+    pub fn pod_condition(mut self, type_: &str, status: &str) -> Self {
+        let c = json!({"type": type_, "status": status});
+        match self.v["status"]["conditions"].as_array_mut() {
+            Some(list) => list.push(c),
+            None => self.v["status"]["conditions"] = json!([c]),
+        }
+        self
+    }
+
+    pub fn index_failures(mut self, n: i32) -> Self {
+        self.v["metadata"]["annotations"][INDEX_FAILURE_COUNT_KEY] = json!(n.to_string());
+        self
+    }
+
+    pub fn ignored_failures(mut self, n: i32) -> Self {
+        self.v["metadata"]["annotations"][INDEX_IGNORED_FAILURE_COUNT_KEY] = json!(n.to_string());
+        self
     }
 
     pub fn deleting_at(mut self, offset: i64) -> Self {

@@ -31,3 +31,16 @@ pub const REASON_JOB_SUSPENDED: &str = "JobSuspended";
 pub const MESSAGE_JOB_SUSPENDED: &str = "Job suspended";
 pub const REASON_JOB_RESUMED: &str = "JobResumed";
 pub const MESSAGE_JOB_RESUMED: &str = "Job resumed";
+
+/// Per-index back-off (KEP-3850): the failures of an index so far, carried from a failed pod
+/// to its replacement, and those a pod failure policy `Ignore` rule excused.
+pub const INDEX_FAILURE_COUNT_KEY: &str = "batch.kubernetes.io/job-index-failure-count";
+pub const INDEX_IGNORED_FAILURE_COUNT_KEY: &str =
+    "batch.kubernetes.io/job-index-ignored-failure-count";
+
+pub const REASON_FAILED_INDEXES: &str = "FailedIndexes";
+pub const MESSAGE_FAILED_INDEXES: &str = "Job has failed indexes";
+pub const REASON_MAX_FAILED_INDEXES_EXCEEDED: &str = "MaxFailedIndexesExceeded";
+pub const MESSAGE_MAX_FAILED_INDEXES_EXCEEDED: &str =
+    "Job has exceeded the specified maximal number of failed indexes";
+pub const REASON_SUCCESS_POLICY: &str = "SuccessPolicy";

@@ -92,6 +92,12 @@ fn rules(c: &mut Criterion) {
         })
     });
     group.finish();
+    if let Some(case) = by_name(&cases, "027-") {
+        // How much of a typical create is decoding the typed view rather than the rules.
+        c.bench_function("typical_parse_only", |b| {
+            b.iter(|| JobObject::parse(black_box(&case.object)).is_ok())
+        });
+    }
     for (label, prefix) in [
         ("typical_create", "027-"),
         ("pod_failure_policy_create", "057-"),

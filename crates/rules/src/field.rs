@@ -4,42 +4,85 @@
 
 use std::fmt::{self, Write as _};
 
-/// A path to a field, built the way upstream builds `field.Path`: `.child("rules").index(2)`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldPath(String);
+/// A path to a field, built the way upstream builds `field.Path`: a linked list on the stack,
+/// `.child("rules").index(2)`, so walking a valid Job allocates nothing; the path is rendered
+/// only when an error is reported.
+#[derive(Debug, Clone, Copy)]
+pub struct FieldPath<'a> {
+    parent: Option<&'a FieldPath<'a>>,
+    segment: Segment<'a>,
+}
 
-impl FieldPath {
-    pub fn new(root: &str) -> Self {
-        FieldPath(root.to_owned())
-    }
+#[derive(Debug, Clone, Copy)]
+enum Segment<'a> {
+    Root(&'a str),
+    Child(&'a str),
+    Index(usize),
+    Key(&'a str),
+}
 
-    pub fn child(&self, name: &str) -> Self {
-        let mut s = String::with_capacity(self.0.len() + 1 + name.len());
-        s.push_str(&self.0);
-        if !s.is_empty() {
-            s.push('.');
+impl<'a> FieldPath<'a> {
+    /// A root; it may name several levels at once (`"spec.template.spec"`).
+    pub const fn new(root: &'a str) -> Self {
+        FieldPath {
+            parent: None,
+            segment: Segment::Root(root),
         }
-        s.push_str(name);
-        FieldPath(s)
     }
 
-    pub fn index(&self, i: usize) -> Self {
-        FieldPath(format!("{}[{i}]", self.0))
+    pub fn child<'b>(&'b self, name: &'b str) -> FieldPath<'b> {
+        FieldPath {
+            parent: Some(self),
+            segment: Segment::Child(name),
+        }
+    }
+
+    pub fn index(&self, i: usize) -> FieldPath<'_> {
+        FieldPath {
+            parent: Some(self),
+            segment: Segment::Index(i),
+        }
     }
 
     /// A map key, as upstream's `Path.Key` renders it: `metadata.annotations[some/key]`.
-    pub fn key(&self, key: &str) -> Self {
-        FieldPath(format!("{}[{key}]", self.0))
+    pub fn key<'b>(&'b self, key: &'b str) -> FieldPath<'b> {
+        FieldPath {
+            parent: Some(self),
+            segment: Segment::Key(key),
+        }
     }
 
-    pub fn as_str(&self) -> &str {
-        &self.0
+    fn write(&self, out: &mut String) {
+        if let Some(parent) = self.parent {
+            parent.write(out);
+        }
+        match self.segment {
+            Segment::Root(name) => out.push_str(name),
+            Segment::Child(name) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(name);
+            }
+            Segment::Index(i) => {
+                let _ = write!(out, "[{i}]");
+            }
+            Segment::Key(key) => {
+                let _ = write!(out, "[{key}]");
+            }
+        }
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out);
+        out
     }
 }
 
-impl fmt::Display for FieldPath {
+impl fmt::Display for FieldPath<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.render())
     }
 }
 
@@ -126,7 +169,8 @@ impl ErrorKind {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldError {
-    pub path: FieldPath,
+    /// The rendered path, `spec.successPolicy.rules[0].succeededIndexes`.
+    pub path: String,
     pub kind: ErrorKind,
     pub value: BadValue,
     pub detail: String,
@@ -196,7 +240,7 @@ impl FieldError {
 
     fn new(path: &FieldPath, kind: ErrorKind, value: BadValue, detail: impl Into<String>) -> Self {
         FieldError {
-            path: path.clone(),
+            path: path.render(),
             kind,
             value,
             detail: detail.into(),
@@ -292,7 +336,10 @@ mod tests {
 
     #[test]
     fn renders_each_kind_like_apimachinery() {
-        let p = FieldPath::new("spec").child("rules").index(0).child("x");
+        let spec = FieldPath::new("spec");
+        let rules = spec.child("rules");
+        let rule = rules.index(0);
+        let p = rule.child("x");
         let cases = [
             (
                 FieldError::required(&p, ""),
@@ -342,7 +389,8 @@ mod tests {
 
     #[test]
     fn aggregate_deduplicates_and_brackets() {
-        let p = FieldPath::new("spec").child("a");
+        let spec = FieldPath::new("spec");
+        let p = spec.child("a");
         let e = FieldError::required(&p, "");
         assert_eq!(
             invalid_message("Job.batch", "j", std::slice::from_ref(&e)),
@@ -360,12 +408,12 @@ mod tests {
         let mut s = String::new();
         go_quote("a\"b\\c\n\u{1}é", &mut s);
         assert_eq!(s, r#""a\"b\\c\n\x01é""#);
+        let meta = FieldPath::new("metadata");
+        let annotations = meta.child("annotations");
+        assert_eq!(annotations.key("a/b").render(), "metadata.annotations[a/b]");
         assert_eq!(
-            FieldPath::new("metadata")
-                .child("annotations")
-                .key("a/b")
-                .as_str(),
-            "metadata.annotations[a/b]"
+            FieldPath::new("spec.template").index(2).render(),
+            "spec.template[2]"
         );
     }
 }

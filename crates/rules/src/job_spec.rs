@@ -27,11 +27,7 @@ pub fn old_has_prefixed_labels(old: &JobObject<'_>) -> bool {
 }
 
 fn template_labels<'a>(job: &'a JobObject<'_>) -> Option<&'a BTreeMap<String, String>> {
-    job.spec
-        .template
-        .metadata
-        .as_ref()
-        .and_then(|m| m.labels.as_ref())
+    job.template.metadata.labels.as_ref()
 }
 
 /// `ValidateJob`: everything a create checks, and what an update re-checks on the new object.
@@ -99,20 +95,19 @@ fn validate_generated_selector(job: &JobObject<'_>, require_prefixed_labels: boo
         ));
     }
     let name = job.name();
-    let mut required = vec![
+    let all_required = [
         (LEGACY_CONTROLLER_UID_LABEL, uid),
         (LEGACY_JOB_NAME_LABEL, name),
+        (CONTROLLER_UID_LABEL, uid),
+        (JOB_NAME_LABEL, name),
     ];
-    if require_prefixed_labels {
-        required.extend([(CONTROLLER_UID_LABEL, uid), (JOB_NAME_LABEL, name)]);
-    }
-    let labels_path = FieldPath::new("spec")
-        .child("template")
-        .child("metadata")
-        .child("labels");
+    // The `batch.kubernetes.io/` pair is required on create, and on update only if the stored
+    // Job already had it.
+    let required = &all_required[..if require_prefixed_labels { 4 } else { 2 }];
+    let labels_path = FieldPath::new("spec.template.metadata.labels");
     let empty = BTreeMap::new();
     let labels = template_labels(job).unwrap_or(&empty);
-    for (key, expected) in &required {
+    for (key, expected) in required {
         let path = labels_path.key(key);
         match labels.get(*key) {
             None => errs.push(FieldError::required(&path, format!("must be '{expected}'"))),
@@ -124,11 +119,8 @@ fn validate_generated_selector(job: &JobObject<'_>, require_prefixed_labels: boo
             Some(_) => {}
         }
     }
-    let expected: BTreeMap<String, String> = required
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    if selector::matches(job.spec.selector.as_ref(), &expected) == Some(false) {
+    let expected = |key: &str| required.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
+    if selector::matches(job.spec.selector.as_ref(), expected) == Some(false) {
         errs.push(FieldError::invalid(
             &FieldPath::new("spec").child("selector"),
             BadValue::Json(go_json::label_selector(job.raw.pointer("/spec/selector"))),
@@ -164,7 +156,7 @@ pub fn validate_job_spec(job: &JobObject<'_>) -> ErrorList {
     }
     let empty = BTreeMap::new();
     let labels = template_labels(job).unwrap_or(&empty);
-    if selector::matches(job.spec.selector.as_ref(), labels) == Some(false) {
+    if selector::matches_labels(job.spec.selector.as_ref(), labels) == Some(false) {
         let value = match template_labels(job) {
             Some(labels) => BadValue::json(labels),
             None => BadValue::Json("null".to_owned()),
@@ -332,17 +324,8 @@ fn validate_pod_replacement_policy(job: &JobObject<'_>, spec_path: &FieldPath) -
 /// The template's restartPolicy: core validation's own NotSupported for an unknown value, then
 /// the Job's rule (`OnFailure` or `Never`, and only `Never` with a pod failure policy).
 fn validate_restart_policy(job: &JobObject<'_>, spec_path: &FieldPath) -> ErrorList {
-    let path = spec_path
-        .child("template")
-        .child("spec")
-        .child("restartPolicy");
-    let policy = job
-        .spec
-        .template
-        .spec
-        .as_ref()
-        .and_then(|s| s.restart_policy.as_deref())
-        .unwrap_or("");
+    let path = spec_path.child("template.spec.restartPolicy");
+    let policy = job.template.spec.restart_policy.as_deref().unwrap_or("");
     let mut errs = ErrorList::new();
     match policy {
         "Always" | "" => errs.push(FieldError::required(

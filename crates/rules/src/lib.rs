@@ -21,7 +21,10 @@ pub mod template_update;
 
 use k8s_openapi::api::batch::v1::{JobSpec, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
+use serde::de::value::MapDeserializer;
 use serde_json::Value;
 
 pub use field::{BadValue, ErrorKind, ErrorList, FieldError, FieldPath};
@@ -40,12 +43,60 @@ pub mod condition {
 
 /// A Job as the rules see it: the raw JSON (for fields our `k8s-openapi` does not know, and for
 /// the template, compared as raw JSON so no field is ignored) beside typed views of its parts.
+///
+/// The pod template is not decoded into `spec.template` (left empty: decoding a whole PodSpec
+/// on every review would cost more than all the Job rules together). The few template fields
+/// the rules read are in `template`; everything else is in `raw_template()`. Likewise
+/// `metadata.managedFields` is skipped.
 #[derive(Debug, Clone)]
 pub struct JobObject<'a> {
     pub raw: &'a Value,
     pub metadata: ObjectMeta,
     pub spec: JobSpec,
     pub status: JobStatus,
+    pub template: TemplateView,
+}
+
+/// What the rules read of `spec.template`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct TemplateView {
+    #[serde(deserialize_with = "null_as_default")]
+    pub metadata: TemplateMetadata,
+    #[serde(deserialize_with = "null_as_default")]
+    pub spec: TemplatePodSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct TemplateMetadata {
+    pub labels: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TemplatePodSpec {
+    pub restart_policy: Option<String>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub containers: Vec<NamedContainer>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub init_containers: Vec<NamedContainer>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct NamedContainer {
+    #[serde(deserialize_with = "null_as_default")]
+    pub name: String,
+}
+
+/// Go decodes `null` into a zero value; so do these views.
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 /// Why a Job could not be read at all, before any rule ran.
@@ -68,22 +119,19 @@ impl<'a> JobObject<'a> {
         if !raw.is_object() {
             return Err(DecodeError::NotAnObject);
         }
-        fn part<T: Default + for<'de> Deserialize<'de>>(
-            raw: &Value,
-            name: &'static str,
-        ) -> Result<T, DecodeError> {
-            match raw.get(name) {
-                None | Some(Value::Null) => Ok(T::default()),
-                Some(v) => {
-                    T::deserialize(v).map_err(|source| DecodeError::Part { part: name, source })
-                }
-            }
-        }
+        let template = match raw.pointer("/spec/template") {
+            None | Some(Value::Null) => TemplateView::default(),
+            Some(t) => TemplateView::deserialize(t).map_err(|source| DecodeError::Part {
+                part: "spec.template",
+                source,
+            })?,
+        };
         Ok(JobObject {
             raw,
-            metadata: part(raw, "metadata")?,
-            spec: part(raw, "spec")?,
-            status: part(raw, "status")?,
+            metadata: decode_part(raw, "metadata", "managedFields")?,
+            spec: decode_part(raw, "spec", "template")?,
+            status: decode_part(raw, "status", "")?,
+            template,
         })
     }
 
@@ -123,6 +171,27 @@ impl<'a> JobObject<'a> {
             .as_ref()
             .and_then(|a| a.get(key))
             .map(String::as_str)
+    }
+}
+
+/// Decodes `raw[name]` (absent or null: the default) without its member `skip`, which is
+/// either not needed or decoded on its own.
+fn decode_part<T: Default + for<'de> Deserialize<'de>>(
+    raw: &Value,
+    name: &'static str,
+    skip: &str,
+) -> Result<T, DecodeError> {
+    let fail = |source| DecodeError::Part { part: name, source };
+    match raw.get(name) {
+        None | Some(Value::Null) => Ok(T::default()),
+        Some(Value::Object(map)) => {
+            let members = map
+                .iter()
+                .filter(|(k, _)| k.as_str() != skip)
+                .map(|(k, v)| (k.as_str(), v));
+            T::deserialize(MapDeserializer::<_, serde_json::Error>::new(members)).map_err(fail)
+        }
+        Some(other) => T::deserialize(other).map_err(fail),
     }
 }
 

@@ -26,14 +26,10 @@ fn go_quoted_list(items: &[&str]) -> String {
 
 /// Names of the template's containers and init containers (not ephemeral ones).
 fn container_names<'a>(job: &'a JobObject<'_>) -> HashSet<&'a str> {
-    let spec = job.spec.template.spec.as_ref();
-    let containers = spec.map(|s| s.containers.as_slice()).unwrap_or_default();
-    let init = spec
-        .and_then(|s| s.init_containers.as_deref())
-        .unwrap_or_default();
-    containers
+    let spec = &job.template.spec;
+    spec.containers
         .iter()
-        .chain(init)
+        .chain(&spec.init_containers)
         .map(|c| c.name.as_str())
         .collect()
 }

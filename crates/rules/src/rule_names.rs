@@ -16,17 +16,8 @@ use super::{ErrorList, JobObject, names};
 pub const ANNOTATION: &str = "jobwarden.io/pod-failure-policy-rule-names";
 pub const REASON_PREFIX: &str = "PodFailurePolicy_";
 
-fn annotation_path() -> FieldPath {
-    FieldPath::new("metadata")
-        .child("annotations")
-        .key(ANNOTATION)
-}
-
-fn rules_path() -> FieldPath {
-    FieldPath::new("spec")
-        .child("podFailurePolicy")
-        .child("rules")
-}
+const ANNOTATIONS: FieldPath<'static> = FieldPath::new("metadata.annotations");
+const RULES: FieldPath<'static> = FieldPath::new("spec.podFailurePolicy.rules");
 
 fn raw_rules<'a>(job: &'a JobObject<'_>) -> &'a [Value] {
     job.raw
@@ -99,16 +90,16 @@ pub fn validate(job: &JobObject<'_>) -> ErrorList {
     if let Some(text) = annotation {
         match (parse_annotation(text), rule_count) {
             (Err(()), _) => errs.push(FieldError::invalid(
-                &annotation_path(),
+                &ANNOTATIONS.key(ANNOTATION),
                 BadValue::Str(text.to_owned()),
                 "must be a JSON array of strings or nulls, one per spec.podFailurePolicy.rules entry",
             )),
             (Ok(_), None) => errs.push(FieldError::forbidden(
-                &annotation_path(),
+                &ANNOTATIONS.key(ANNOTATION),
                 "may only be set on a Job with spec.podFailurePolicy",
             )),
             (Ok(names), Some(count)) if names.len() > count => {
-                errs.push(FieldError::too_many(&annotation_path(), names.len(), count));
+                errs.push(FieldError::too_many(&ANNOTATIONS.key(ANNOTATION), names.len(), count));
             }
             (Ok(names), Some(_)) => from_annotation = names,
         }
@@ -119,7 +110,8 @@ pub fn validate(job: &JobObject<'_>) -> ErrorList {
     let rules = raw_rules(job);
     let mut names: Vec<Option<String>> = Vec::with_capacity(count);
     for i in 0..count {
-        let path = rules_path().index(i).child("name");
+        let rule = RULES.index(i);
+        let path = rule.child("name");
         let annotated = from_annotation.get(i).cloned().flatten();
         let field = match rules.get(i).and_then(|r| r.get("name")) {
             None | Some(Value::Null) => None,
@@ -147,7 +139,8 @@ pub fn validate(job: &JobObject<'_>) -> ErrorList {
     }
     for (i, name) in names.iter().enumerate() {
         let Some(name) = name else { continue };
-        let path = rules_path().index(i).child("name");
+        let rule = RULES.index(i);
+        let path = rule.child("name");
         let reason = format!("{REASON_PREFIX}{name}");
         for msg in names::condition_reason(&reason) {
             errs.push(FieldError::invalid(

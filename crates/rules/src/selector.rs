@@ -89,30 +89,39 @@ pub fn validate(selector: &LabelSelector, path: &FieldPath) -> ErrorList {
     errs
 }
 
-/// Whether `labels` satisfy the selector. A selector upstream cannot convert (an unknown
-/// operator) is `None`: upstream then skips the match check. No selector matches nothing; an
-/// empty one matches everything.
-pub fn matches(
+/// Whether the labels `label(key)` looks up satisfy the selector. A selector upstream cannot
+/// convert (an unknown operator) is `None`: upstream then skips the match check. No selector
+/// matches nothing; an empty one matches everything.
+pub fn matches<'l>(
     selector: Option<&LabelSelector>,
-    labels: &BTreeMap<String, String>,
+    label: impl Fn(&str) -> Option<&'l str>,
 ) -> Option<bool> {
     let Some(selector) = selector else {
         return Some(false);
     };
     let mut all = true;
     for (k, v) in selector.match_labels.iter().flatten() {
-        all &= labels.get(k) == Some(v);
+        all &= label(k) == Some(v.as_str());
     }
     for e in selector.match_expressions.iter().flatten() {
         let values = e.values.as_deref().unwrap_or_default();
-        let value = labels.get(&e.key);
+        let value = label(&e.key);
+        let listed = |v: &str| values.iter().any(|x| x == v);
         all &= match e.operator.as_str() {
-            "In" if !values.is_empty() => value.is_some_and(|v| values.contains(v)),
-            "NotIn" if !values.is_empty() => value.is_none_or(|v| !values.contains(v)),
+            "In" if !values.is_empty() => value.is_some_and(listed),
+            "NotIn" if !values.is_empty() => !value.is_some_and(listed),
             "Exists" if values.is_empty() => value.is_some(),
             "DoesNotExist" if values.is_empty() => value.is_none(),
             _ => return None,
         };
     }
     Some(all)
+}
+
+/// `matches` over a label map.
+pub fn matches_labels(
+    selector: Option<&LabelSelector>,
+    labels: &BTreeMap<String, String>,
+) -> Option<bool> {
+    matches(selector, |k| labels.get(k).map(String::as_str))
 }

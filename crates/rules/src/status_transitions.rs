@@ -139,8 +139,9 @@ fn validate_status(job: &JobObject<'_>, opts: &Options) -> ErrorList {
         ("succeeded", uncounted.and_then(|u| u.succeeded.as_deref())),
         ("failed", uncounted.and_then(|u| u.failed.as_deref())),
     ] {
+        let list_path = uncounted_path.child(list_name);
         for (i, uid) in list.unwrap_or_default().iter().enumerate() {
-            let p = uncounted_path.child(list_name).index(i);
+            let p = list_path.index(i);
             if uid.is_empty() {
                 errs.push(FieldError::invalid(
                     &p,

@@ -66,16 +66,9 @@ fn strip_mutable_resources(new_spec: &mut Value, old_spec: &mut Value) {
 }
 
 pub fn validate(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorList {
-    let mut new_t = new.raw_template().clone();
-    let mut old_t = old.raw_template().clone();
-    let relaxed = may_mutate_suspended_template(old);
-    if relaxed {
-        strip_scheduling_directives(&mut new_t);
-        strip_scheduling_directives(&mut old_t);
-    }
-    let template_path = FieldPath::new("spec").child("template");
-    if !relaxed {
-        if semantic::equal(&new_t, &old_t) {
+    let template_path = FieldPath::new("spec.template");
+    if !may_mutate_suspended_template(old) {
+        if semantic::equal(new.raw_template(), old.raw_template()) {
             return ErrorList::new();
         }
         return vec![FieldError::immutable(
@@ -83,9 +76,17 @@ pub fn validate(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorList {
             BadValue::Json(go_json::pod_template(Some(new.raw_template()))),
         )];
     }
-    let empty = Value::Object(Map::new());
-    let mut new_spec = new_t.get("spec").cloned().unwrap_or_else(|| empty.clone());
-    let mut old_spec = old_t.get("spec").cloned().unwrap_or(empty);
+    // Only the pod spec is compared (upstream ignores the template's metadata here), less what
+    // a qualifying suspended Job may change.
+    let spec_of = |job: &JobObject<'_>| {
+        let mut template = job.raw_template().clone();
+        strip_scheduling_directives(&mut template);
+        template
+            .get_mut("spec")
+            .map(Value::take)
+            .unwrap_or_else(|| Value::Object(Map::new()))
+    };
+    let (mut new_spec, mut old_spec) = (spec_of(new), spec_of(old));
     strip_mutable_resources(&mut new_spec, &mut old_spec);
     if semantic::equal(&new_spec, &old_spec) {
         return ErrorList::new();
