@@ -30,7 +30,7 @@ enum Command {
     /// Read one AdmissionReview request and print the response the webhook would send.
     Review(review::ReviewArgs),
     /// Run the admission webhook (HTTPS) and, when a cluster is reachable, the Job controller.
-    Serve(jobwarden_server::ServeArgs),
+    Serve(Box<jobwarden_server::ServeArgs>),
 }
 
 /// Exit statuses: `check` and `review` use all three; `serve` exits 1 when it cannot run.
@@ -52,7 +52,7 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Review(args) => review::run(&args),
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(*args),
     };
     outcome.into()
 }
