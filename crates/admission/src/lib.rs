@@ -260,6 +260,16 @@ impl Reviewer {
                 "spec.suspend: set to true by jobwarden: Jobs in namespace {namespace:?} are created suspended"
             ));
         }
+        if request.operation == "CREATE"
+            && let Some(reason) = self.delegation_reason(object, namespace, ctx)
+            && let Some(spec) = mutated.get_mut("spec").and_then(Value::as_object_mut)
+        {
+            let name = &self.policy.controller_name;
+            spec.insert("managedBy".into(), Value::String(name.clone()));
+            warnings.push(format!(
+                "spec.managedBy: set to {name:?} by jobwarden: {reason}"
+            ));
+        }
         let patch = json_patch::diff(object, &mutated);
         let patch = (!patch.0.is_empty())
             .then(|| serde_json::to_vec(&patch).ok())
@@ -269,6 +279,33 @@ impl Reviewer {
             warnings,
             ..Decision::allow()
         }
+    }
+
+    /// Why a new Job without `spec.managedBy` is delegated to jobwarden's controller, if it is.
+    fn delegation_reason(
+        &self,
+        object: &Value,
+        namespace: &str,
+        ctx: &Context<'_>,
+    ) -> Option<String> {
+        let delegate = &self.policy.delegate;
+        if !delegate.jobs_naming_rules && delegate.namespaces.is_empty() {
+            return None;
+        }
+        if object.pointer("/spec/managedBy").is_some_and(|m| !m.is_null()) {
+            return None;
+        }
+        if delegate.namespaces.matches(namespace, ctx.namespace_labels) {
+            return Some(format!(
+                "Jobs in namespace {namespace:?} are run by jobwarden"
+            ));
+        }
+        let names_rules = delegate.jobs_naming_rules
+            && JobObject::parse(object).is_ok_and(|job| rule_names::names_any_rule(&job));
+        names_rules.then(|| {
+            "the Job names its pod failure policy rules, which only jobwarden's controller honours"
+                .to_owned()
+        })
     }
 
     fn validate(&self, request: &Request) -> Decision {

@@ -26,6 +26,19 @@ pub struct Policy {
     pub resume: Identities,
     /// Namespaces whose new Jobs the mutating webhook creates suspended.
     pub suspend_on_create: NamespaceMatch,
+    /// New Jobs the mutating webhook hands to jobwarden's controller (`spec.managedBy`).
+    pub delegate: Delegation,
+}
+
+/// Which new Jobs without a `spec.managedBy` get jobwarden's controller name in it, so that the
+/// features only it implements (named failure reasons) take effect.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Delegation {
+    /// Jobs that name their pod failure policy rules.
+    pub jobs_naming_rules: bool,
+    /// Every Job in these namespaces.
+    pub namespaces: NamespaceMatch,
 }
 
 impl Default for Policy {
@@ -35,6 +48,7 @@ impl Default for Policy {
             allowed_managed_by: Vec::new(),
             resume: Identities::default(),
             suspend_on_create: NamespaceMatch::default(),
+            delegate: Delegation::default(),
         }
     }
 }

@@ -388,3 +388,37 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn delegation_sets_managed_by_on_create_when_configured() {
+    let mut named = job(json!({"podReplacementPolicy": "Failed", "podFailurePolicy": {"rules": [
+        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [2]}}]}}));
+    named["metadata"]["annotations"] =
+        json!({"jobwarden.io/pod-failure-policy-rule-names": "[\"ExitCode2\"]"});
+    let plain = job(json!({"podReplacementPolicy": "Failed"}));
+    let by_rules = Reviewer::new(Policy {
+        delegate: crate::policy::Delegation { jobs_naming_rules: true, ..Default::default() },
+        ..Policy::default()
+    });
+    let by_namespace = Reviewer::new(Policy {
+        delegate: crate::policy::Delegation {
+            namespaces: NamespaceMatch { names: vec!["ns".into()], selector: None },
+            ..Default::default()
+        },
+        ..Policy::default()
+    });
+    let managed_by = |r: &Reviewer, object: &Value, op: &str| {
+        let old = (op == "UPDATE").then(|| object.clone());
+        let (resp, _) = review(r, Webhook::Mutate, &request(op, object.clone(), old));
+        patched(&resp, object)["spec"]["managedBy"].clone()
+    };
+    let ours = json!("jobwarden.io/job-controller");
+    assert_eq!(managed_by(&by_rules, &named, "CREATE"), ours);
+    assert_eq!(managed_by(&by_rules, &plain, "CREATE"), Value::Null);
+    assert_eq!(managed_by(&by_rules, &named, "UPDATE"), Value::Null);
+    assert_eq!(managed_by(&by_namespace, &plain, "CREATE"), ours);
+    assert_eq!(managed_by(&Reviewer::default(), &named, "CREATE"), Value::Null);
+    let mut foreign = named.clone();
+    foreign["spec"]["managedBy"] = json!("example.com/other");
+    assert_eq!(managed_by(&by_rules, &foreign, "CREATE"), json!("example.com/other"));
+}
