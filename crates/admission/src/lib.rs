@@ -292,7 +292,10 @@ impl Reviewer {
         if !delegate.jobs_naming_rules && delegate.namespaces.is_empty() {
             return None;
         }
-        if object.pointer("/spec/managedBy").is_some_and(|m| !m.is_null()) {
+        if object
+            .pointer("/spec/managedBy")
+            .is_some_and(|m| !m.is_null())
+        {
             return None;
         }
         if delegate.namespaces.matches(namespace, ctx.namespace_labels) {

@@ -4,15 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use jobwarden_rules::{JobObject, selector};
+use jobwarden_rules::well_known::{BUILT_IN_CONTROLLER_NAME, JOBWARDEN_CONTROLLER_NAME};
+use jobwarden_rules::{FieldPath, JobObject, selector};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
 use crate::wire::UserInfo;
-
-/// The built-in Job controller's name; a Job naming it is treated like one with no `managedBy`.
-pub const BUILT_IN_CONTROLLER: &str = "kubernetes.io/job-controller";
-pub const DEFAULT_CONTROLLER_NAME: &str = "jobwarden.io/job-controller";
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -44,7 +41,7 @@ pub struct Delegation {
 impl Default for Policy {
     fn default() -> Self {
         Policy {
-            controller_name: DEFAULT_CONTROLLER_NAME.to_owned(),
+            controller_name: JOBWARDEN_CONTROLLER_NAME.to_owned(),
             allowed_managed_by: Vec::new(),
             resume: Identities::default(),
             suspend_on_create: NamespaceMatch::default(),
@@ -114,6 +111,43 @@ impl NamespaceMatch {
 pub struct Forbidden(pub String);
 
 impl Policy {
+    /// Whether a namespace selector needs the namespaces' labels (the server then watches them).
+    pub fn needs_namespace_labels(&self) -> bool {
+        self.suspend_on_create.selector.is_some() || self.delegate.namespaces.selector.is_some()
+    }
+
+    /// What serde cannot see: values that would otherwise never match anything. Empty when the
+    /// policy is usable.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.controller_name.trim().is_empty() {
+            problems.push("controllerName must not be empty".to_owned());
+        }
+        for sa in &self.resume.service_accounts {
+            let well_formed = sa.split_once('/').is_some_and(|(ns, name)| {
+                !ns.is_empty() && !name.is_empty() && !name.contains('/')
+            });
+            if !well_formed {
+                problems.push(format!(
+                    "resume.serviceAccounts: {sa:?} must be written namespace/name"
+                ));
+            }
+        }
+        for (root, matcher) in [
+            ("suspendOnCreate.selector", &self.suspend_on_create),
+            ("delegate.namespaces.selector", &self.delegate.namespaces),
+        ] {
+            if let Some(sel) = &matcher.selector {
+                problems.extend(
+                    selector::validate(sel, &FieldPath::new(root))
+                        .iter()
+                        .map(ToString::to_string),
+                );
+            }
+        }
+        problems
+    }
+
     /// Policy checks on a create or spec update of `jobs`.
     pub fn check(
         &self,
@@ -163,11 +197,11 @@ impl Policy {
     }
 
     fn is_known_controller(&self, managed_by: &str) -> bool {
-        managed_by == self.controller_name || managed_by == BUILT_IN_CONTROLLER
+        managed_by == self.controller_name || managed_by == BUILT_IN_CONTROLLER_NAME
     }
 
     fn allowed_list(&self) -> String {
-        let mut all: Vec<&str> = vec![self.controller_name.as_str(), BUILT_IN_CONTROLLER];
+        let mut all: Vec<&str> = vec![self.controller_name.as_str(), BUILT_IN_CONTROLLER_NAME];
         all.extend(self.allowed_managed_by.iter().map(String::as_str));
         all.iter()
             .map(|a| format!("{a:?}"))

@@ -391,18 +391,26 @@ proptest! {
 
 #[test]
 fn delegation_sets_managed_by_on_create_when_configured() {
-    let mut named = job(json!({"podReplacementPolicy": "Failed", "podFailurePolicy": {"rules": [
-        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [2]}}]}}));
+    let mut named = job(
+        json!({"podReplacementPolicy": "Failed", "podFailurePolicy": {"rules": [
+        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [2]}}]}}),
+    );
     named["metadata"]["annotations"] =
         json!({"jobwarden.io/pod-failure-policy-rule-names": "[\"ExitCode2\"]"});
     let plain = job(json!({"podReplacementPolicy": "Failed"}));
     let by_rules = Reviewer::new(Policy {
-        delegate: crate::policy::Delegation { jobs_naming_rules: true, ..Default::default() },
+        delegate: crate::policy::Delegation {
+            jobs_naming_rules: true,
+            ..Default::default()
+        },
         ..Policy::default()
     });
     let by_namespace = Reviewer::new(Policy {
         delegate: crate::policy::Delegation {
-            namespaces: NamespaceMatch { names: vec!["ns".into()], selector: None },
+            namespaces: NamespaceMatch {
+                names: vec!["ns".into()],
+                selector: None,
+            },
             ..Default::default()
         },
         ..Policy::default()
@@ -417,8 +425,37 @@ fn delegation_sets_managed_by_on_create_when_configured() {
     assert_eq!(managed_by(&by_rules, &plain, "CREATE"), Value::Null);
     assert_eq!(managed_by(&by_rules, &named, "UPDATE"), Value::Null);
     assert_eq!(managed_by(&by_namespace, &plain, "CREATE"), ours);
-    assert_eq!(managed_by(&Reviewer::default(), &named, "CREATE"), Value::Null);
+    assert_eq!(
+        managed_by(&Reviewer::default(), &named, "CREATE"),
+        Value::Null
+    );
     let mut foreign = named.clone();
     foreign["spec"]["managedBy"] = json!("example.com/other");
-    assert_eq!(managed_by(&by_rules, &foreign, "CREATE"), json!("example.com/other"));
+    assert_eq!(
+        managed_by(&by_rules, &foreign, "CREATE"),
+        json!("example.com/other")
+    );
+}
+
+#[test]
+fn policy_problems_name_what_cannot_work() {
+    assert_eq!(Policy::default().problems(), Vec::<String>::new());
+    let policy: Policy = serde_json::from_value(json!({
+        "controllerName": " ",
+        "resume": {"serviceAccounts": ["no-slash", "ns/sa"]},
+        "suspendOnCreate": {"selector": {"matchExpressions": [{"key": "tier", "operator": "In"}]}},
+        "delegate": {"namespaces": {"selector": {"matchExpressions": [{"key": "a", "operator": "Near"}]}}}
+    }))
+    .expect("the shape parses");
+    assert_eq!(
+        policy.problems(),
+        [
+            "controllerName must not be empty",
+            "resume.serviceAccounts: \"no-slash\" must be written namespace/name",
+            "suspendOnCreate.selector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
+            "delegate.namespaces.selector.matchExpressions[0].operator: Invalid value: \"Near\": not a valid selector operator",
+        ]
+    );
+    assert!(policy.needs_namespace_labels());
+    assert!(!Policy::default().needs_namespace_labels());
 }

@@ -12,7 +12,7 @@ use crate::executor::apply;
 use crate::fake_cluster::{FakeCluster, State, set_terminated};
 use crate::plan::{PlanConfig, plan};
 use crate::testing::*;
-use crate::well_known::{COMPLETION_INDEX_KEY, TRACKING_FINALIZER};
+use jobwarden_rules::well_known::{COMPLETION_INDEX_KEY, TRACKING_FINALIZER};
 
 /// Decides how the n-th pod created (from 1) ends, given its completion index: succeeds, fails,
 /// or (`None`) keeps running until it is deleted.

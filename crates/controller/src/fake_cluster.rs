@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::executor::{ApiError, ClusterApi};
 use crate::plan::{JobEvent, PodRef};
 use crate::testing::rfc3339;
-use crate::well_known::TRACKING_FINALIZER;
+use jobwarden_rules::well_known::TRACKING_FINALIZER;
 
 #[derive(Default)]
 pub struct State {

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::executor::{ApiError, ClusterApi};
 use crate::plan::{JobEvent, PodRef};
-use crate::well_known::TRACKING_FINALIZER;
+use jobwarden_rules::well_known::TRACKING_FINALIZER;
 
 pub struct KubeApi {
     client: Client,

@@ -64,7 +64,6 @@ pub mod pods;
 pub mod reconcile;
 pub mod status_patch;
 pub mod success_policy;
-pub mod well_known;
 
 #[cfg(test)]
 mod crash_tests;
@@ -74,7 +73,6 @@ mod fake_cluster;
 mod testing;
 
 pub use metrics::{ControllerMetrics, register_metrics};
-pub use plan::DEFAULT_CONTROLLER_NAME;
 
 /// How the controller runs. `Default` gives upstream-like values and the controller name
 /// `jobwarden.io/job-controller`; set `identity` to something unique per replica (the pod name).
@@ -95,7 +93,7 @@ pub struct ControllerConfig {
 impl Default for ControllerConfig {
     fn default() -> Self {
         ControllerConfig {
-            controller_name: DEFAULT_CONTROLLER_NAME.to_owned(),
+            controller_name: jobwarden_rules::well_known::JOBWARDEN_CONTROLLER_NAME.to_owned(),
             lease_namespace: "default".to_owned(),
             lease_name: "jobwarden-job-controller".to_owned(),
             identity: std::env::var("HOSTNAME").unwrap_or_else(|_| "jobwarden".to_owned()),

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::backoff::{self, BackoffRecord};
 use crate::pod_failure_policy::Action;
 use crate::pods::PodView;
-use crate::well_known::{INDEX_FAILURE_COUNT_KEY, INDEX_IGNORED_FAILURE_COUNT_KEY};
+use jobwarden_rules::well_known::{INDEX_FAILURE_COUNT_KEY, INDEX_IGNORED_FAILURE_COUNT_KEY};
 
 /// Upstream's `isIndexFailed`: the pod's failure ends its index when a `FailIndex` rule matched,
 /// or when it counts and the index had already used up `limit` failures before it.

@@ -25,7 +25,7 @@ use crate::pod_failure_policy::{self, Action};
 use crate::pod_template::{JobIdentity, build_pod};
 use crate::pods::{Phase, PodView};
 use crate::success_policy;
-use crate::well_known::*;
+use jobwarden_rules::well_known::*;
 
 /// Tunables of `plan`; the defaults are upstream's.
 #[derive(Debug, Clone)]
@@ -40,12 +40,10 @@ pub struct PlanConfig {
     pub backoff_max: Duration,
 }
 
-pub const DEFAULT_CONTROLLER_NAME: &str = "jobwarden.io/job-controller";
-
 impl Default for PlanConfig {
     fn default() -> Self {
         PlanConfig {
-            controller_name: DEFAULT_CONTROLLER_NAME.to_owned(),
+            controller_name: JOBWARDEN_CONTROLLER_NAME.to_owned(),
             max_pod_changes_per_sync: 500,
             max_uncounted_pods: 500,
             backoff_base: backoff::DEFAULT_BACKOFF,

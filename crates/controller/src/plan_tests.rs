@@ -275,7 +275,7 @@ fn created_pods_follow_the_template() {
     assert_eq!(pod["metadata"]["generateName"], "job-0-");
     assert_eq!(
         pod["metadata"]["finalizers"][0],
-        crate::well_known::TRACKING_FINALIZER
+        jobwarden_rules::well_known::TRACKING_FINALIZER
     );
     assert_eq!(pod["metadata"]["ownerReferences"][0]["uid"], JOB_UID);
     assert_eq!(pod["spec"]["hostname"], "job-0");

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::well_known::{
+use jobwarden_rules::well_known::{
     COMPLETION_INDEX_ENV, COMPLETION_INDEX_KEY, CONTROLLER_UID_LABEL, JOB_NAME_LABEL,
     TRACKING_FINALIZER,
 };

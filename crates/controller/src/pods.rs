@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use crate::pod_failure_policy::PolicyMatch;
-use crate::well_known::{
+use jobwarden_rules::well_known::{
     COMPLETION_INDEX_KEY, INDEX_FAILURE_COUNT_KEY, INDEX_IGNORED_FAILURE_COUNT_KEY,
     TRACKING_FINALIZER,
 };

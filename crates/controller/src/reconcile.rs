@@ -23,7 +23,7 @@ use crate::executor::{self, ApplyError, ClusterApi};
 use crate::kube_api::{KubeApi, api_error};
 use crate::metrics::{ControllerMetrics, CreatedLabels, FinishedLabels, SyncLabels};
 use crate::plan::{PlanConfig, PodRef, is_managed_by, plan};
-use crate::well_known::{CONTROLLER_UID_LABEL, INDEXED, NON_INDEXED, TRACKING_FINALIZER};
+use jobwarden_rules::well_known::{CONTROLLER_UID_LABEL, INDEXED, NON_INDEXED, TRACKING_FINALIZER};
 
 /// A safety net: look at every managed Job at least this often even if no event arrives.
 const RESYNC: Duration = Duration::from_secs(300);

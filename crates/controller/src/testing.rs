@@ -5,8 +5,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use crate::plan::DEFAULT_CONTROLLER_NAME;
-use crate::well_known::*;
+use jobwarden_rules::well_known::*;
 
 pub const JOB_UID: &str = "job-uid";
 /// A fixed origin so that times in tables read as small offsets.
@@ -37,7 +36,7 @@ impl JobBuilder {
                 "backoffLimit": 6,
                 "suspend": false,
                 "podReplacementPolicy": POLICY_TERMINATING_OR_FAILED,
-                "managedBy": DEFAULT_CONTROLLER_NAME,
+                "managedBy": JOBWARDEN_CONTROLLER_NAME,
                 "template": {
                     "metadata": {"labels": {CONTROLLER_UID_LABEL: JOB_UID, JOB_NAME_LABEL: "job"}},
                     "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},

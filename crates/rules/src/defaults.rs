@@ -5,10 +5,9 @@
 
 use serde_json::{Map, Value, json};
 
-pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
-pub const CONTROLLER_UID_LABEL: &str = "batch.kubernetes.io/controller-uid";
-pub const LEGACY_JOB_NAME_LABEL: &str = "job-name";
-pub const LEGACY_CONTROLLER_UID_LABEL: &str = "controller-uid";
+use super::well_known::{
+    CONTROLLER_UID_LABEL, JOB_NAME_LABEL, LEGACY_CONTROLLER_UID_LABEL, LEGACY_JOB_NAME_LABEL,
+};
 
 /// The uid `check` gives a manifest that has none, where the apiserver would generate one.
 pub const PLACEHOLDER_UID: &str = "00000000-0000-0000-0000-000000000000";

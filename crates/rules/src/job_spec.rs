@@ -5,10 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use super::defaults::{
+use super::field::{BadValue, FieldError, FieldPath};
+use super::well_known::{
     CONTROLLER_UID_LABEL, JOB_NAME_LABEL, LEGACY_CONTROLLER_UID_LABEL, LEGACY_JOB_NAME_LABEL,
 };
-use super::field::{BadValue, FieldError, FieldPath};
 use super::{
     ErrorList, JobObject, go_json, managed_by, names, pod_failure_policy, selector, success_policy,
 };

@@ -261,39 +261,11 @@ pub fn load_policy_file(path: &Path) -> anyhow::Result<Policy> {
     Ok(policy)
 }
 
-/// What serde cannot see: shapes of values that would otherwise never match anything.
 fn check_policy(policy: &Policy) -> anyhow::Result<()> {
-    if policy.controller_name.trim().is_empty() {
-        bail!("controllerName must not be empty");
+    match policy.problems().as_slice() {
+        [] => Ok(()),
+        problems => bail!("{}", problems.join("; ")),
     }
-    for sa in &policy.resume.service_accounts {
-        match sa.split_once('/') {
-            Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {}
-            _ => bail!("resume service account {sa:?} must be written namespace/name"),
-        }
-    }
-    if let Some(selector) = &policy.suspend_on_create.selector {
-        for e in selector.match_expressions.iter().flatten() {
-            let values = e.values.as_deref().unwrap_or_default();
-            match e.operator.as_str() {
-                "In" | "NotIn" if values.is_empty() => bail!(
-                    "suspendOnCreate.selector: operator {} on key {:?} needs values",
-                    e.operator,
-                    e.key
-                ),
-                "Exists" | "DoesNotExist" if !values.is_empty() => bail!(
-                    "suspendOnCreate.selector: operator {} on key {:?} takes no values",
-                    e.operator,
-                    e.key
-                ),
-                "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-                other => bail!(
-                    "suspendOnCreate.selector: unknown operator {other:?} (In, NotIn, Exists, DoesNotExist)"
-                ),
-            }
-        }
-    }
-    Ok(())
 }
 
 fn extend_unique(list: &mut Vec<String>, more: &[String]) {

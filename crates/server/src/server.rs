@@ -96,10 +96,10 @@ pub async fn start(
 ) -> anyhow::Result<RunningServer> {
     let metrics = Arc::new(Metrics::register(&mut registry));
     let registry = Arc::new(registry);
-    let needs_namespaces = settings.policy.suspend_on_create.selector.is_some();
+    let needs_namespaces = settings.policy.needs_namespace_labels();
     if needs_namespaces && client.is_none() {
         tracing::warn!(
-            "suspendOnCreate has a namespace selector but no cluster is reachable: only namespace names will match"
+            "the policy has a namespace selector but no cluster is reachable: only namespace names will match"
         );
     }
     let health = Arc::new(Health::new(needs_namespaces && client.is_some()));

@@ -1,6 +1,11 @@
-//! The names jobwarden's controller shares with the rest of the cluster: upstream's labels,
-//! annotations, condition reasons and messages, and jobwarden's own tracking finalizer.
-//! Constants only; nothing here decides anything.
+//! The names jobwarden shares with the rest of the cluster: controller names, upstream's labels,
+//! annotations, condition reasons and messages, and jobwarden's own tracking finalizer. One
+//! place for the webhook, the controller and the CLI. Constants only; nothing here decides.
+
+/// jobwarden's own controller: the default `spec.managedBy` value its reconcile loop runs.
+pub const JOBWARDEN_CONTROLLER_NAME: &str = "jobwarden.io/job-controller";
+/// The built-in Job controller's reserved name: a Job naming it is run by the built-in one.
+pub const BUILT_IN_CONTROLLER_NAME: &str = "kubernetes.io/job-controller";
 
 /// jobwarden's tracking finalizer. Upstream uses `batch.kubernetes.io/job-tracking`; a separate
 /// name means the built-in controller's orphan clean-up never strips ours, and ours never
