@@ -9,6 +9,7 @@
 
 mod config;
 pub mod dev_cert;
+mod duplicate_keys;
 mod health;
 mod https;
 mod limits;

@@ -18,6 +18,7 @@ use jobwarden_admission::{Context, Reviewed, Reviewer, Unreadable, Verdict, Webh
 use serde::Deserialize;
 use tower_http::timeout::TimeoutLayer;
 
+use crate::duplicate_keys;
 use crate::limits::{ConcurrencyLimit, Limits, limit_concurrency};
 use crate::metrics::{Metrics, verdict_label};
 use crate::namespaces::NamespaceLabels;
@@ -65,6 +66,7 @@ enum Rejection {
     TooLarge(usize),
     BodyUnreadable(String),
     Empty,
+    DuplicateKey(String),
     Unreadable(Unreadable),
     ReviewFailed,
 }
@@ -74,9 +76,10 @@ impl Rejection {
         match self {
             Rejection::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Rejection::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Rejection::BodyUnreadable(_) | Rejection::Empty | Rejection::Unreadable(_) => {
-                StatusCode::BAD_REQUEST
-            }
+            Rejection::BodyUnreadable(_)
+            | Rejection::Empty
+            | Rejection::DuplicateKey(_)
+            | Rejection::Unreadable(_) => StatusCode::BAD_REQUEST,
             Rejection::ReviewFailed => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -85,9 +88,10 @@ impl Rejection {
         match self {
             Rejection::UnsupportedMediaType(_) => "bad_content_type",
             Rejection::TooLarge(_) => "too_large",
-            Rejection::BodyUnreadable(_) | Rejection::Empty | Rejection::Unreadable(_) => {
-                "unreadable"
-            }
+            Rejection::BodyUnreadable(_)
+            | Rejection::Empty
+            | Rejection::DuplicateKey(_)
+            | Rejection::Unreadable(_) => "unreadable",
             Rejection::ReviewFailed => "error",
         }
     }
@@ -102,6 +106,9 @@ impl Rejection {
             }
             Rejection::BodyUnreadable(e) => format!("cannot read the request body: {e}"),
             Rejection::Empty => "request body is empty".to_owned(),
+            Rejection::DuplicateKey(found) => {
+                format!("request body is ambiguous JSON: {found}")
+            }
             Rejection::Unreadable(e) => e.to_string(),
             Rejection::ReviewFailed => "the review failed unexpectedly".to_owned(),
         }
@@ -192,28 +199,29 @@ async fn review(
     let large = body.len() > INLINE_REVIEW_BYTES;
     let reviewer = state.reviewer.clone();
     let run = move || {
+        if let Some(found) = duplicate_keys::first_duplicate(&body) {
+            return Err(Rejection::DuplicateKey(found));
+        }
         let ctx = Context {
             namespace_labels: labels.as_ref(),
         };
-        reviewer.review(webhook, &body, &ctx)
+        reviewer
+            .review(webhook, &body, &ctx)
+            .map_err(Rejection::Unreadable)
     };
-    let result = if large {
+    if large {
         on_blocking_pool(run).await
     } else {
-        Ok(run())
-    };
-    match result {
-        Ok(Ok(reviewed)) => Ok(reviewed),
-        Ok(Err(unreadable)) => Err(Rejection::Unreadable(unreadable)),
-        Err(()) => Err(Rejection::ReviewFailed),
+        run()
     }
 }
 
 async fn on_blocking_pool(
-    run: impl FnOnce() -> Result<Reviewed, Unreadable> + Send + 'static,
-) -> Result<Result<Reviewed, Unreadable>, ()> {
-    tokio::task::spawn_blocking(run).await.map_err(|error| {
+    run: impl FnOnce() -> Result<Reviewed, Rejection> + Send + 'static,
+) -> Result<Reviewed, Rejection> {
+    tokio::task::spawn_blocking(run).await.unwrap_or_else(|error| {
         tracing::error!(%error, "review task failed");
+        Err(Rejection::ReviewFailed)
     })
 }
 

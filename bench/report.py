@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Reads oha's JSON reports in bench/out and prints the results table, checking as it goes.
+
+  report.py --one FILE.json   one line, for the log while run.sh runs
+  report.py --all OUT_DIR     the whole table (Markdown); exits 1 when a check failed
+"""
+import glob
+import json
+import os
+import sys
+
+# Errors a client may see once a draining server has closed its listener: the connection is
+# refused before any request is sent on it. Anything else (a reset, a truncated response) means
+# a request was cut off.
+REFUSED = ("connection refused", "connect error", "tcp connect error")
+
+
+def ms(seconds):
+    return f"{seconds * 1000:.3f}" if seconds is not None else "-"
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def errors(report):
+    return report.get("errorDistribution") or {}
+
+
+def statuses(report):
+    return report.get("statusCodeDistribution") or {}
+
+
+def line(name, report):
+    s = report["summary"]
+    p = report.get("latencyPercentiles") or {}
+    ok = statuses(report).get("200", 0)
+    total = sum(statuses(report).values()) + sum(errors(report).values())
+    return (
+        f"{name}: {s['requestsPerSec']:.0f} req/s, p50 {ms(p.get('p50'))} ms, "
+        f"p99 {ms(p.get('p99'))} ms, p99.9 {ms(p.get('p99.9'))} ms, "
+        f"{ok}/{total} answered 200, errors {errors(report) or 'none'}"
+    )
+
+
+def one(path):
+    print(line(os.path.basename(path)[:-5], load(path)))
+
+
+def all_(out):
+    failures = []
+    rows = []
+    for path in sorted(glob.glob(os.path.join(out, "*.json"))):
+        name = os.path.basename(path)[:-5]
+        report = load(path)
+        s = report["summary"]
+        p = report.get("latencyPercentiles") or {}
+        mem_path = os.path.join(out, name + ".mem")
+        mem = open(mem_path).read().strip() if os.path.exists(mem_path) else ""
+        mem = f"{int(mem) / 1024:.1f}" if mem else "-"
+        non_200 = {k: v for k, v in statuses(report).items() if k != "200"}
+        errs = errors(report)
+        if non_200:
+            failures.append(f"{name}: answers other than 200: {non_200}")
+        if name.startswith("sigterm-"):
+            bad = {k: v for k, v in errs.items() if not any(r in k.lower() for r in REFUSED)}
+            if bad:
+                failures.append(f"{name}: requests cut off during the drain: {bad}")
+            exit_path = os.path.join(out, name + ".exit")
+            code = open(exit_path).read().strip() if os.path.exists(exit_path) else "?"
+            if code != "0":
+                failures.append(f"{name}: the server exited with {code}")
+        elif errs:
+            failures.append(f"{name}: errors {errs}")
+        rows.append(
+            f"| {name} | {s['requestsPerSec']:.0f} | {ms(p.get('p50'))} | {ms(p.get('p99'))} "
+            f"| {ms(p.get('p99.9'))} | {ms(s.get('slowest'))} | {sum(statuses(report).values())} "
+            f"| {sum(errs.values())} | {mem} |"
+        )
+    print("| run | req/s | p50 ms | p99 ms | p99.9 ms | max ms | 200s | errors | peak RSS MiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print(row)
+    for extra in ("idle.txt", "rotation.txt"):
+        path = os.path.join(out, extra)
+        if os.path.exists(path):
+            print(f"\n{open(path).read().strip()}")
+    rotation = os.path.join(out, "rotation.txt")
+    if os.path.exists(rotation):
+        reloads = int(open(rotation).read().split(":")[-1])
+        if reloads < 3:
+            failures.append(f"rotation: only {reloads} certificate reloads seen")
+    for name in ("sigterm-h1", "sigterm-h2"):
+        path = os.path.join(out, name + ".json")
+        if os.path.exists(path):
+            print(f"\n{name}: server exit code "
+                  f"{open(os.path.join(out, name + '.exit')).read().strip()}, "
+                  f"errors {errors(load(path)) or 'none'}")
+    if failures:
+        print("\nFAILED:\n" + "\n".join(failures))
+        sys.exit(1)
+    print("\nall checks passed")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--one":
+        one(sys.argv[2])
+    else:
+        all_(sys.argv[2])
