@@ -1,6 +1,7 @@
 //! The admission routes, `POST /mutate` and `POST /validate`: read the body within its cap,
-//! hand it to `jobwarden_admission::Reviewer`, send back the exact bytes it returns, and write
-//! one log line and the metrics for each request. No Job rule lives here.
+//! refuse JSON that reads two ways (a repeated key), hand it to `jobwarden_admission::Reviewer`,
+//! send back the exact bytes it returns, and write one log line and the metrics for each
+//! request. No Job rule lives here.
 
 use std::borrow::Cow;
 use std::sync::Arc;
