@@ -195,3 +195,20 @@ fn review_applies_a_policy_file() {
     assert!(stderr(&out).contains("unknown field"), "{}", stderr(&out));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_examples_in_the_readme_are_valid_jobs() {
+    let mut files: Vec<String> = std::fs::read_dir("examples")
+        .expect("examples/ exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 4, "{files:?}");
+    let mut args = vec!["check"];
+    args.extend(files.iter().map(String::as_str));
+    let out = jobwarden(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(stdout(&out).lines().count(), files.len());
+}
