@@ -46,6 +46,20 @@ fn check_reports_every_error_kubectl_style() {
 }
 
 #[test]
+fn check_prints_upstream_warnings_on_stderr() {
+    let job = br#"{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"a.b"},"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"i"}]}}}}"#;
+    let out = jobwarden(&["check", "-"], Some(job));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).starts_with(
+            "Warning: -: Job \"a.b\": metadata.name: this is used in Pod names and hostnames"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn check_accepts_valid_json_and_stdin() {
     let out = jobwarden(&["check", "tests/fixtures/valid.json"], None);
     assert_eq!(out.status.code(), Some(0));
@@ -209,6 +223,12 @@ fn the_examples_in_the_readme_are_valid_jobs() {
     let mut args = vec!["check"];
     args.extend(files.iter().map(String::as_str));
     let out = jobwarden(&args, None);
-    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
     assert_eq!(stdout(&out).lines().count(), files.len());
 }

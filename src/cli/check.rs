@@ -3,7 +3,7 @@
 //! or, with `--old`, as an update of the stored Job. One line per error, kubectl-style.
 
 use clap::Args;
-use jobwarden_rules::{ErrorList, JobObject, defaults};
+use jobwarden_rules::{ErrorList, JobObject, defaults, warnings};
 use serde_json::{Value, json};
 
 use super::Outcome;
@@ -73,7 +73,12 @@ pub fn run(args: &CheckArgs) -> Outcome {
             Some(old) => check_update(&job.raw, &old.raw),
         };
         let label = job.label();
-        match result {
+        if let Ok(verdict) = &result {
+            for warning in &verdict.warnings {
+                eprintln!("Warning: {label}: {warning}");
+            }
+        }
+        match result.map(|v| v.errors) {
             Ok(errors) if errors.is_empty() => println!("{label}: valid"),
             Ok(errors) => {
                 outcome = Outcome::Rejected;
@@ -143,14 +148,23 @@ fn as_submitted(raw: &Value) -> Value {
     job
 }
 
-fn check_create(raw: &Value) -> Result<ErrorList, jobwarden_rules::DecodeError> {
+/// What validation found: the errors, and upstream's warnings (advice, never a denial).
+struct Verdict {
+    errors: ErrorList,
+    warnings: Vec<String>,
+}
+
+fn check_create(raw: &Value) -> Result<Verdict, jobwarden_rules::DecodeError> {
     let mut job = as_submitted(raw);
     defaults::prepare_for_create(&mut job);
     let job = JobObject::parse(&job)?;
-    Ok(jobwarden_rules::validate_create(&job))
+    Ok(Verdict {
+        errors: jobwarden_rules::validate_create(&job),
+        warnings: warnings::job_warnings(&job, true),
+    })
 }
 
-fn check_update(raw: &Value, old_raw: &Value) -> Result<ErrorList, jobwarden_rules::DecodeError> {
+fn check_update(raw: &Value, old_raw: &Value) -> Result<Verdict, jobwarden_rules::DecodeError> {
     let mut old = as_submitted(old_raw);
     if old.pointer("/metadata/uid").is_none() {
         // A manifest rather than a stored object: give it what creating it would have.
@@ -163,5 +177,8 @@ fn check_update(raw: &Value, old_raw: &Value) -> Result<ErrorList, jobwarden_rul
     let mut new = as_submitted(raw);
     defaults::prepare_for_update(&mut new, &old);
     let (new, old) = (JobObject::parse(&new)?, JobObject::parse(&old)?);
-    Ok(jobwarden_rules::validate_update(&new, &old))
+    Ok(Verdict {
+        errors: jobwarden_rules::validate_update(&new, &old),
+        warnings: warnings::job_warnings(&new, false),
+    })
 }

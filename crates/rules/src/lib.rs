@@ -18,6 +18,7 @@ pub mod semantic;
 pub mod status_transitions;
 pub mod success_policy;
 pub mod template_update;
+pub mod warnings;
 pub mod well_known;
 
 use k8s_openapi::api::batch::v1::{JobSpec, JobStatus};
