@@ -13,6 +13,8 @@ import sys
 # refused before any request is sent on it. Anything else (a reset, a truncated response) means
 # a request was cut off.
 REFUSED = ("connection refused", "connect error", "tcp connect error")
+# oha's own word for a request it dropped when its time was up (with -w there are none).
+DEADLINE = "aborted due to deadline"
 
 
 def ms(seconds):
@@ -25,7 +27,8 @@ def load(path):
 
 
 def errors(report):
-    return report.get("errorDistribution") or {}
+    found = report.get("errorDistribution") or {}
+    return {k: v for k, v in found.items() if k != DEADLINE}
 
 
 def statuses(report):

@@ -147,7 +147,10 @@ mod tests {
                 None => assert_eq!(found, None, "{body}"),
                 Some(key) => {
                     let message = found.unwrap_or_else(|| panic!("{body}: nothing found"));
-                    assert!(message.starts_with(&format!("duplicate key {key:?}")), "{message}");
+                    assert!(
+                        message.starts_with(&format!("duplicate key {key:?}")),
+                        "{message}"
+                    );
                     assert!(message.contains("column"), "{message}");
                 }
             }

@@ -65,8 +65,7 @@ pub(crate) async fn serve(
         let handshake_timeout = limits.tls_handshake_timeout;
         tokio::spawn(async move {
             let _slot = slot;
-            let stream = match tokio::time::timeout(handshake_timeout, accept(&tls, stream)).await
-            {
+            let stream = match tokio::time::timeout(handshake_timeout, accept(&tls, stream)).await {
                 Ok(Ok(Some(stream))) => stream,
                 Ok(Ok(None)) => {
                     tracing::debug!(%peer, "plain HTTP on the TLS port; told to use HTTPS");

@@ -220,10 +220,12 @@ async fn review(
 async fn on_blocking_pool(
     run: impl FnOnce() -> Result<Reviewed, Rejection> + Send + 'static,
 ) -> Result<Reviewed, Rejection> {
-    tokio::task::spawn_blocking(run).await.unwrap_or_else(|error| {
-        tracing::error!(%error, "review task failed");
-        Err(Rejection::ReviewFailed)
-    })
+    tokio::task::spawn_blocking(run)
+        .await
+        .unwrap_or_else(|error| {
+            tracing::error!(%error, "review task failed");
+            Err(Rejection::ReviewFailed)
+        })
 }
 
 /// The request's namespace, read without decoding the rest of the review.
