@@ -4,6 +4,7 @@
 //! the server calls this, and this calls `jobwarden_rules`.
 
 pub mod policy;
+mod strict_json;
 pub mod wire;
 
 use std::collections::BTreeMap;
@@ -91,7 +92,8 @@ pub struct Reviewed {
 /// the server replies 400 with this message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unreadable {
-    #[error("request body is not valid JSON: {0}")]
+    /// Not JSON, or JSON that reads two ways (a key repeated in one object).
+    #[error("request body cannot be read as JSON: {0}")]
     NotJson(String),
     #[error(
         "request body is not an admission.k8s.io/v1 AdmissionReview (apiVersion {api_version:?}, kind {kind:?})"
@@ -151,8 +153,8 @@ impl Reviewer {
         body: &[u8],
         ctx: &Context<'_>,
     ) -> Result<Reviewed, Unreadable> {
-        let mut envelope: Value =
-            serde_json::from_slice(body).map_err(|e| Unreadable::NotJson(e.to_string()))?;
+        let mut envelope =
+            strict_json::from_slice(body).map_err(|e| Unreadable::NotJson(e.to_string()))?;
         let field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
         let (api_version, kind) = (field(&envelope, "apiVersion"), field(&envelope, "kind"));
         if api_version != wire::API_VERSION || kind != wire::KIND {

@@ -1,14 +1,18 @@
 //! The HTTPS admission listener: accept within the connection limit, TLS handshake within its
-//! timeout, then HTTP/1.1 or HTTP/2 (chosen by ALPN) on each connection, every connection
-//! watched so that stopping the listener lets in-flight requests finish before it returns.
+//! timeout, then HTTP/1.1 or HTTP/2 (chosen by ALPN) on each connection. A connection with no
+//! request in flight for the idle timeout is closed, so connections that say nothing cannot
+//! hold every slot. Stopping the listener lets in-flight requests finish before it returns.
 //! A client that speaks plain HTTP to this port is told so in plain HTTP.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use axum::Router;
+use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
@@ -16,6 +20,7 @@ use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::limits::Limits;
 
@@ -32,7 +37,8 @@ pub(crate) async fn serve(
 ) {
     let builder = Arc::new(limits.connection_builder());
     let service = TowerToHyperService::new(app);
-    let graceful = GracefulShutdown::new();
+    let connections = TaskTracker::new();
+    let drain = CancellationToken::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections as usize));
     loop {
         // Take a connection slot before accepting, so that at the limit new connections wait
@@ -61,9 +67,10 @@ pub(crate) async fn serve(
         let tls = tls.clone();
         let builder = builder.clone();
         let service = service.clone();
-        let watcher = graceful.watcher();
+        let drain = drain.clone();
         let handshake_timeout = limits.tls_handshake_timeout;
-        tokio::spawn(async move {
+        let idle_timeout = limits.header_timeout;
+        connections.spawn(async move {
             let _slot = slot;
             let stream = match tokio::time::timeout(handshake_timeout, accept(&tls, stream)).await {
                 Ok(Ok(Some(stream))) => stream,
@@ -80,19 +87,123 @@ pub(crate) async fn serve(
                     return;
                 }
             };
+            let activity = Arc::new(Activity::new());
+            let service = Tracked {
+                inner: service,
+                activity: activity.clone(),
+            };
             let connection = builder.serve_connection(TokioIo::new(stream), service);
-            if let Err(error) = watcher.watch(connection).await {
+            let mut connection = std::pin::pin!(connection);
+            let mut closing = false;
+            let result = loop {
+                tokio::select! {
+                    result = connection.as_mut() => break result,
+                    _ = drain.cancelled(), if !closing => {
+                        closing = true;
+                        connection.as_mut().graceful_shutdown();
+                    }
+                    _ = activity.idle_for(idle_timeout), if !closing => {
+                        tracing::debug!(%peer, "closing a connection idle for {idle_timeout:?}");
+                        closing = true;
+                        connection.as_mut().graceful_shutdown();
+                    }
+                }
+            };
+            if let Err(error) = result {
                 // Clients dropping connections is routine; nothing for an operator to do.
                 tracing::debug!(%peer, %error, "connection ended with an error");
             }
         });
     }
     drop(listener);
+    connections.close();
+    drain.cancel();
     tokio::select! {
-        _ = graceful.shutdown() => tracing::info!("all admission connections closed"),
+        _ = connections.wait() => tracing::info!("all admission connections closed"),
         _ = tokio::time::sleep(drain_timeout) => {
             tracing::warn!(?drain_timeout, "shutdown timeout reached with requests still open");
         }
+    }
+}
+
+/// When a connection last started or finished a request, and how many it has in flight.
+/// Counted in requests rather than bytes, so HTTP/2 pings do not keep an unused connection.
+struct Activity {
+    opened: Instant,
+    last_millis: AtomicU64,
+    in_flight: AtomicUsize,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity {
+            opened: Instant::now(),
+            last_millis: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let now = u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_millis.store(now, Ordering::Relaxed);
+    }
+
+    /// Completes once the connection has had no request in flight for `timeout`.
+    async fn idle_for(&self, timeout: Duration) {
+        loop {
+            let last =
+                self.opened + Duration::from_millis(self.last_millis.load(Ordering::Relaxed));
+            let idle = last.elapsed();
+            if self.in_flight.load(Ordering::Relaxed) == 0 && idle >= timeout {
+                return;
+            }
+            tokio::time::sleep(timeout.saturating_sub(idle).max(Duration::from_millis(100))).await;
+        }
+    }
+}
+
+/// Counts a request in flight for as long as its future lives (dropped included).
+struct InFlight(Arc<Activity>);
+
+impl InFlight {
+    fn start(activity: Arc<Activity>) -> Self {
+        activity.in_flight.fetch_add(1, Ordering::Relaxed);
+        activity.touch();
+        InFlight(activity)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The connection's service, recording its requests in `Activity`.
+#[derive(Clone)]
+struct Tracked<S> {
+    inner: S,
+    activity: Arc<Activity>,
+}
+
+impl<S> hyper::service::Service<hyper::Request<Incoming>> for Tracked<S>
+where
+    S: hyper::service::Service<hyper::Request<Incoming>>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn call(&self, request: hyper::Request<Incoming>) -> Self::Future {
+        let in_flight = InFlight::start(self.activity.clone());
+        let response = self.inner.call(request);
+        Box::pin(async move {
+            let response = response.await;
+            drop(in_flight);
+            response
+        })
     }
 }
 

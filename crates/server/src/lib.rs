@@ -9,7 +9,6 @@
 
 mod config;
 pub mod dev_cert;
-mod duplicate_keys;
 mod health;
 mod https;
 mod limits;

@@ -21,8 +21,8 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// From request headers to response, including reading the body (408 beyond).
     pub request_timeout: Duration,
-    /// Time to send request headers; also the idle limit of an HTTP/1.1 keep-alive connection
-    /// (hyper restarts this timer while waiting for the next request).
+    /// Time to send request headers; also how long a connection may go without a request in
+    /// flight (before its first request, between requests, and on HTTP/2) before it is closed.
     pub header_timeout: Duration,
     pub tls_handshake_timeout: Duration,
     pub max_connections: u32,

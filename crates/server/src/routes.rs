@@ -19,7 +19,6 @@ use jobwarden_admission::{Context, Reviewed, Reviewer, Unreadable, Verdict, Webh
 use serde::Deserialize;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::duplicate_keys;
 use crate::limits::{ConcurrencyLimit, Limits, limit_concurrency};
 use crate::metrics::{Metrics, verdict_label};
 use crate::namespaces::NamespaceLabels;
@@ -67,7 +66,6 @@ enum Rejection {
     TooLarge(usize),
     BodyUnreadable(String),
     Empty,
-    DuplicateKey(String),
     Unreadable(Unreadable),
     ReviewFailed,
 }
@@ -77,10 +75,9 @@ impl Rejection {
         match self {
             Rejection::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Rejection::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Rejection::BodyUnreadable(_)
-            | Rejection::Empty
-            | Rejection::DuplicateKey(_)
-            | Rejection::Unreadable(_) => StatusCode::BAD_REQUEST,
+            Rejection::BodyUnreadable(_) | Rejection::Empty | Rejection::Unreadable(_) => {
+                StatusCode::BAD_REQUEST
+            }
             Rejection::ReviewFailed => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -89,10 +86,9 @@ impl Rejection {
         match self {
             Rejection::UnsupportedMediaType(_) => "bad_content_type",
             Rejection::TooLarge(_) => "too_large",
-            Rejection::BodyUnreadable(_)
-            | Rejection::Empty
-            | Rejection::DuplicateKey(_)
-            | Rejection::Unreadable(_) => "unreadable",
+            Rejection::BodyUnreadable(_) | Rejection::Empty | Rejection::Unreadable(_) => {
+                "unreadable"
+            }
             Rejection::ReviewFailed => "error",
         }
     }
@@ -107,9 +103,6 @@ impl Rejection {
             }
             Rejection::BodyUnreadable(e) => format!("cannot read the request body: {e}"),
             Rejection::Empty => "request body is empty".to_owned(),
-            Rejection::DuplicateKey(found) => {
-                format!("request body is ambiguous JSON: {found}")
-            }
             Rejection::Unreadable(e) => e.to_string(),
             Rejection::ReviewFailed => "the review failed unexpectedly".to_owned(),
         }
@@ -191,7 +184,7 @@ async fn review(
     body: Bytes,
 ) -> Result<Reviewed, Rejection> {
     let labels = match (&state.namespaces, webhook) {
-        // Only the mutating webhook's suspend-on-create policy reads namespace labels.
+        // Only the mutating webhook's policies (suspend-on-create, delegation) read them.
         (Some(namespaces), Webhook::Mutate) => {
             request_namespace(&body).and_then(|ns| namespaces.labels(&ns))
         }
@@ -200,9 +193,6 @@ async fn review(
     let large = body.len() > INLINE_REVIEW_BYTES;
     let reviewer = state.reviewer.clone();
     let run = move || {
-        if let Some(found) = duplicate_keys::first_duplicate(&body) {
-            return Err(Rejection::DuplicateKey(found));
-        }
         let ctx = Context {
             namespace_labels: labels.as_ref(),
         };

@@ -45,8 +45,8 @@ async fn malformed_bodies_get_a_clear_4xx_and_the_server_keeps_answering() {
     let cases: Vec<(&str, &str, Vec<u8>, u16, &str)> = vec![
         ("empty", "application/json", vec![], 400, "empty"),
         ("whitespace", "application/json", b" \n".to_vec(), 400, "empty"),
-        ("not JSON", "application/json", b"<xml/>".to_vec(), 400, "not valid JSON"),
-        ("truncated", "application/json", truncated, 400, "not valid JSON"),
+        ("not JSON", "application/json", b"<xml/>".to_vec(), 400, "cannot be read as JSON"),
+        ("truncated", "application/json", truncated, 400, "cannot be read as JSON"),
         (
             "wrong kind",
             "application/json",
