@@ -13,7 +13,6 @@ use std::fmt;
 use base64::Engine as _;
 use jobwarden_rules::field::invalid_message;
 use jobwarden_rules::{FieldError, JOB_KIND_GROUP, JobObject, defaults, rule_names};
-use serde::Deserialize as _;
 use serde_json::Value;
 
 pub use policy::Policy;
@@ -178,7 +177,7 @@ impl Reviewer {
             dry_run: request.get("dryRun").and_then(Value::as_bool) == Some(true),
             verdict: Verdict::Allowed,
         };
-        let decision = match Request::deserialize(request) {
+        let decision = match Request::from_value(request) {
             Ok(request) => {
                 summary.kind = format!(
                     "{}/{}",

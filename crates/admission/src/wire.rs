@@ -55,12 +55,32 @@ pub struct Request {
     pub operation: String,
     #[serde(default)]
     pub user_info: UserInfo,
-    #[serde(default)]
+    /// Moved out of the envelope before the rest is decoded (`Request::from_value`), so the
+    /// object trees are never copied.
+    #[serde(skip)]
     pub object: Option<Value>,
-    #[serde(default)]
+    #[serde(skip)]
     pub old_object: Option<Value>,
     #[serde(default)]
     pub dry_run: Option<bool>,
+}
+
+impl Request {
+    /// Decodes a request, moving `object` and `oldObject` into place rather than rebuilding
+    /// them: a Job can be megabytes, and the review reads it as it came.
+    pub fn from_value(mut request: Value) -> Result<Request, serde_json::Error> {
+        let mut take = |key: &str| {
+            request
+                .get_mut(key)
+                .map(Value::take)
+                .filter(|v| !v.is_null())
+        };
+        let (object, old_object) = (take("object"), take("oldObject"));
+        let mut decoded = Request::deserialize(request)?;
+        decoded.object = object;
+        decoded.old_object = old_object;
+        Ok(decoded)
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
