@@ -6,7 +6,8 @@ use jobwarden_server::{ControllerHook, ControllerStart, ServeArgs};
 use super::Outcome;
 
 pub fn run(args: ServeArgs) -> Outcome {
-    jobwarden_server::init_logging(args.log_format);
+    // Held until `run` returns, so the last lines (the drain) are flushed before exit.
+    let _logging = jobwarden_server::init_logging(args.log_format);
     let start_controller: ControllerHook = Box::new(|start: ControllerStart<'_>| {
         let metrics = jobwarden_controller::register_metrics(start.registry);
         let config = jobwarden_controller::ControllerConfig {

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 pub use config::{LimitArgs, LogFormat, ServeArgs, load_policy_file};
 pub use health::Health;
 pub use limits::Limits;
-pub use logging::init_logging;
+pub use logging::{LoggingGuard, init_logging};
 pub use metrics::Metrics;
 pub use namespaces::NamespaceLabels;
 pub use server::{RunningServer, Settings, TlsSource, start};
