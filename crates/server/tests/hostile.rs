@@ -392,7 +392,9 @@ async fn thousands_of_idle_connections_do_not_stop_service() {
     let limit = fd_limit();
     let idle = 2000.min((limit.saturating_sub(200) / 2) as usize);
     if idle < 100 {
-        eprintln!("skipping: a file descriptor limit of {limit} leaves room for {idle} connections");
+        eprintln!(
+            "skipping: a file descriptor limit of {limit} leaves room for {idle} connections"
+        );
         return;
     }
     let harness = hostile_server().await;
