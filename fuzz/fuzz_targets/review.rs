@@ -27,8 +27,10 @@ static CONFIGURED: LazyLock<Reviewer> = LazyLock::new(|| {
     Reviewer::new(policy)
 });
 
-static LABELS: LazyLock<BTreeMap<String, String>> =
-    LazyLock::new(|| BTreeMap::from([("team".to_owned(), "a".to_owned())]));
+/// Every namespace has the label the fuzz policy's selectors look for.
+fn labels(_namespace: &str) -> Option<BTreeMap<String, String>> {
+    Some(BTreeMap::from([("team".to_owned(), "a".to_owned())]))
+}
 
 fuzz_target!(|data: &[u8]| {
     // The first byte picks the webhook and the policy; the rest is the HTTP body.
@@ -46,7 +48,7 @@ fuzz_target!(|data: &[u8]| {
         (
             &*CONFIGURED,
             Context {
-                namespace_labels: Some(&LABELS),
+                namespace_labels: Some(&labels),
             },
         )
     };

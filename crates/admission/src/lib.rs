@@ -34,11 +34,15 @@ impl fmt::Display for Webhook {
     }
 }
 
+/// Looks up a namespace's labels; `None` when the namespace is unknown.
+pub type NamespaceLookup<'a> = &'a (dyn Fn(&str) -> Option<BTreeMap<String, String>> + Sync);
+
 /// What the server knows beyond the request itself.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Clone, Copy, Default)]
 pub struct Context<'a> {
-    /// Labels of the request's namespace, when the server can look them up.
-    pub namespace_labels: Option<&'a BTreeMap<String, String>>,
+    /// The labels of namespaces, when the server can look them up. Asked only for the request's
+    /// own namespace, and only when a policy selects namespaces by label.
+    pub namespace_labels: Option<NamespaceLookup<'a>>,
 }
 
 /// How a review ended, for logs and metrics.
@@ -248,11 +252,19 @@ impl Reviewer {
         defaults::pod_replacement_policy(&mut mutated);
         let mut warnings = Vec::new();
         let namespace = request.namespace.as_deref().unwrap_or("");
+        let labels = match ctx.namespace_labels {
+            Some(lookup)
+                if request.operation == "CREATE" && self.policy.needs_namespace_labels() =>
+            {
+                lookup(namespace)
+            }
+            _ => None,
+        };
         if request.operation == "CREATE"
             && self
                 .policy
                 .suspend_on_create
-                .matches(namespace, ctx.namespace_labels)
+                .matches(namespace, labels.as_ref())
             && let Some(spec) = mutated.get_mut("spec").and_then(Value::as_object_mut)
             && spec.get("suspend") != Some(&Value::Bool(true))
         {
@@ -262,7 +274,7 @@ impl Reviewer {
             ));
         }
         if request.operation == "CREATE"
-            && let Some(reason) = self.delegation_reason(object, namespace, ctx)
+            && let Some(reason) = self.delegation_reason(object, namespace, labels.as_ref())
             && let Some(spec) = mutated.get_mut("spec").and_then(Value::as_object_mut)
         {
             let name = &self.policy.controller_name;
@@ -287,7 +299,7 @@ impl Reviewer {
         &self,
         object: &Value,
         namespace: &str,
-        ctx: &Context<'_>,
+        labels: Option<&BTreeMap<String, String>>,
     ) -> Option<String> {
         let delegate = &self.policy.delegate;
         if !delegate.jobs_naming_rules && delegate.namespaces.is_empty() {
@@ -299,7 +311,7 @@ impl Reviewer {
         {
             return None;
         }
-        if delegate.namespaces.matches(namespace, ctx.namespace_labels) {
+        if delegate.namespaces.matches(namespace, labels) {
             return Some(format!(
                 "Jobs in namespace {namespace:?} are run by jobwarden"
             ));

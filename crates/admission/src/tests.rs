@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use crate::policy::{Identities, NamespaceMatch};
-use crate::{Context, Policy, Reviewer, Unreadable, Verdict, Webhook};
+use crate::{Context, NamespaceLookup, Policy, Reviewer, Unreadable, Verdict, Webhook};
 
 fn job(spec: Value) -> Value {
     let uid = "0b5e8c43-6a48-4b8e-8f5c-3f8f6c7a1d20";
@@ -318,10 +318,13 @@ fn suspend_on_create_by_namespace_name_or_labels() {
     let mut elsewhere = request("CREATE", object.clone(), None);
     elsewhere["request"]["namespace"] = json!("other");
     let body = serde_json::to_vec(&elsewhere).unwrap_or_default();
-    let labels = BTreeMap::from([("jobwarden.io/suspend".to_owned(), "true".to_owned())]);
-    for (ctx_labels, suspended) in [(None, false), (Some(&labels), true)] {
+    let labels = |ns: &str| {
+        (ns == "other")
+            .then(|| BTreeMap::from([("jobwarden.io/suspend".to_owned(), "true".to_owned())]))
+    };
+    for (lookup, suspended) in [(None, false), (Some(&labels as NamespaceLookup<'_>), true)] {
         let ctx = Context {
-            namespace_labels: ctx_labels,
+            namespace_labels: lookup,
         };
         let reviewed = r.review(Webhook::Mutate, &body, &ctx).expect("answerable");
         let out: Value = serde_json::from_slice(&reviewed.body).expect("JSON");

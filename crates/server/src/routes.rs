@@ -3,7 +3,6 @@
 //! send back the exact bytes it returns, and write one log line and the metrics for each
 //! request. No Job rule lives here.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -16,7 +15,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use jobwarden_admission::{Context, Reviewed, Reviewer, Unreadable, Verdict, Webhook};
-use serde::Deserialize;
 use tower_http::timeout::TimeoutLayer;
 
 use crate::limits::{ConcurrencyLimit, Limits, limit_concurrency};
@@ -183,18 +181,13 @@ async fn review(
     webhook: Webhook,
     body: Bytes,
 ) -> Result<Reviewed, Rejection> {
-    let labels = match (&state.namespaces, webhook) {
-        // Only the mutating webhook's policies (suspend-on-create, delegation) read them.
-        (Some(namespaces), Webhook::Mutate) => {
-            request_namespace(&body).and_then(|ns| namespaces.labels(&ns))
-        }
-        _ => None,
-    };
+    let namespaces = state.namespaces.clone();
     let large = body.len() > INLINE_REVIEW_BYTES;
     let reviewer = state.reviewer.clone();
     let run = move || {
+        let lookup = |ns: &str| namespaces.as_ref().and_then(|n| n.labels(ns));
         let ctx = Context {
-            namespace_labels: labels.as_ref(),
+            namespace_labels: Some(&lookup),
         };
         reviewer
             .review(webhook, &body, &ctx)
@@ -216,22 +209,6 @@ async fn on_blocking_pool(
             tracing::error!(%error, "review task failed");
             Err(Rejection::ReviewFailed)
         })
-}
-
-/// The request's namespace, read without decoding the rest of the review.
-fn request_namespace(body: &[u8]) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Envelope<'a> {
-        #[serde(borrow)]
-        request: Option<Namespaced<'a>>,
-    }
-    #[derive(Deserialize)]
-    struct Namespaced<'a> {
-        #[serde(borrow, default)]
-        namespace: Option<Cow<'a, str>>,
-    }
-    let envelope: Envelope<'_> = serde_json::from_slice(body).ok()?;
-    Some(envelope.request?.namespace?.into_owned())
 }
 
 /// Milliseconds to the microsecond, so log lines do not carry float noise.
@@ -265,19 +242,5 @@ fn log_review(webhook: Webhook, reviewed: &Reviewed, seconds: f64) {
             "not a request jobwarden reviews; allowed untouched (check the webhook rules)"
         ),
         _ => line!(info, "review"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_namespace_is_read_alone() {
-        let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
-            "request":{"uid":"1","object":{"metadata":{"namespace":"other"}},"namespace":"team-a"}}"#;
-        assert_eq!(request_namespace(body).as_deref(), Some("team-a"));
-        assert_eq!(request_namespace(b"{\"request\":{}}"), None);
-        assert_eq!(request_namespace(b"not json"), None);
     }
 }
