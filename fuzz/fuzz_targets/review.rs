@@ -53,8 +53,7 @@ fuzz_target!(|data: &[u8]| {
         )
     };
     if let Ok(reviewed) = reviewer.review(webhook, body, &ctx) {
-        let answer: Value =
-            serde_json::from_slice(&reviewed.body).expect("the answer is JSON");
+        let answer: Value = serde_json::from_slice(&reviewed.body).expect("the answer is JSON");
         assert_eq!(answer["kind"], "AdmissionReview");
         assert_eq!(
             answer["response"]["uid"].as_str(),
