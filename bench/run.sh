@@ -22,7 +22,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 out="$here/out"
-cases="${CASES:-$root/../shared/conformance/cases}"
+cases="${CASES:-$root/tests/conformance/cases}"
 DURATION="${DURATION:-10}"
 PORT="${PORT:-18443}"
 METRICS_PORT="${METRICS_PORT:-18080}"

@@ -3,7 +3,7 @@
 input format. Run once before the first `cargo fuzz run`; the checked-in corpus already holds
 the minimized result of the runs recorded in FUZZING.md.
 
-  fuzz/seeds.py [CASES_DIR]     (default: ../shared/conformance/cases beside the repository)
+  fuzz/seeds.py [CASES_DIR]     (default: tests/conformance/cases)
 """
 import glob
 import hashlib
@@ -13,7 +13,7 @@ import struct
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
-cases_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "../../shared/conformance/cases")
+cases_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "../tests/conformance/cases")
 ANNOTATION = "jobwarden.io/pod-failure-policy-rule-names"
 
 

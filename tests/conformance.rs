@@ -1,4 +1,4 @@
-//! Every case in `shared/conformance/cases` (verdicts taken from a real kube-apiserver, and from
+//! Every case in `tests/conformance/cases` (verdicts taken from a real kube-apiserver, and from
 //! the seeds for rules upstream lacks) goes through the built binary's `review`, exactly as an
 //! operator would run it. Checked: the verdict, every field path upstream named, the patch for
 //! mutate cases, and — where the case records it — upstream's full message, to the byte.
@@ -10,7 +10,7 @@ use base64::Engine as _;
 use serde_json::Value;
 
 fn cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/cases")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/cases")
 }
 
 fn review(webhook: &str, request: &Value) -> (i32, Value) {

@@ -9,7 +9,7 @@ use jobwarden_admission::{Context, Reviewer, Webhook};
 use serde_json::Value;
 
 fn request(prefix: &str) -> Option<(Webhook, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/cases");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases");
     let path = std::fs::read_dir(dir)
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))

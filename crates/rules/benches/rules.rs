@@ -17,7 +17,7 @@ struct Case {
 }
 
 fn load_cases() -> Vec<(String, Case)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/cases");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases");
     let mut cases = Vec::new();
     let Ok(entries) = std::fs::read_dir(&dir) else {
         eprintln!("no conformance cases at {}", dir.display());

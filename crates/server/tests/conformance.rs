@@ -10,10 +10,7 @@ use support::{Harness, Proto, expected};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_case_gets_the_same_answer_as_review() {
-    let Some(cases) = support::conformance_cases() else {
-        eprintln!("skipped: shared/conformance/cases is not beside the repository");
-        return;
-    };
+    let cases = support::conformance_cases();
     assert!(!cases.is_empty(), "no conformance case found");
     let harness = Harness::start().await;
     for proto in [Proto::Http1, Proto::Http2] {
