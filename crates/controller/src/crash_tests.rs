@@ -3,14 +3,14 @@
 //! as in the run without a crash, every pod outcome counted exactly once, and every status write
 //! must keep the lifecycle rules of UPSTREAM-RULES §6.
 
-use futures::executor::block_on;
+use std::sync::Arc;
+
 use jobwarden_rules::JobObject;
-use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 
-use crate::executor::apply;
-use crate::fake_cluster::{FakeCluster, State, set_terminated};
-use crate::plan::{PlanConfig, plan};
+use crate::executor::{ApplyError, apply};
+use crate::in_memory::{InMemoryCluster, Kubelet, Outcome as PodOutcome, Replica, Resource};
+use crate::plan::PlanConfig;
 use crate::testing::*;
 use jobwarden_rules::well_known::{COMPLETION_INDEX_KEY, TRACKING_FINALIZER};
 
@@ -103,45 +103,12 @@ fn lifecycle_violations(old: &Value, new: &Value) -> Vec<String> {
     v
 }
 
-/// The kubelet's part, one step: pending pods start, running pods end as the script says,
-/// deleted pods are killed.
-fn kubelet(s: &mut State, script: Script) {
-    let now = s.now;
-    for p in s.pods.iter_mut() {
-        if !p["metadata"]["deletionTimestamp"].is_null() {
-            continue;
-        }
-        match p["status"]["phase"].as_str() {
-            Some("Pending") => p["status"]["phase"] = "Running".into(),
-            Some("Running") => {
-                let ordinal = p["metadata"]["annotations"]["test/ordinal"]
-                    .as_str()
-                    .and_then(|o| o.parse().ok())
-                    .unwrap_or(0);
-                let index = p["metadata"]["annotations"][COMPLETION_INDEX_KEY]
-                    .as_str()
-                    .and_then(|i| i.parse().ok());
-                match script(ordinal, index) {
-                    Some(true) => set_terminated(p, "Succeeded", 0, now),
-                    Some(false) => set_terminated(p, "Failed", 1, now),
-                    None => {}
-                }
-            }
-            _ => {}
-        }
+fn kubelet_outcome(script: Script, ordinal: u64, index: Option<i32>) -> PodOutcome {
+    match script(ordinal, index) {
+        Some(true) => PodOutcome::succeed(),
+        Some(false) => PodOutcome::exit(1),
+        None => PodOutcome::Run,
     }
-    s.kill_deleted_pods();
-}
-
-fn read(cluster: &FakeCluster) -> (Value, Vec<Pod>) {
-    cluster.with(|s| {
-        let pods = s
-            .pods
-            .iter()
-            .map(|p| serde_json::from_value(p.clone()).expect("fake pods decode"))
-            .collect();
-        (s.job.clone(), pods)
-    })
 }
 
 struct Run {
@@ -149,35 +116,72 @@ struct Run {
     calls: usize,
 }
 
+/// How the controller's caches follow the cluster: the newest `jobs` Job events and `pods` pod
+/// events are held back on every pass; when a pass writes nothing, one more event of a lagging
+/// watch is let through (the pod watch first), so every interleaving of the two watches with
+/// the controller's writes is walked through, one event at a time.
+#[derive(Debug, Clone, Copy)]
+struct Lag {
+    jobs: u64,
+    pods: u64,
+}
+
 /// Runs the Job to its end; with `crash_after = Some(k)` the controller dies after its k-th
-/// API call and a new one starts from the cluster's state.
-fn run(job: Value, script: Script, crash_after: Option<usize>) -> Run {
-    let cluster = FakeCluster::new(job);
+/// API call and a new replica starts from a fresh list of the cluster.
+fn run(job: Value, script: Script, crash_after: Option<usize>, lag: Lag) -> Run {
+    let cluster = Arc::new(InMemoryCluster::new(at(0)));
+    let created = cluster
+        .write(|s| s.create_job(job))
+        .expect("the Job is valid");
+    let ns = created["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    let name = created["metadata"]["name"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
     cluster.with(|s| s.budget = crash_after);
     let config = PlanConfig::default();
+    let mut replica = Replica::start(cluster.clone(), config.clone());
+    let mut kubelet = Kubelet::default();
     let mut done = false;
-    for _round in 0..100 {
-        cluster.with(|s| {
-            s.now += 30;
-            kubelet(s, script);
-        });
-        for _pass in 0..20 {
-            let (raw, pods) = read(&cluster);
-            let job = JobObject::parse(&raw).expect("the fake Job decodes");
+    for round in 0..100 {
+        cluster.write(|s| s.now = at(30 * (round + 1)));
+        kubelet.step(&cluster, |p| kubelet_outcome(script, p.ordinal, p.index));
+        for _pass in 0..200 {
+            replica.catch_up(lag.jobs, lag.pods);
             let now = cluster.with(|s| s.now);
-            let p = plan(&job, &pods, at(now), &config);
-            if p.is_noop() {
-                break;
-            }
-            if block_on(apply(&cluster, &raw, &p)).is_err() {
-                // The controller died (or lost a race): a fresh one takes over.
-                cluster.with(|s| s.budget = None);
+            let wrote = match replica.sync(&ns, &name, now) {
+                Some(Ok(r)) => {
+                    r.status_written || r.created > 0 || r.deleted > 0 || r.finalizers_removed > 0
+                }
+                Some(Err(_)) if cluster.with(|s| s.budget == Some(0)) => {
+                    // The controller died: a fresh one takes over.
+                    cluster.with(|s| s.budget = None);
+                    drop(replica);
+                    replica = Replica::start(cluster.clone(), config.clone());
+                    true
+                }
+                Some(Err(_)) => true,
+                None => false,
+            };
+            if !wrote {
+                let lagging = [Resource::Pods, Resource::Jobs]
+                    .into_iter()
+                    .find(|r| replica.behind(*r) > 0);
+                match lagging {
+                    Some(r) => {
+                        replica.deliver(r, 1);
+                    }
+                    None => break,
+                }
             }
         }
-        let (raw, _) = read(&cluster);
-        let finished = cond_true(&raw, "Complete") || cond_true(&raw, "Failed");
+        let job = cluster.with(|s| s.job(&ns, &name)).expect("the Job exists");
+        let finished = cond_true(&job, "Complete") || cond_true(&job, "Failed");
         let held = cluster.with(|s| {
-            s.pods.iter().any(|p| {
+            s.pods().iter().any(|p| {
                 p["metadata"]["finalizers"]
                     .to_string()
                     .contains(TRACKING_FINALIZER)
@@ -188,93 +192,119 @@ fn run(job: Value, script: Script, crash_after: Option<usize>) -> Run {
             break;
         }
     }
+    let job = cluster.with(|s| s.job(&ns, &name)).expect("the Job exists");
     assert!(
         done,
-        "the Job never finished (crash after {crash_after:?}): {}\n{:#?}",
-        read(&cluster).0,
-        cluster.with(|s| s.pods.clone())
+        "the Job never finished (crash after {crash_after:?}, {lag:?}): {job}\n{:#?}",
+        cluster.with(|s| s.pods())
     );
     cluster.with(|s| {
         for (before, after) in &s.status_writes {
             let v = lifecycle_violations(before, after);
             assert!(
                 v.is_empty(),
-                "crash after {crash_after:?}: {v:?}\nbefore {before}\nafter {after}"
+                "crash after {crash_after:?}, {lag:?}: {v:?}\nbefore {before}\nafter {after}"
             );
         }
-        // Every pod that ran to an end is counted exactly once.
-        let all: Vec<&Value> = s.pods.iter().chain(s.gone.iter()).collect();
-        let ended =
-            |phase: &str| all.iter().filter(|p| p["status"]["phase"] == phase).count() as i64;
-        let st = &s.job["status"];
-        let indexed = s.job["spec"]["completionMode"] == "Indexed";
-        if indexed {
-            let mut idx: Vec<&str> = all
-                .iter()
-                .filter(|p| p["status"]["phase"] == "Succeeded")
-                .filter_map(|p| p["metadata"]["annotations"][COMPLETION_INDEX_KEY].as_str())
-                .collect();
-            idx.sort_unstable();
-            idx.dedup();
-            assert_eq!(
-                num(&st["succeeded"]),
-                idx.len() as i64,
-                "crash after {crash_after:?}: succeeded"
-            );
-        } else {
-            assert_eq!(
-                num(&st["succeeded"]),
-                ended("Succeeded"),
-                "crash after {crash_after:?}: succeeded"
-            );
-        }
-        // A pod removed before it reached a terminal phase was deleted running: a failure,
-        // unless the Job had met its success criteria by then (upstream lets such lingering
-        // pods go uncounted). The scripted runs kill pods only while the Job is ending.
-        let succeeding = cond_true(&s.job, "SuccessCriteriaMet");
-        let killed = s
-            .gone
+    });
+    let all = pod_ends(&cluster);
+    let st = &job["status"];
+    let context = format!("crash after {crash_after:?}, {lag:?}");
+    if job["spec"]["completionMode"] == "Indexed" {
+        let mut idx: Vec<&str> = all
             .iter()
-            .filter(|p| !matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed")))
-            .filter(|_| !succeeding)
-            .count() as i64;
-        assert_eq!(
-            num(&st["failed"]),
-            ended("Failed") + killed,
-            "crash after {crash_after:?}: failed"
-        );
-        let conditions = st["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| {
-                let f = |k: &str| c[k].as_str().unwrap_or("").to_owned();
-                (f("type"), f("status"), f("reason"))
-            })
+            .filter(|p| p.phase == "Succeeded")
+            .filter_map(|p| p.index.as_deref())
             .collect();
-        Run {
-            outcome: Outcome {
-                succeeded: num(&st["succeeded"]),
-                failed: num(&st["failed"]),
-                completed_indexes: st["completedIndexes"].as_str().unwrap_or("").to_owned(),
-                failed_indexes: st["failedIndexes"].as_str().unwrap_or("").to_owned(),
-                conditions,
-            },
-            calls: s.calls,
-        }
+        idx.sort_unstable();
+        idx.dedup();
+        assert_eq!(
+            num(&st["succeeded"]),
+            idx.len() as i64,
+            "{context}: succeeded"
+        );
+    } else {
+        let succeeded = all.iter().filter(|p| p.phase == "Succeeded").count() as i64;
+        assert_eq!(num(&st["succeeded"]), succeeded, "{context}: succeeded");
+    }
+    // Every failed pod counts, the ones the kubelet killed after a deletion included, unless
+    // the Job had met its success criteria by then (upstream lets such lingering pods go
+    // uncounted). The scripted runs kill pods only while the Job is ending.
+    let succeeding = cond_true(&job, "SuccessCriteriaMet");
+    let failed = all
+        .iter()
+        .filter(|p| p.phase == "Failed" && !(p.killed && succeeding))
+        .count() as i64;
+    assert_eq!(num(&st["failed"]), failed, "{context}: failed");
+    let conditions = st["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let f = |k: &str| c[k].as_str().unwrap_or("").to_owned();
+            (f("type"), f("status"), f("reason"))
+        })
+        .collect();
+    let calls = cluster.with(|s| s.requests.values().sum::<u64>());
+    Run {
+        outcome: Outcome {
+            succeeded: num(&st["succeeded"]),
+            failed: num(&st["failed"]),
+            completed_indexes: st["completedIndexes"].as_str().unwrap_or("").to_owned(),
+            failed_indexes: st["failedIndexes"].as_str().unwrap_or("").to_owned(),
+            conditions,
+        },
+        calls: usize::try_from(calls).unwrap_or(usize::MAX),
+    }
+}
+
+/// How each pod that ever existed ended, from its last state.
+struct PodEnd {
+    phase: String,
+    index: Option<String>,
+    /// Killed by the kubelet after a deletion (exit code 143), not ended on its own.
+    killed: bool,
+}
+
+fn pod_ends(cluster: &InMemoryCluster) -> Vec<PodEnd> {
+    cluster.with(|s| {
+        s.last_pod_states()
+            .iter()
+            .map(|p| PodEnd {
+                phase: p["status"]["phase"].as_str().unwrap_or("").to_owned(),
+                index: p["metadata"]["annotations"][COMPLETION_INDEX_KEY]
+                    .as_str()
+                    .map(str::to_owned),
+                killed: p["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"]
+                    == 143,
+            })
+            .collect()
     })
 }
 
+const NO_LAG: Lag = Lag { jobs: 0, pods: 0 };
+/// The pod watch behind the Job watch, the reverse, and both behind.
+const LAGS: [Lag; 4] = [
+    Lag { jobs: 0, pods: 1 },
+    Lag { jobs: 0, pods: 3 },
+    Lag { jobs: 1, pods: 0 },
+    Lag { jobs: 2, pods: 2 },
+];
+
 fn crash_everywhere(job: Value, script: Script) -> Outcome {
-    let clean = run(job.clone(), script, None);
+    let clean = run(job.clone(), script, None, NO_LAG);
     assert!(clean.calls > 5, "the scripted run makes API calls");
-    for k in 0..clean.calls {
-        let crashed = run(job.clone(), script, Some(k));
-        assert_eq!(
-            crashed.outcome, clean.outcome,
-            "crash after call {k} of {}",
-            clean.calls
-        );
+    for lag in LAGS {
+        let lagging = run(job.clone(), script, None, lag);
+        assert_eq!(lagging.outcome, clean.outcome, "{lag:?}, no crash");
+        for k in 0..lagging.calls {
+            let crashed = run(job.clone(), script, Some(k), lag);
+            assert_eq!(
+                crashed.outcome, clean.outcome,
+                "crash after call {k} of {}, {lag:?}",
+                lagging.calls
+            );
+        }
     }
     clean.outcome
 }
@@ -288,7 +318,7 @@ fn conds(list: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
 #[test]
 fn non_indexed_run_survives_a_crash_after_any_call() {
     // The 1st and 3rd pods fail; the rest succeed.
-    let out = crash_everywhere(JobBuilder::non_indexed(4, 2).build(), |n, _| {
+    let out = crash_everywhere(JobBuilder::non_indexed(4, 2).manifest(), |n, _| {
         Some(n != 1 && n != 3)
     });
     assert_eq!(out.succeeded, 4);
@@ -305,7 +335,7 @@ fn non_indexed_run_survives_a_crash_after_any_call() {
 #[test]
 fn indexed_run_survives_a_crash_after_any_call() {
     // Index 1 fails on its first attempt.
-    let out = crash_everywhere(JobBuilder::indexed(3, 3).build(), |n, i| {
+    let out = crash_everywhere(JobBuilder::indexed(3, 3).manifest(), |n, i| {
         Some(!(i == Some(1) && n <= 3))
     });
     assert_eq!(out.completed_indexes, "0-2");
@@ -319,7 +349,7 @@ fn failing_run_survives_a_crash_after_any_call() {
     // deleted, killed, and counted failed.
     let script: Script = |n, _| if n == 3 { None } else { Some(false) };
     let out = crash_everywhere(
-        JobBuilder::non_indexed(3, 3).backoff_limit(1).build(),
+        JobBuilder::non_indexed(3, 3).backoff_limit(1).manifest(),
         script,
     );
     assert_eq!(
@@ -342,7 +372,7 @@ fn success_policy_run_survives_a_crash_after_any_call() {
     };
     let job = JobBuilder::indexed(4, 4)
         .success_rules(&[(Some("0"), None)])
-        .build();
+        .manifest();
     let out = crash_everywhere(job, script);
     assert_eq!(out.completed_indexes, "0");
     assert_eq!(out.succeeded, 1);
@@ -369,7 +399,7 @@ fn pod_failure_policy_run_survives_a_crash_after_any_call() {
         .pod_failure_policy(serde_json::json!([{"action": "FailJob",
             "onExitCodes": {"operator": "In", "values": [1]}}]))
         .rule_names(&[Some("ExitCode1")])
-        .build();
+        .manifest();
     let out = crash_everywhere(job, script);
     assert_eq!(
         out.conditions,
@@ -387,7 +417,9 @@ fn per_index_run_survives_a_crash_after_any_call() {
     // Index 1 fails on every attempt: with one retry allowed it fails for good; the others
     // succeed, and the Job fails with FailedIndexes.
     let script: Script = |_, i| Some(i != Some(1));
-    let job = JobBuilder::indexed(3, 3).backoff_limit_per_index(1).build();
+    let job = JobBuilder::indexed(3, 3)
+        .backoff_limit_per_index(1)
+        .manifest();
     let out = crash_everywhere(job, script);
     assert_eq!(out.completed_indexes, "0,2");
     assert_eq!(out.failed_indexes, "1");
@@ -404,12 +436,13 @@ fn per_index_run_survives_a_crash_after_any_call() {
 #[test]
 fn a_status_that_breaks_the_rules_is_refused_and_not_written() {
     use crate::conditions::new_condition;
-    use crate::executor::ApplyError;
     use crate::plan::Plan;
+    use futures::executor::block_on;
 
-    let raw = JobBuilder::non_indexed(1, 1).started(0).build();
-    let cluster = FakeCluster::new(raw.clone());
-    let (stored, _) = read(&cluster);
+    let cluster = InMemoryCluster::new(at(0));
+    let stored = cluster
+        .write(|s| s.create_job(JobBuilder::non_indexed(1, 1).manifest()))
+        .expect("created");
     let mut status = JobObject::parse(&stored).expect("decodes").status;
     // Complete without SuccessCriteriaMet (and without completionTime): a planning bug.
     status.conditions = Some(vec![new_condition(
@@ -423,10 +456,11 @@ fn a_status_that_breaks_the_rules_is_refused_and_not_written() {
         status: Some(status),
         ..Plan::default()
     };
-    let result = block_on(apply(&cluster, &stored, &bad));
+    let applied = block_on(apply(&cluster, &stored, &bad));
     assert!(
-        matches!(result, Err(ApplyError::InvalidStatus(_))),
-        "{result:?}"
+        matches!(applied.error, Some(ApplyError::InvalidStatus(_))),
+        "{:?}",
+        applied.error
     );
     assert!(
         cluster.with(|s| s.status_writes.is_empty()),

@@ -1,59 +1,22 @@
-//! Applies a `Plan` through a small `ClusterApi`, in the order that keeps every pod outcome
-//! counted exactly once: status, then finalizers, then deletions, creations and events. It
-//! decides nothing itself, and never writes a status that breaks the status-transition rules.
+//! Applies a `Plan` through a `ClusterApi`, in the order that keeps every pod outcome counted
+//! exactly once: status, then finalizers, then deletions, then creations. It decides nothing
+//! itself, never writes a status that breaks the status-transition rules, and reports exactly
+//! which writes were made, so the caller's expectations match what the API server will show.
+//! Pods are created in slow-start batches (1, 2, 4, …) as upstream's `manageJob` does, so a
+//! quota or an admission webhook refusing pods stops the burst after the first failure.
 
+use futures::StreamExt as _;
+use futures::future::join_all;
 use jobwarden_rules::JobObject;
 use serde_json::Value;
 
-use crate::plan::{JobEvent, Plan, PodRef};
+use crate::cluster_api::{ApiError, ClusterApi};
+use crate::plan::{Plan, PodRef};
 use crate::status_patch::{patched, status_patch};
 
-#[derive(Debug, thiserror::Error)]
-pub enum ApiError {
-    /// The resourceVersion precondition failed: someone else wrote first.
-    #[error("conflict: the object changed since it was read")]
-    Conflict,
-    #[error("not found")]
-    NotFound,
-    #[error("{0}")]
-    Other(String),
-}
-
-/// The writes the controller makes. The real one is `kube_api::KubeApi`; tests use an
-/// in-memory cluster.
-pub trait ClusterApi {
-    /// A merge patch of `jobs/status` carrying `metadata.resourceVersion` as a precondition.
-    fn patch_job_status(
-        &self,
-        namespace: &str,
-        name: &str,
-        patch: &Value,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send;
-    /// Removes jobwarden's tracking finalizer, and only it. A pod already gone is fine.
-    fn remove_pod_finalizer(
-        &self,
-        namespace: &str,
-        pod: &PodRef,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send;
-    /// Deletes the pod with this uid. A pod already gone is fine.
-    fn delete_pod(
-        &self,
-        namespace: &str,
-        pod: &PodRef,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send;
-    /// Creates the pod and returns its generated name.
-    fn create_pod(
-        &self,
-        namespace: &str,
-        pod: &Value,
-    ) -> impl Future<Output = Result<String, ApiError>> + Send;
-    /// Best effort: a lost event loses no state.
-    fn emit_event(
-        &self,
-        job: &Value,
-        event: &JobEvent,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send;
-}
+/// Finalizer removals and deletions in flight at once for one Job: upstream runs them all in
+/// parallel; a bound keeps one large Job from queueing hundreds of requests at a time.
+const PARALLEL_POD_WRITES: usize = 16;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
@@ -82,24 +45,22 @@ impl ApplyError {
     }
 }
 
-/// What was done, for metrics.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+/// What was done. Every write not listed here was not made (or failed).
+#[derive(Debug, Default)]
 pub struct Applied {
     pub status_written: bool,
-    pub finalizers_removed: usize,
-    pub deleted: usize,
-    pub created: usize,
+    pub finalizers_removed: Vec<PodRef>,
+    pub deleted: Vec<PodRef>,
+    /// Names of the pods created.
+    pub created: Vec<String>,
+    /// The first failed write; the steps after it were not attempted.
+    pub error: Option<ApplyError>,
 }
 
-fn api(step: &'static str) -> impl FnOnce(ApiError) -> ApplyError {
-    move |source| ApplyError::Api { step, source }
-}
-
-fn event(warning: bool, reason: &str, message: String) -> JobEvent {
-    JobEvent {
-        warning,
-        reason: reason.to_owned(),
-        message,
+impl Applied {
+    fn failed(mut self, step: &'static str, source: ApiError) -> Applied {
+        self.error = Some(ApplyError::Api { step, source });
+        self
     }
 }
 
@@ -119,13 +80,17 @@ pub fn check_status_patch(stored: &Value, patch: &Value) -> Result<(), ApplyErro
     Err(ApplyError::InvalidStatus(text.join("; ")))
 }
 
-/// Applies `plan` to the Job `stored` (its raw JSON as read). Stops at the first failed write:
-/// the next `plan` starts from whatever the API then holds.
-pub async fn apply<A: ClusterApi>(
-    api_: &A,
-    stored: &Value,
-    plan: &Plan,
-) -> Result<Applied, ApplyError> {
+/// A pod that is already gone (or replaced by another of the same name) needs nothing more.
+fn gone_is_fine(r: Result<(), ApiError>) -> Result<(), ApiError> {
+    match r {
+        Err(ApiError::NotFound | ApiError::Conflict) => Ok(()),
+        other => other,
+    }
+}
+
+/// Applies `plan` to the Job `stored` (its raw JSON as cached). Stops after the first step
+/// with a failed write: the next `plan` starts from whatever the API then holds.
+pub async fn apply<A: ClusterApi>(api: &A, stored: &Value, plan: &Plan) -> Applied {
     let meta = stored.get("metadata");
     let field = |k: &str| {
         meta.and_then(|m| m.get(k))
@@ -135,70 +100,98 @@ pub async fn apply<A: ClusterApi>(
     let (namespace, name) = (field("namespace"), field("name"));
     let mut done = Applied::default();
 
-    if let Some(status) = &plan.status
-        && let Some(patch) = status_patch(stored, status)?
-    {
-        if let Err(e) = check_status_patch(stored, &patch) {
-            tracing::error!(job = name, namespace, error = %e, "refusing to write a status that breaks the rules");
-            return Err(e);
-        }
-        api_.patch_job_status(namespace, name, &patch)
-            .await
-            .map_err(api("writing status"))?;
-        done.status_written = true;
-    }
-    for pod in &plan.remove_finalizers {
-        api_.remove_pod_finalizer(namespace, pod)
-            .await
-            .map_err(api("removing a finalizer"))?;
-        done.finalizers_removed += 1;
-    }
-    for deletion in &plan.delete {
-        api_.delete_pod(namespace, &deletion.pod)
-            .await
-            .map_err(api("deleting a pod"))?;
-        done.deleted += 1;
-        let note = event(
-            false,
-            "SuccessfulDelete",
-            format!("Deleted pod: {}", deletion.pod.name),
-        );
-        publish(api_, stored, &note).await;
-    }
-    for creation in &plan.create {
-        match api_.create_pod(namespace, &creation.pod).await {
-            Ok(pod_name) => {
-                done.created += 1;
-                publish(
-                    api_,
-                    stored,
-                    &event(
-                        false,
-                        "SuccessfulCreate",
-                        format!("Created pod: {pod_name}"),
-                    ),
-                )
-                .await;
-            }
+    if let Some(status) = &plan.status {
+        let patch = match status_patch(stored, status) {
+            Ok(p) => p,
             Err(e) => {
-                publish(
-                    api_,
-                    stored,
-                    &event(true, "FailedCreate", format!("Error creating: {e}")),
-                )
-                .await;
-                return Err(api("creating a pod")(e));
+                done.error = Some(e.into());
+                return done;
+            }
+        };
+        if let Some(patch) = patch {
+            if let Err(e) = check_status_patch(stored, &patch) {
+                tracing::error!(job = name, namespace, error = %e, "refusing to write a status that breaks the rules");
+                done.error = Some(e);
+                return done;
+            }
+            if let Err(e) = api.patch_job_status(namespace, name, &patch).await {
+                return done.failed("writing status", e);
+            }
+            done.status_written = true;
+        }
+    }
+
+    let results = parallel(
+        plan.remove_finalizers
+            .iter()
+            .map(|pod| api.remove_pod_finalizer(namespace, pod))
+            .collect(),
+    )
+    .await;
+    let mut first_error = None;
+    for (pod, r) in plan.remove_finalizers.iter().zip(results) {
+        match gone_is_fine(r) {
+            Ok(()) => done.finalizers_removed.push(pod.clone()),
+            Err(e) => {
+                first_error.get_or_insert(e);
             }
         }
     }
-    for e in &plan.events {
-        publish(api_, stored, e).await;
+    if let Some(e) = first_error {
+        return done.failed("removing a finalizer", e);
     }
-    Ok(done)
+
+    let pods: Vec<PodRef> = plan.delete.iter().map(|d| d.pod.clone()).collect();
+    let results = parallel(
+        pods.iter()
+            .map(|pod| api.delete_pod(namespace, pod))
+            .collect(),
+    )
+    .await;
+    for (pod, r) in pods.into_iter().zip(results) {
+        match gone_is_fine(r) {
+            Ok(()) => done.deleted.push(pod),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        return done.failed("deleting a pod", e);
+    }
+
+    // Upstream's slow start: batches of 1, 2, 4, …; a batch with a failure ends the burst.
+    let mut pending = plan.create.iter();
+    let mut batch = 1;
+    loop {
+        let chunk: Vec<_> = pending.by_ref().take(batch).collect();
+        if chunk.is_empty() {
+            break;
+        }
+        let results = join_all(chunk.iter().map(|c| api.create_pod(namespace, &c.pod))).await;
+        for r in results {
+            match r {
+                Ok(pod_name) => done.created.push(pod_name),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            return done.failed("creating a pod", e);
+        }
+        batch *= 2;
+    }
+    done
 }
 
-async fn publish<A: ClusterApi>(api_: &A, stored: &Value, e: &JobEvent) {
-    if let Err(err) = api_.emit_event(stored, e).await {
-        tracing::warn!(reason = %e.reason, error = %err, "could not record an event");
-    }
+/// Runs the writes, a bounded number at a time; results in their order.
+async fn parallel<Fut>(writes: Vec<Fut>) -> Vec<Result<(), ApiError>>
+where
+    Fut: Future<Output = Result<(), ApiError>>,
+{
+    futures::stream::iter(writes)
+        .buffered(PARALLEL_POD_WRITES)
+        .collect()
+        .await
 }

@@ -1,35 +1,37 @@
 //! The real `ClusterApi`: the executor's writes as kube-apiserver calls. Merge patches on
 //! `jobs/status` with the resourceVersion precondition, strategic-merge removal of only our
-//! finalizer, uid-preconditioned deletes, creates from raw JSON. It decides nothing.
+//! finalizer, uid-preconditioned deletes, creates from raw JSON, core/v1 Events (one object per
+//! event, as upstream's recorder writes them), and a metadata-only GET to confirm an orphan.
+//! It decides nothing.
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
 };
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::{Value, json};
 
-use crate::executor::{ApiError, ClusterApi};
-use crate::plan::{JobEvent, PodRef};
+use crate::cluster_api::{ApiError, ClusterApi, EventRecord, JobRef};
+use crate::plan::PodRef;
 use jobwarden_rules::well_known::TRACKING_FINALIZER;
 
 pub struct KubeApi {
     client: Client,
-    recorder: Recorder,
+    /// The controller name: the events' reporting component.
+    controller_name: String,
+    /// This replica: the events' reporting instance.
+    identity: String,
     field_manager: String,
 }
 
 impl KubeApi {
     pub fn new(client: Client, controller_name: &str, identity: &str) -> Self {
-        let reporter = Reporter {
-            controller: controller_name.to_owned(),
-            instance: Some(identity.to_owned()),
-        };
         KubeApi {
-            recorder: Recorder::new(client.clone(), reporter),
             client,
+            controller_name: controller_name.to_owned(),
+            identity: identity.to_owned(),
             field_manager: "jobwarden-controller".to_owned(),
         }
     }
@@ -58,14 +60,6 @@ pub fn api_error(e: kube::Error) -> ApiError {
     }
 }
 
-/// A pod that is already gone (or replaced by another of the same name) needs nothing more.
-fn gone_is_fine(r: Result<(), ApiError>) -> Result<(), ApiError> {
-    match r {
-        Err(ApiError::NotFound) | Err(ApiError::Conflict) => Ok(()),
-        other => other,
-    }
-}
-
 impl ClusterApi for KubeApi {
     async fn patch_job_status(
         &self,
@@ -82,17 +76,16 @@ impl ClusterApi for KubeApi {
 
     async fn remove_pod_finalizer(&self, namespace: &str, pod: &PodRef) -> Result<(), ApiError> {
         // The strategic-merge directive removes our entry only, whatever else the list holds;
-        // the uid makes it a no-op on a different pod that reuses the name.
+        // the uid makes it fail (409) on a different pod that reuses the name.
         let patch = json!({"metadata": {
             "uid": pod.uid,
             "$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER],
         }});
-        let r = Api::<Pod>::namespaced(self.client.clone(), namespace)
+        Api::<Pod>::namespaced(self.client.clone(), namespace)
             .patch(&pod.name, &self.params(), &Patch::Strategic(patch))
             .await
             .map(drop)
-            .map_err(api_error);
-        gone_is_fine(r)
+            .map_err(api_error)
     }
 
     async fn delete_pod(&self, namespace: &str, pod: &PodRef) -> Result<(), ApiError> {
@@ -103,12 +96,11 @@ impl ClusterApi for KubeApi {
             }),
             ..Default::default()
         };
-        let r = Api::<Pod>::namespaced(self.client.clone(), namespace)
+        Api::<Pod>::namespaced(self.client.clone(), namespace)
             .delete(&pod.name, &params)
             .await
             .map(drop)
-            .map_err(api_error);
-        gone_is_fine(r)
+            .map_err(api_error)
     }
 
     async fn create_pod(&self, namespace: &str, pod: &Value) -> Result<String, ApiError> {
@@ -122,35 +114,39 @@ impl ClusterApi for KubeApi {
         Ok(created.metadata.name.unwrap_or_default())
     }
 
-    async fn emit_event(&self, job: &Value, event: &JobEvent) -> Result<(), ApiError> {
-        let meta = job.get("metadata");
-        let field = |k: &str| {
-            meta.and_then(|m| m.get(k))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
-        let regarding = ObjectReference {
-            api_version: Some("batch/v1".to_owned()),
-            kind: Some("Job".to_owned()),
-            name: field("name"),
-            namespace: field("namespace"),
-            uid: field("uid"),
-            ..Default::default()
-        };
-        let e = Event {
-            type_: if event.warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: event.reason.clone(),
-            note: Some(event.message.clone()),
-            action: "Sync".to_owned(),
-            secondary: None,
-        };
-        self.recorder
-            .publish(&e, &regarding)
+    async fn job_uid(&self, namespace: &str, name: &str) -> Result<Option<String>, ApiError> {
+        Api::<Job>::namespaced(self.client.clone(), namespace)
+            .get_metadata_opt(name)
             .await
+            .map(|job| job.and_then(|j| j.metadata.uid))
+            .map_err(api_error)
+    }
+
+    async fn create_event(&self, job: &JobRef, event: &EventRecord) -> Result<(), ApiError> {
+        let now = Timestamp::now();
+        // client-go names events `<object>.<unix nanoseconds in hex>`.
+        let name = format!("{}.{:x}", job.name, now.as_nanosecond());
+        let event: Event = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": job.namespace},
+            "involvedObject": {
+                "apiVersion": "batch/v1", "kind": "Job",
+                "name": job.name, "namespace": job.namespace, "uid": job.uid,
+            },
+            "reason": event.reason,
+            "message": event.message,
+            "type": if event.warning { "Warning" } else { "Normal" },
+            "source": {"component": self.controller_name},
+            "reportingComponent": self.controller_name,
+            "reportingInstance": self.identity,
+            "firstTimestamp": now.to_string(),
+            "lastTimestamp": now.to_string(),
+            "count": 1,
+        }))
+        .map_err(|e| ApiError::Other(e.to_string()))?;
+        Api::<Event>::namespaced(self.client.clone(), &job.namespace)
+            .create(&PostParams::default(), &event)
+            .await
+            .map(drop)
             .map_err(api_error)
     }
 }

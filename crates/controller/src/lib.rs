@@ -18,32 +18,21 @@
 //! # }
 //! ```
 //!
-//! * [`ControllerConfig`]: controller name (`--controller-name`, default
-//!   `jobwarden.io/job-controller`), the Lease's namespace, name and holder identity, and its
-//!   timing.
 //! * [`run`]: acquires the Lease, runs the reconcile loop while leading, stops it when the Lease
 //!   is lost, and on `shutdown` drains in-flight syncs and releases the Lease.
-//! * [`register_metrics`]: registers the metrics into the server's Registry (served on
-//!   `/metrics`) and returns the [`ControllerMetrics`] handles `run` records into.
-//! * [`plan::plan`]: the pure heart, `plan(job, pods, now, config) -> Plan`.
-//!
-//! # Policies
-//!
-//! Beyond the core lifecycle, `plan` runs the Job API's policies the way upstream's `syncJob`
-//! orders them: an outcome already stored (`SuccessCriteriaMet` or `FailureTarget`) stands; else
-//! a `FailJob` pod failure policy rule (reason `PodFailurePolicy_{name}`, KEP-4443), the back-off
-//! limit, the active deadline, `maxFailedIndexes` and failed indexes; and only then the success
-//! policy (KEP-3998). So a sync that meets both fails the Job, and a Job that has met its
-//! success criteria ends `Complete` whatever its lingering pods do.
+//! * [`client::controller_client`]: the kube client the controller should use: its own
+//!   User-Agent and a client-side request rate limit.
+//! * [`plan::plan`]: the pure heart, `plan(job, pods, now, config, in_flight) -> Plan`.
 //!
 //! # Layout
 //!
-//! `plan` decides (pure, table-tested in `plan_tests.rs` and, for the policies,
-//! `plan_policy_tests.rs`); `pods`, `backoff`, `conditions`, `pod_template`,
-//! `pod_failure_policy`, `success_policy` and `per_index` are its pure parts; `status_patch` turns a planned status into the owned-fields
-//! merge patch; `executor` applies a plan through the `ClusterApi` trait (`kube_api` is the real
-//! one; tests use an in-memory cluster and a crash test stops it after every call);
-//! `reconcile` is the kube-runtime wiring; `leader` the Lease.
+//! Deciding (pure): `plan` and its parts (`pods`, `backoff`, `conditions`, `pod_template`,
+//! `pod_failure_policy`, `success_policy`, `per_index`), `status_patch`, `events`,
+//! `expectations`, `orphans`. Acting: `executor` applies a plan through the `ClusterApi`
+//! trait (`cluster_api`; `kube_api` is the real one, `in_memory` a faithful stand-in for tests,
+//! the scale benchmark and `jobwarden simulate`); `job_controller` syncs one Job from the
+//! caches (`job_cache`, `pod_cache`); `reconcile` is the loop; `leader` the Lease; this file
+//! wires them.
 //!
 //! # End-to-end tests
 //!
@@ -51,13 +40,22 @@
 //! (and is skipped otherwise); see that file for what the cluster needs.
 
 pub mod backoff;
+pub mod client;
+pub mod cluster_api;
 pub mod conditions;
+pub mod events;
 pub mod executor;
+pub mod expectations;
+pub mod in_memory;
+pub mod job_cache;
+pub mod job_controller;
 pub mod kube_api;
 pub mod leader;
 pub mod metrics;
+pub mod orphans;
 pub mod per_index;
 pub mod plan;
+pub mod pod_cache;
 pub mod pod_failure_policy;
 pub mod pod_template;
 pub mod pods;
@@ -68,11 +66,24 @@ pub mod success_policy;
 #[cfg(test)]
 mod crash_tests;
 #[cfg(test)]
-mod fake_cluster;
-#[cfg(test)]
 mod testing;
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::{Api, Client};
+
 pub use metrics::{ControllerMetrics, register_metrics};
+
+use crate::job_cache::CachedJob;
+use crate::job_controller::JobController;
+use crate::kube_api::KubeApi;
+use crate::plan::PlanConfig;
+use crate::reconcile::{LoopConfig, Sources};
+use jobwarden_rules::well_known::CONTROLLER_UID_LABEL;
 
 /// How the controller runs. `Default` gives upstream-like values and the controller name
 /// `jobwarden.io/job-controller`; set `identity` to something unique per replica (the pod name).
@@ -88,6 +99,10 @@ pub struct ControllerConfig {
     pub lease_duration_secs: u64,
     /// How long before expiry the holder renews it.
     pub lease_grace_secs: u64,
+    /// Jobs synced at once (upstream's `--concurrent-job-syncs`).
+    pub concurrent_syncs: u16,
+    /// How long pod events wait to be handled together (upstream's 1 s batch period).
+    pub batch_period: Duration,
 }
 
 impl Default for ControllerConfig {
@@ -99,6 +114,8 @@ impl Default for ControllerConfig {
             identity: std::env::var("HOSTNAME").unwrap_or_else(|_| "jobwarden".to_owned()),
             lease_duration_secs: 15,
             lease_grace_secs: 5,
+            concurrent_syncs: 5,
+            batch_period: Duration::from_secs(1),
         }
     }
 }
@@ -106,10 +123,67 @@ impl Default for ControllerConfig {
 /// Acquires the Lease, runs the reconcile loop while leading, and releases the Lease once
 /// `shutdown` resolves and in-flight syncs are done.
 pub async fn run(
-    client: kube::Client,
+    client: Client,
     config: ControllerConfig,
     metrics: ControllerMetrics,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    leader::run(client, config, metrics, shutdown).await
+    let lease = leader::LeaseSettings {
+        namespace: config.lease_namespace.clone(),
+        name: config.lease_name.clone(),
+        identity: config.identity.clone(),
+        duration_secs: config.lease_duration_secs,
+        grace_secs: config.lease_grace_secs,
+    };
+    let leader_gauge = metrics.leader.clone();
+    leader::lead(
+        client.clone(),
+        lease,
+        shutdown,
+        move |leading| {
+            leader_gauge.set(i64::from(leading));
+        },
+        |stop| {
+            // Each term starts from fresh caches: a new leader lists what the old one watched.
+            let controller = Arc::new(JobController::new(
+                KubeApi::new(client.clone(), &config.controller_name, &config.identity),
+                PlanConfig {
+                    controller_name: config.controller_name.clone(),
+                    ..PlanConfig::default()
+                },
+                metrics.clone(),
+            ));
+            let loop_config = LoopConfig {
+                concurrency: config.concurrent_syncs,
+                batch_period: config.batch_period,
+            };
+            reconcile::run_loop(
+                controller,
+                kube_sources(&client),
+                Arc::new(k8s_openapi::jiff::Timestamp::now),
+                loop_config,
+                stop,
+                |_store| {},
+            )
+        },
+    )
+    .await
+}
+
+/// The watches: every Job (the cache keeps each as its JSON text without `managedFields`), and
+/// every pod that carries a Job uid label, as upstream's informers do.
+fn kube_sources(client: &Client) -> Sources {
+    let jobs = watcher(
+        Api::<CachedJob>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .boxed();
+    let pods = watcher(
+        Api::<Pod>::all(client.clone()),
+        watcher::Config::default().labels(CONTROLLER_UID_LABEL),
+    )
+    .default_backoff()
+    .boxed();
+    Sources { jobs, pods }
 }

@@ -39,6 +39,8 @@ pub struct ControllerMetrics {
     pub foreign_jobs_seen: Counter,
     pub rejected_status_writes: Counter,
     pub leader: Gauge,
+    pub cached_pods: Gauge,
+    pub events_dropped: Counter,
 }
 
 impl Default for ControllerMetrics {
@@ -53,6 +55,8 @@ impl Default for ControllerMetrics {
             foreign_jobs_seen: Counter::default(),
             rejected_status_writes: Counter::default(),
             leader: Gauge::default(),
+            cached_pods: Gauge::default(),
+            events_dropped: Counter::default(),
         }
     }
 }
@@ -96,6 +100,16 @@ pub fn register_metrics(registry: &mut Registry) -> ControllerMetrics {
         "leader",
         "1 while this replica holds the Lease",
         m.leader.clone(),
+    );
+    r.register(
+        "cached_pods",
+        "Pods in the watch cache (every pod with a Job uid label)",
+        m.cached_pods.clone(),
+    );
+    r.register(
+        "events_dropped",
+        "Events not written because the Job's event rate limit was spent",
+        m.events_dropped.clone(),
     );
     m
 }

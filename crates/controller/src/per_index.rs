@@ -44,7 +44,7 @@ pub fn failed_indexes(
     completed: &IndexSet,
 ) -> IndexSet {
     let mut failed = IndexSet::parse_lenient(stored.unwrap_or(""), completions);
-    for p in pods.iter().filter(|p| p.has_finalizer) {
+    for p in pods.iter().filter(|p| p.tracked) {
         if let Some(i) = p
             .index
             .filter(|i| *i < completions && !completed.contains(*i))
@@ -62,12 +62,12 @@ pub fn failed_indexes(
 /// the counts survive a crash in between. When several failed, the one with the most failures
 /// and, among those, the latest finish is taken.
 pub fn pods_awaiting_replacement<'p>(
-    pods: &'p [PodView],
+    pods: &'p [PodView<'p>],
     completions: i32,
     only_replace_failed: bool,
     completed: &IndexSet,
     failed: &IndexSet,
-) -> BTreeMap<i32, &'p PodView> {
+) -> BTreeMap<i32, &'p PodView<'p>> {
     let active: IndexSet = IndexSet::from_indexes(
         pods.iter()
             .filter(|p| p.is_active())
@@ -76,7 +76,7 @@ pub fn pods_awaiting_replacement<'p>(
     let mut out: BTreeMap<i32, &PodView> = BTreeMap::new();
     for p in pods
         .iter()
-        .filter(|p| p.has_finalizer && p.is_failed(only_replace_failed))
+        .filter(|p| p.tracked && p.is_failed(only_replace_failed))
     {
         let Some(i) = p.index.filter(|i| *i < completions) else {
             continue;
@@ -155,30 +155,40 @@ pub fn remaining(
 mod tests {
     use super::*;
     use crate::backoff::{DEFAULT_BACKOFF, MAX_BACKOFF};
+    use crate::pods::CachedPod;
     use crate::testing::*;
 
-    fn view(b: PodBuilder) -> PodView {
-        PodView::from_pod(&b.build())
+    fn view(pod: &CachedPod) -> PodView<'_> {
+        PodView {
+            pod,
+            policy: None,
+            tracked: pod.has_finalizer,
+        }
+    }
+
+    fn cached(b: PodBuilder) -> CachedPod {
+        CachedPod::from_pod(&b.build())
     }
 
     #[test]
     fn an_index_fails_once_its_failures_reach_the_limit() {
-        let first = view(pod("a").index(0).failed_at(5));
-        let second = view(pod("b").index(0).index_failures(1).failed_at(5));
-        let running = view(pod("c").index(0).index_failures(5).running());
-        assert!(!is_index_failed(&first, true, 1));
-        assert!(is_index_failed(&second, true, 1));
-        assert!(is_index_failed(&first, true, 0));
-        assert!(!is_index_failed(&running, true, 0));
+        let first = cached(pod("a").index(0).failed_at(5));
+        let second = cached(pod("b").index(0).index_failures(1).failed_at(5));
+        let running = cached(pod("c").index(0).index_failures(5).running());
+        assert!(!is_index_failed(&view(&first), true, 1));
+        assert!(is_index_failed(&view(&second), true, 1));
+        assert!(is_index_failed(&view(&first), true, 0));
+        assert!(!is_index_failed(&view(&running), true, 0));
     }
 
     #[test]
     fn failed_indexes_join_the_stored_ones_but_never_a_completed_one() {
-        let pods = vec![
-            view(pod("a").index(1).failed_at(5)),
-            view(pod("b").index(3).failed_at(5)),
-            view(pod("c").index(4).failed_at(5).no_finalizer()),
+        let cached = [
+            cached(pod("a").index(1).failed_at(5)),
+            cached(pod("b").index(3).failed_at(5)),
+            cached(pod("c").index(4).failed_at(5).no_finalizer()),
         ];
+        let pods: Vec<PodView> = cached.iter().map(view).collect();
         let completed = IndexSet::parse_lenient("3", 6);
         let got = failed_indexes(Some("0"), 6, &pods, true, 0, &completed);
         assert_eq!(got.to_string(), "0,1");
@@ -186,13 +196,14 @@ mod tests {
 
     #[test]
     fn the_replacement_inherits_from_the_latest_most_failed_pod() {
-        let pods = vec![
-            view(pod("a").index(0).failed_at(5)),
-            view(pod("b").index(0).index_failures(1).failed_at(20)),
-            view(pod("c").index(1).failed_at(5)),
-            view(pod("d").index(1).running()),
-            view(pod("e").index(2).failed_at(5)),
+        let cached = [
+            cached(pod("a").index(0).failed_at(5)),
+            cached(pod("b").index(0).index_failures(1).failed_at(20)),
+            cached(pod("c").index(1).failed_at(5)),
+            cached(pod("d").index(1).running()),
+            cached(pod("e").index(2).failed_at(5)),
         ];
+        let pods: Vec<PodView> = cached.iter().map(view).collect();
         let none = IndexSet::new();
         let failed = IndexSet::parse_lenient("2", 3);
         let got = pods_awaiting_replacement(&pods, 3, true, &none, &failed);
@@ -204,7 +215,8 @@ mod tests {
 
     #[test]
     fn per_index_backoff_counts_every_failure_of_the_index() {
-        let twice = view(pod("b").index(0).index_failures(1).failed_at(20));
+        let twice = cached(pod("b").index(0).index_failures(1).failed_at(20));
+        let twice = view(&twice);
         let d = |s| Duration::from_secs(s);
         assert_eq!(
             remaining(Some(&twice), at(25), DEFAULT_BACKOFF, MAX_BACKOFF),

@@ -4,6 +4,7 @@
 //! be checked against the status-transition rules before it is made.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jobwarden_rules::JobObject;
@@ -13,17 +14,17 @@ use jobwarden_rules::condition::{
 use jobwarden_rules::indexes::IndexSet;
 use jobwarden_rules::rule_names;
 use k8s_openapi::api::batch::v1::{JobCondition, JobStatus, UncountedTerminatedPods};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
 use crate::backoff;
+use crate::cluster_api::EventRecord;
 use crate::conditions;
 use crate::per_index;
 use crate::pod_failure_policy::{self, Action};
 use crate::pod_template::{JobIdentity, build_pod};
-use crate::pods::{Phase, PodView};
+use crate::pods::{CachedPod, Phase, PodView};
 use crate::success_policy;
 use jobwarden_rules::well_known::*;
 
@@ -100,13 +101,6 @@ pub struct PodDeletion {
     pub reason: DeleteReason,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobEvent {
-    pub warning: bool,
-    pub reason: String,
-    pub message: String,
-}
-
 /// The Job reached a terminal condition in this plan's status write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finish {
@@ -133,7 +127,7 @@ pub struct Plan {
     pub remove_finalizers: Vec<PodRef>,
     pub delete: Vec<PodDeletion>,
     pub create: Vec<PodCreation>,
-    pub events: Vec<JobEvent>,
+    pub events: Vec<EventRecord>,
     /// Look again after this long even if nothing changes (back-off, deadline, next step).
     pub requeue_after: Option<Duration>,
     pub finished: Option<Finish>,
@@ -161,7 +155,7 @@ impl Plan {
     }
 
     fn event(&mut self, warning: bool, reason: &str, message: &str) {
-        self.events.push(JobEvent {
+        self.events.push(EventRecord {
             warning,
             reason: reason.to_owned(),
             message: message.to_owned(),
@@ -191,14 +185,6 @@ pub fn is_managed_by(job: &JobObject<'_>, controller_name: &str) -> bool {
     job.spec.managed_by.as_deref() == Some(controller_name)
 }
 
-fn owned_by(pod: &Pod, job_uid: &str) -> bool {
-    pod.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.controller == Some(true) && o.uid == job_uid)
-}
-
 /// Timestamps are stored with whole seconds; planning with the stored precision keeps
 /// `completionTime >= startTime` comparisons the same before and after a round trip.
 fn whole_seconds(t: Timestamp) -> Timestamp {
@@ -209,7 +195,38 @@ fn count(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
-pub fn plan(job: &JobObject<'_>, pods: &[Pod], now: Timestamp, config: &PlanConfig) -> Plan {
+/// What the controller has asked the API server for and not yet seen in its caches
+/// (`expectations`): `plan` must not act on a picture it knows to be incomplete.
+#[derive(Debug, Clone)]
+pub struct InFlight {
+    /// Every pod creation and deletion asked for has shown up in the pod cache (upstream's
+    /// `satisfiedExpectations`). Until then no pod is created or deleted, and no new outcome
+    /// or terminal condition is recorded.
+    pub pods_settled: bool,
+    /// Pods whose tracking finalizer is being removed: their outcome is recorded, they count
+    /// as released.
+    pub removing_finalizers: HashSet<String>,
+    /// Pods whose deletion is under way: never asked for twice.
+    pub deleting: HashSet<String>,
+}
+
+impl Default for InFlight {
+    fn default() -> Self {
+        InFlight {
+            pods_settled: true,
+            removing_finalizers: HashSet::new(),
+            deleting: HashSet::new(),
+        }
+    }
+}
+
+pub fn plan(
+    job: &JobObject<'_>,
+    pods: &[Arc<CachedPod>],
+    now: Timestamp,
+    config: &PlanConfig,
+    in_flight: &InFlight,
+) -> Plan {
     let mut out = Plan::default();
     if !is_managed_by(job, &config.controller_name) {
         out.skipped = Some(Skip::ForeignManager(job.spec.managed_by.clone()));
@@ -217,21 +234,25 @@ pub fn plan(job: &JobObject<'_>, pods: &[Pod], now: Timestamp, config: &PlanConf
     }
     let now = whole_seconds(now);
     let job_uid = job.metadata.uid.as_deref().unwrap_or("");
+    let namespace = job.metadata.namespace.as_deref().unwrap_or("");
     let policy = job.spec.pod_failure_policy.as_ref();
     let views: Vec<PodView> = pods
         .iter()
-        .filter(|p| owned_by(p, job_uid))
-        .map(|p| {
-            let mut view = PodView::from_pod(p);
-            view.policy = policy.and_then(|policy| pod_failure_policy::match_pod(policy, p));
-            view
+        .filter(|p| p.owner_uid.as_deref() == Some(job_uid))
+        .map(|p| PodView {
+            pod: p,
+            // Upstream matches only failed pods; those are terminal or being deleted.
+            policy: policy
+                .filter(|_| p.phase == Phase::Failed || p.deleting)
+                .and_then(|policy| pod_failure_policy::match_pod(policy, p, namespace)),
+            tracked: p.has_finalizer && !in_flight.removing_finalizers.contains(&p.uid),
         })
         .collect();
 
     if job.is_finished() {
         // Upstream's orphan clean-up: a finished Job records nothing more, so a pod still
         // carrying the finalizer is only kept from going away.
-        for p in views.iter().filter(|p| p.has_finalizer) {
+        for p in views.iter().filter(|p| p.tracked) {
             out.remove_finalizer(p);
         }
         return out;
@@ -248,16 +269,17 @@ pub fn plan(job: &JobObject<'_>, pods: &[Pod], now: Timestamp, config: &PlanConf
         );
         return out;
     }
-    Pass::new(job, &views, now, config, indexed).run(out)
+    Pass::new(job, &views, now, config, indexed, in_flight).run(out)
 }
 
 /// One pass of `syncJob` over a Job and its pods.
 struct Pass<'a> {
     job: &'a JobObject<'a>,
-    pods: &'a [PodView],
+    pods: &'a [PodView<'a>],
     now: Timestamp,
     config: &'a PlanConfig,
     indexed: bool,
+    in_flight: &'a InFlight,
     completions: Option<i32>,
     only_replace_failed: bool,
     suspended: bool,
@@ -269,10 +291,11 @@ struct Pass<'a> {
 impl<'a> Pass<'a> {
     fn new(
         job: &'a JobObject<'a>,
-        pods: &'a [PodView],
+        pods: &'a [PodView<'a>],
         now: Timestamp,
         config: &'a PlanConfig,
         indexed: bool,
+        in_flight: &'a InFlight,
     ) -> Self {
         // The apiserver defaults the policy; read it the same way when it is absent (a Job
         // stored before the field existed).
@@ -286,6 +309,7 @@ impl<'a> Pass<'a> {
             now,
             config,
             indexed,
+            in_flight,
             completions: job.spec.completions,
             only_replace_failed,
             suspended: job.is_suspended(),
@@ -324,13 +348,13 @@ impl<'a> Pass<'a> {
         let new_succeeded = self
             .pods
             .iter()
-            .filter(|p| p.has_finalizer && !in_succeeded.contains(&p.uid) && self.valid_index(p))
+            .filter(|p| p.tracked && !in_succeeded.contains(&p.uid) && self.valid_index(p))
             .filter(|p| p.phase == Phase::Succeeded)
             .count();
         let new_failed = self
             .pods
             .iter()
-            .filter(|p| p.has_finalizer && !in_failed.contains(&p.uid) && self.valid_index(p))
+            .filter(|p| p.tracked && !in_failed.contains(&p.uid) && self.valid_index(p))
             .filter(|p| p.is_failed(self.only_replace_failed) && p.counts_as_failure())
             .count();
         let mut succeeded = i64::from(old.succeeded.unwrap_or(0))
@@ -355,7 +379,7 @@ impl<'a> Pass<'a> {
             for p in self
                 .pods
                 .iter()
-                .filter(|p| p.has_finalizer && p.phase == Phase::Succeeded)
+                .filter(|p| p.tracked && p.phase == Phase::Succeeded)
             {
                 if let Some(i) = p.index.filter(|_| self.valid_index(p)) {
                     succeeded_indexes.insert(i);
@@ -390,6 +414,12 @@ impl<'a> Pass<'a> {
         if finishing.is_none() {
             finishing = self.success_policy(&succeeded_indexes);
         }
+        // Upstream's `satisfiedExpectations`: a new outcome waits until every pod asked for
+        // (or deleted) shows in the cache, so that no pod can appear after it.
+        let settled = self.in_flight.pods_settled;
+        if !settled && finishing.as_ref().is_some_and(|f| !f.interim_stored) {
+            finishing = None;
+        }
         // Computed before any pod is created, as upstream: in the pass that creates the
         // replacement the failed pod still waits, and it is counted in the next.
         let awaiting = match &failed_indexes {
@@ -406,7 +436,10 @@ impl<'a> Pass<'a> {
         if finishing.is_some() {
             // Upstream's `deleteActivePods`: the finalizers stay, so each outcome is recorded
             // below before the pod may go.
-            for p in &active {
+            for p in active
+                .iter()
+                .filter(|p| !self.in_flight.deleting.contains(&p.uid))
+            {
                 out.delete.push(PodDeletion {
                     pod: pod_ref(p),
                     reason: DeleteReason::JobFinishing,
@@ -417,7 +450,7 @@ impl<'a> Pass<'a> {
             ready = 0;
         } else {
             let mut managed = false;
-            if !self.deleting {
+            if !self.deleting && settled {
                 let counts = self.manage(
                     &active,
                     succeeded,
@@ -432,10 +465,11 @@ impl<'a> Pass<'a> {
                 terminating += counts.deleted;
                 managed = true;
             }
-            let complete = match self.completions {
-                None => succeeded > 0 && active_count == 0,
-                Some(c) => succeeded >= i64::from(c) && active_count == 0,
-            };
+            let complete = settled
+                && match self.completions {
+                    None => succeeded > 0 && active_count == 0,
+                    Some(c) => succeeded >= i64::from(c) && active_count == 0,
+                };
             if complete {
                 finishing = Some(Finishing {
                     success: true,
@@ -456,7 +490,7 @@ impl<'a> Pass<'a> {
         let with_finalizer: HashSet<&str> = self
             .pods
             .iter()
-            .filter(|p| p.has_finalizer)
+            .filter(|p| p.tracked)
             .map(|p| p.uid.as_str())
             .collect();
         let mut counted_succeeded = i64::from(old.succeeded.unwrap_or(0));
@@ -729,6 +763,7 @@ impl<'a> Pass<'a> {
             name: self.job.name(),
             namespace: self.job.metadata.namespace.as_deref().unwrap_or(""),
             uid: self.job.metadata.uid.as_deref().unwrap_or(""),
+            controller_name: &self.config.controller_name,
         };
         let template = self.job.raw_template();
         let mut indexes: Vec<Option<i32>> = if self.indexed {
@@ -800,9 +835,9 @@ impl<'a> Pass<'a> {
     /// index go first; then the least advanced pods.
     fn active_pods_for_removal<'p>(
         &self,
-        active: &[&'p PodView],
+        active: &[&'p PodView<'p>],
         at_least: i64,
-    ) -> Vec<&'p PodView> {
+    ) -> Vec<&'p PodView<'p>> {
         let mut remove: Vec<&PodView> = Vec::new();
         let mut left: Vec<&PodView> = Vec::new();
         if self.indexed {
@@ -844,7 +879,7 @@ impl<'a> Pass<'a> {
         out: &mut Plan,
     ) {
         for p in pods {
-            if p.has_finalizer {
+            if p.tracked {
                 out.remove_finalizer(p);
             }
             out.delete.push(PodDeletion {
@@ -904,7 +939,7 @@ impl<'a> Pass<'a> {
         out: &mut Plan,
     ) -> bool {
         let failing = finishing.is_some_and(|f| !f.success);
-        let mut candidates: Vec<&PodView> = self.pods.iter().filter(|p| p.has_finalizer).collect();
+        let mut candidates: Vec<&PodView> = self.pods.iter().filter(|p| p.tracked).collect();
         candidates.sort_by(|a, b| a.index.cmp(&b.index).then_with(|| a.name.cmp(&b.name)));
         let mut new_indexes = 0usize;
         for p in candidates {
@@ -969,7 +1004,11 @@ impl<'a> Pass<'a> {
             out.requeue(Duration::ZERO);
             return;
         }
-        if pods_uncounted || terminating > 0 || status.active.unwrap_or(0) > 0 {
+        if pods_uncounted
+            || terminating > 0
+            || status.active.unwrap_or(0) > 0
+            || !self.in_flight.pods_settled
+        {
             return;
         }
         if f.success {

@@ -4,7 +4,6 @@ use std::time::Duration;
 
 use jobwarden_rules::JobObject;
 use jobwarden_rules::condition::*;
-use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 
 use super::*;
@@ -41,8 +40,14 @@ pub(super) struct Expect {
 
 pub(super) fn run(job: &Value, pods: Vec<PodBuilder>, now: i64) -> Plan {
     let job = JobObject::parse(job).expect("test jobs parse");
-    let pods: Vec<Pod> = pods.into_iter().map(PodBuilder::build).collect();
-    plan(&job, &pods, at(now), &PlanConfig::default())
+    let pods: Vec<Arc<CachedPod>> = pods.into_iter().map(PodBuilder::cached).collect();
+    plan(
+        &job,
+        &pods,
+        at(now),
+        &PlanConfig::default(),
+        &InFlight::default(),
+    )
 }
 
 fn uid(name: &str) -> String {

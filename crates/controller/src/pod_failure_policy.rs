@@ -2,8 +2,12 @@
 //! rules in order, the first that matches acts. Pure reads of the pod's status; it decides what
 //! a rule says, never what the Job does about it (that is `plan`'s).
 
-use k8s_openapi::api::batch::v1::{PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement};
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodCondition};
+use k8s_openapi::api::batch::v1::{
+    PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
+    PodFailurePolicyOnPodConditionsPattern,
+};
+
+use crate::pods::{CachedPod, ExitedContainer};
 
 /// What the first matching rule asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,29 +59,30 @@ impl PolicyMatch {
     }
 }
 
-/// The first rule that matches `pod`, if any. Whether the pod failed at all is the caller's
-/// question (upstream only asks this of failed pods).
-pub fn match_pod(policy: &PodFailurePolicy, pod: &Pod) -> Option<PolicyMatch> {
-    let status = pod.status.as_ref();
-    let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
-    let name = pod.metadata.name.as_deref().unwrap_or("");
+/// The first rule that matches `pod` (of the Job in `namespace`), if any. Whether the pod
+/// failed at all is the caller's question (upstream only asks this of failed pods).
+pub fn match_pod(
+    policy: &PodFailurePolicy,
+    pod: &CachedPod,
+    namespace: &str,
+) -> Option<PolicyMatch> {
+    let name = &pod.name;
     for (rule, r) in policy.rules.iter().enumerate() {
         let what = if let Some(req) = &r.on_exit_codes {
-            let containers = status.and_then(|s| s.container_statuses.as_deref());
-            let inits = status.and_then(|s| s.init_container_statuses.as_deref());
-            // Regular containers first, then init containers, as upstream.
-            let Some((container, code)) =
-                matching_container(containers, req).or_else(|| matching_container(inits, req))
-            else {
+            // Regular containers first, then init containers, as upstream; `exited` holds
+            // them in that order.
+            let Some(c) = pod.exited.iter().find(|c| container_matches(c, req)) else {
                 continue;
             };
-            format!("Container {container} for pod {namespace}/{name} failed with exit code {code}")
+            format!(
+                "Container {} for pod {namespace}/{name} failed with exit code {}",
+                c.name, c.exit_code
+            )
         } else if let Some(patterns) = &r.on_pod_conditions {
-            let conditions = status.and_then(|s| s.conditions.as_deref()).unwrap_or(&[]);
-            let Some(c) = matching_condition(conditions, patterns) else {
+            let Some((type_, _)) = matching_condition(&pod.conditions, patterns) else {
                 continue;
             };
-            format!("Pod {namespace}/{name} has condition {}", c.type_)
+            format!("Pod {namespace}/{name} has condition {type_}")
         } else {
             continue;
         };
@@ -93,18 +98,12 @@ pub fn match_pod(policy: &PodFailurePolicy, pod: &Pod) -> Option<PolicyMatch> {
     None
 }
 
-/// Upstream's `getMatchingContainerFromList`: the first terminated container with a non-zero
-/// exit code that the requirement names (any container when it names none) and whose code the
-/// operator accepts.
-fn matching_container<'a>(
-    statuses: Option<&'a [ContainerStatus]>,
-    req: &PodFailurePolicyOnExitCodesRequirement,
-) -> Option<(&'a str, i32)> {
-    statuses.into_iter().flatten().find_map(|c| {
-        let code = c.state.as_ref()?.terminated.as_ref()?.exit_code;
-        let named = req.container_name.as_deref().is_none_or(|n| n == c.name);
-        (named && code != 0 && operator_matches(code, req)).then_some((c.name.as_str(), code))
-    })
+/// Upstream's `getMatchingContainerFromList`: a terminated container with a non-zero exit code
+/// (all `exited` holds) that the requirement names (any container when it names none) and whose
+/// code the operator accepts.
+fn container_matches(c: &ExitedContainer, req: &PodFailurePolicyOnExitCodesRequirement) -> bool {
+    req.container_name.as_deref().is_none_or(|n| n == &*c.name)
+        && operator_matches(c.exit_code, req)
 }
 
 fn operator_matches(code: i32, req: &PodFailurePolicyOnExitCodesRequirement) -> bool {
@@ -118,17 +117,17 @@ fn operator_matches(code: i32, req: &PodFailurePolicyOnExitCodesRequirement) -> 
 /// Upstream's `matchOnPodConditions`: type and status must both be equal. The status is compared
 /// as stored; the apiserver defaults an empty one to `True`, and so does this.
 fn matching_condition<'a>(
-    conditions: &'a [PodCondition],
-    patterns: &[k8s_openapi::api::batch::v1::PodFailurePolicyOnPodConditionsPattern],
-) -> Option<&'a PodCondition> {
-    conditions.iter().find(|c| {
+    conditions: &'a [(Box<str>, Box<str>)],
+    patterns: &[PodFailurePolicyOnPodConditionsPattern],
+) -> Option<&'a (Box<str>, Box<str>)> {
+    conditions.iter().find(|(type_, status)| {
         patterns.iter().any(|p| {
-            let status = p
+            let want = p
                 .status
                 .as_deref()
                 .filter(|s| !s.is_empty())
                 .unwrap_or("True");
-            p.type_ == c.type_ && status == c.status
+            p.type_ == **type_ && want == &**status
         })
     })
 }
@@ -136,18 +135,20 @@ fn matching_condition<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
     use serde_json::{Value, json};
 
     fn policy(rules: Value) -> PodFailurePolicy {
         serde_json::from_value(json!({ "rules": rules })).expect("test policies decode")
     }
 
-    fn pod(status: Value) -> Pod {
-        serde_json::from_value(json!({
+    fn pod(status: Value) -> CachedPod {
+        let pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": "p", "namespace": "ns"},
             "status": status,
         }))
-        .expect("test pods decode")
+        .expect("test pods decode");
+        CachedPod::from_pod(&pod)
     }
 
     fn terminated(name: &str, code: i32) -> Value {
@@ -173,15 +174,15 @@ mod tests {
     type Want = Option<(Action, usize, &'static str)>;
 
     /// `(action, rule, message)` of the match, for one-line expectations.
-    fn matched(p: &PodFailurePolicy, pod: &Pod) -> Option<(Action, usize, String)> {
-        match_pod(p, pod).map(|m| (m.action, m.rule, m.message))
+    fn matched(p: &PodFailurePolicy, pod: &CachedPod) -> Option<(Action, usize, String)> {
+        match_pod(p, pod, "ns").map(|m| (m.action, m.rule, m.message))
     }
 
     #[test]
     fn exit_code_rules() {
         let failed_main_2 = pod(json!({"phase": "Failed",
                                         "containerStatuses": [terminated("main", 2)]}));
-        let cases: Vec<(&str, Value, &Pod, Want)> = vec![
+        let cases: Vec<(&str, Value, &CachedPod, Want)> = vec![
             (
                 "In matches, upstream's message",
                 json!([exit_rule("FailJob", Some("main"), "In", &[2])]),
@@ -298,7 +299,7 @@ mod tests {
             ))
         );
         assert!(
-            !match_pod(&p, &disrupted)
+            !match_pod(&p, &disrupted, "ns")
                 .expect("matches")
                 .counts_as_failure()
         );

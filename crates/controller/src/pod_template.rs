@@ -6,8 +6,8 @@
 use serde_json::{Map, Value, json};
 
 use jobwarden_rules::well_known::{
-    COMPLETION_INDEX_ENV, COMPLETION_INDEX_KEY, CONTROLLER_UID_LABEL, JOB_NAME_LABEL,
-    TRACKING_FINALIZER,
+    COMPLETION_INDEX_ENV, COMPLETION_INDEX_KEY, CONTROLLER_UID_LABEL, CREATED_BY_ANNOTATION,
+    JOB_NAME_LABEL, TRACKING_FINALIZER,
 };
 
 /// Upstream's `names.MaxGeneratedNameLength`: 63 less the 5 random characters the apiserver adds.
@@ -19,6 +19,8 @@ pub struct JobIdentity<'a> {
     pub name: &'a str,
     pub namespace: &'a str,
     pub uid: &'a str,
+    /// The controller creating the pod, recorded in `jobwarden.io/created-by`.
+    pub controller_name: &'a str,
 }
 
 /// The pod for `index` (Indexed) or for no index (NonIndexed), ready to POST.
@@ -33,6 +35,7 @@ pub fn build_pod(job: &JobIdentity<'_>, raw_template: &Value, index: Option<i32>
     };
     let mut labels = copied("labels");
     let mut annotations = copied("annotations");
+    annotations.insert(CREATED_BY_ANNOTATION.to_owned(), json!(job.controller_name));
     let mut finalizers: Vec<Value> = template_meta
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
@@ -138,6 +141,7 @@ mod tests {
             name: "pi",
             namespace: "ns",
             uid: "uid-1",
+            controller_name: "jobwarden.io/job-controller",
         }
     }
 
@@ -165,6 +169,10 @@ mod tests {
         assert_eq!(pod["metadata"]["labels"]["app"], "pi");
         assert_eq!(pod["metadata"]["labels"][CONTROLLER_UID_LABEL], "uid-1");
         assert_eq!(pod["metadata"]["annotations"]["note"], "x");
+        assert_eq!(
+            pod["metadata"]["annotations"][CREATED_BY_ANNOTATION],
+            "jobwarden.io/job-controller"
+        );
         assert_eq!(
             pod["metadata"]["finalizers"],
             json!(["example.com/keep", TRACKING_FINALIZER])

@@ -1,14 +1,17 @@
-//! What the controller reads from one of its pods: phase, terminating, ready, the tracking
-//! finalizer, the completion index and when it finished. Pure reads of the pod as the API
-//! returned it; a malformed field reads as "unknown", never as a panic.
+//! What the controller keeps of a pod, and reads from it: `CachedPod` is the compact record the
+//! watch cache holds (a few hundred bytes instead of the whole `Pod`), built once per watch event;
+//! `PodView` is one sync's view of it, with the pod failure policy rule it matches. Pure reads;
+//! a malformed field reads as "unknown", never as a panic.
 
-use k8s_openapi::api::core::v1::Pod;
+use std::ops::Deref;
+
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use crate::pod_failure_policy::PolicyMatch;
 use jobwarden_rules::well_known::{
-    COMPLETION_INDEX_KEY, INDEX_FAILURE_COUNT_KEY, INDEX_IGNORED_FAILURE_COUNT_KEY,
-    TRACKING_FINALIZER,
+    COMPLETION_INDEX_KEY, CREATED_BY_ANNOTATION, INDEX_FAILURE_COUNT_KEY,
+    INDEX_IGNORED_FAILURE_COUNT_KEY, TRACKING_FINALIZER,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,11 +23,24 @@ pub enum Phase {
     Unknown,
 }
 
-/// One pod as `plan` sees it.
-#[derive(Debug, Clone)]
-pub struct PodView {
+/// A container that terminated with a non-zero exit code: all the pod failure policy's
+/// `onExitCodes` ever looks at (upstream skips exit code 0 and containers still running).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExitedContainer {
+    pub name: Box<str>,
+    pub exit_code: i32,
+    pub init: bool,
+}
+
+/// One pod as the cache keeps it: only what `plan` and the expectations read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedPod {
     pub name: String,
     pub uid: String,
+    /// The uid in the pod's controller owner reference, when that is a `batch/v1` Job.
+    pub owner_uid: Option<Box<str>>,
+    /// The controller name in `jobwarden.io/created-by`: which jobwarden controller made it.
+    pub created_by: Option<Box<str>>,
     pub phase: Phase,
     pub deleting: bool,
     pub ready: bool,
@@ -38,13 +54,14 @@ pub struct PodView {
     /// The index's earlier counted and ignored failures, from the per-index annotations.
     pub index_failures: i32,
     pub index_ignored_failures: i32,
-    /// The pod failure policy rule this pod matches; `plan` fills it in, as only it knows the
-    /// Job.
-    pub policy: Option<PolicyMatch>,
+    /// Regular containers first, then init containers, each in the pod's order.
+    pub exited: Box<[ExitedContainer]>,
+    /// `(type, status)` of each pod condition, for `onPodConditions`.
+    pub conditions: Box<[(Box<str>, Box<str>)]>,
 }
 
-impl PodView {
-    pub fn from_pod(pod: &Pod) -> PodView {
+impl CachedPod {
+    pub fn from_pod(pod: &Pod) -> CachedPod {
         let meta = &pod.metadata;
         let status = pod.status.as_ref();
         let phase = match status.and_then(|s| s.phase.as_deref()) {
@@ -54,51 +71,60 @@ impl PodView {
             Some("Failed") => Phase::Failed,
             Some(_) => Phase::Unknown,
         };
-        let ready = status
+        let conditions: Box<[(Box<str>, Box<str>)]> = status
             .and_then(|s| s.conditions.as_ref())
             .into_iter()
             .flatten()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
+            .map(|c| (Box::from(c.type_.as_str()), Box::from(c.status.as_str())))
+            .collect();
+        let ready = conditions
+            .iter()
+            .any(|(t, s)| &**t == "Ready" && &**s == "True");
         let has_finalizer = meta
             .finalizers
             .iter()
             .flatten()
             .any(|f| f == TRACKING_FINALIZER);
         let annotation = |key: &str| meta.annotations.as_ref().and_then(|a| a.get(key));
-        let index = annotation(COMPLETION_INDEX_KEY).and_then(|v| parse_index(v));
         let failure_count = |key: &str| annotation(key).map_or(0, |v| parse_failure_count(v));
-        let restarts = status
-            .into_iter()
-            .flat_map(|s| {
-                s.init_container_statuses
-                    .iter()
-                    .flatten()
-                    .chain(s.container_statuses.iter().flatten())
-            })
+        let containers = status
+            .and_then(|s| s.container_statuses.as_deref())
+            .unwrap_or(&[]);
+        let inits = status
+            .and_then(|s| s.init_container_statuses.as_deref())
+            .unwrap_or(&[]);
+        let restarts = inits
+            .iter()
+            .chain(containers)
             .map(|c| i64::from(c.restart_count))
             .sum();
-        PodView {
+        let exited = exited(containers, false)
+            .chain(exited(inits, true))
+            .collect();
+        let owner_uid = meta
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true) && o.kind == "Job" && o.api_version == "batch/v1")
+            .map(|o| Box::from(o.uid.as_str()));
+        CachedPod {
             name: meta.name.clone().unwrap_or_default(),
             uid: meta.uid.clone().unwrap_or_default(),
+            owner_uid,
+            created_by: annotation(CREATED_BY_ANNOTATION).map(|v| Box::from(v.as_str())),
             phase,
             deleting: meta.deletion_timestamp.is_some(),
             ready,
             has_finalizer,
-            index,
+            index: annotation(COMPLETION_INDEX_KEY).and_then(|v| parse_index(v)),
             created: meta.creation_timestamp.as_ref().map(|t| t.0),
             finished_at: finish_time(pod),
             restarts,
             index_failures: failure_count(INDEX_FAILURE_COUNT_KEY),
             index_ignored_failures: failure_count(INDEX_IGNORED_FAILURE_COUNT_KEY),
-            policy: None,
+            exited,
+            conditions,
         }
-    }
-
-    /// Upstream's `countFailed`: a failure an `Ignore` rule matched is not counted.
-    pub fn counts_as_failure(&self) -> bool {
-        self.policy
-            .as_ref()
-            .is_none_or(PolicyMatch::counts_as_failure)
     }
 
     /// Upstream's `FilterActivePods`: not terminal and not being deleted.
@@ -123,6 +149,45 @@ impl PodView {
             return true;
         }
         !only_replace_failed && self.deleting && self.phase != Phase::Succeeded
+    }
+}
+
+fn exited(statuses: &[ContainerStatus], init: bool) -> impl Iterator<Item = ExitedContainer> {
+    statuses.iter().filter_map(move |c| {
+        let code = c.state.as_ref()?.terminated.as_ref()?.exit_code;
+        (code != 0).then(|| ExitedContainer {
+            name: Box::from(c.name.as_str()),
+            exit_code: code,
+            init,
+        })
+    })
+}
+
+/// One sync's view of a cached pod: the pod, and the pod failure policy rule it matches (only
+/// `plan` knows the Job, so only it can say).
+#[derive(Debug, Clone)]
+pub struct PodView<'a> {
+    pub pod: &'a CachedPod,
+    pub policy: Option<PolicyMatch>,
+    /// Holds the tracking finalizer and no removal of it is under way: its outcome is still
+    /// the controller's to record. A pod whose removal is in flight counts as released.
+    pub tracked: bool,
+}
+
+impl Deref for PodView<'_> {
+    type Target = CachedPod;
+
+    fn deref(&self) -> &CachedPod {
+        self.pod
+    }
+}
+
+impl PodView<'_> {
+    /// Upstream's `countFailed`: a failure an `Ignore` rule matched is not counted.
+    pub fn counts_as_failure(&self) -> bool {
+        self.policy
+            .as_ref()
+            .is_none_or(PolicyMatch::counts_as_failure)
     }
 }
 

@@ -1,330 +1,323 @@
-//! The kube-runtime wiring: watches Jobs and the pods that carry a Job uid label in every
-//! namespace, and for each Job reads it and its pods fresh, plans, applies. It acts only on
-//! Jobs whose `spec.managedBy` is this controller's, and on no other Job or pod.
+//! The reconcile loop: Job and pod watch events feed the caches, and each event names the Job to
+//! sync; kube-runtime's `applier` schedules the syncs (never two of one Job at once, at most
+//! `concurrency` at a time, requeues merged). Pod-triggered syncs are batched for a second, as
+//! upstream's `enqueueSyncJobBatched` does, so a Job whose pods finish one by one is written
+//! once per batch, not once per pod. Orphaned pods still holding our finalizer are released.
+//! The event sources are parameters: kube watchers in a cluster, the in-memory cluster in the
+//! scale benchmark and the tests.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::collections::{HashMap, HashSet};
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 
-use futures::StreamExt;
-use jobwarden_rules::JobObject;
-use k8s_openapi::api::batch::v1::Job;
+use futures::{Stream, StreamExt as _};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams};
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::controller::{self, Action};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
-use kube::{Client, ResourceExt};
-use serde_json::Value;
 use tokio::sync::mpsc;
+use tokio_util::time::DelayQueue;
 
-use crate::executor::{self, ApplyError, ClusterApi};
-use crate::kube_api::{KubeApi, api_error};
-use crate::metrics::{ControllerMetrics, CreatedLabels, FinishedLabels, SyncLabels};
-use crate::plan::{PlanConfig, PodRef, is_managed_by, plan};
-use jobwarden_rules::well_known::{CONTROLLER_UID_LABEL, INDEXED, NON_INDEXED, TRACKING_FINALIZER};
+use crate::cluster_api::ClusterApi;
+use crate::job_cache::CachedJob;
+use crate::job_controller::{JobController, SyncError};
+use crate::orphans::{self, Orphan, OrphanCandidate};
+use crate::pod_cache::PodObservation;
 
 /// A safety net: look at every managed Job at least this often even if no event arrives.
 const RESYNC: Duration = Duration::from_secs(300);
+/// After a failed sync (the API refused a write or could not be reached).
 const RETRY: Duration = Duration::from_secs(5);
+/// After a conflict: the newer Job is on its way through the watch.
+const RETRY_CONFLICT: Duration = Duration::from_millis(500);
 
-#[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
-    #[error("reading from the API: {0}")]
-    Read(#[from] kube::Error),
-    #[error("decoding the Job: {0}")]
-    Decode(String),
-    #[error(transparent)]
-    Apply(#[from] ApplyError),
+/// How the loop runs.
+#[derive(Debug, Clone)]
+pub struct LoopConfig {
+    /// Jobs synced at once (upstream's `--concurrent-job-syncs`, default 5).
+    pub concurrency: u16,
+    /// How long a pod event waits before its Job is synced, so that the events of one burst
+    /// are handled by one sync (upstream's `syncJobBatchPeriod`, 1 s).
+    pub batch_period: Duration,
 }
 
-pub struct Context {
-    pub client: Client,
-    pub api: KubeApi,
-    pub plan_config: PlanConfig,
-    pub metrics: ControllerMetrics,
-    /// Unfinished managed Jobs, by namespace/name, for the `jobs_managed` gauge.
-    managed: Mutex<HashSet<String>>,
-    /// Uids of foreign Jobs already counted.
-    foreign: Mutex<HashSet<String>>,
-}
-
-impl Context {
-    pub fn new(
-        client: Client,
-        plan_config: PlanConfig,
-        metrics: ControllerMetrics,
-        identity: &str,
-    ) -> Self {
-        Context {
-            api: KubeApi::new(client.clone(), &plan_config.controller_name, identity),
-            client,
-            plan_config,
-            metrics,
-            managed: Mutex::default(),
-            foreign: Mutex::default(),
-        }
-    }
-
-    fn set_managed(&self, key: String, unfinished: bool) {
-        let mut set = self.managed.lock().unwrap_or_else(|e| e.into_inner());
-        if unfinished {
-            set.insert(key);
-        } else {
-            set.remove(&key);
-        }
-        self.metrics
-            .jobs_managed
-            .set(i64::try_from(set.len()).unwrap_or(i64::MAX));
-    }
-
-    fn saw_foreign(&self, uid: String) {
-        let mut set = self.foreign.lock().unwrap_or_else(|e| e.into_inner());
-        if set.insert(uid) {
-            self.metrics.foreign_jobs_seen.inc();
+impl Default for LoopConfig {
+    fn default() -> Self {
+        LoopConfig {
+            concurrency: 5,
+            batch_period: Duration::from_secs(1),
         }
     }
 }
 
-/// The Job a pod belongs to, from its controller owner reference.
-fn owner_job(pod: &Pod) -> Option<(String, String)> {
-    pod.owner_references()
-        .iter()
-        .find(|o| o.controller == Some(true) && o.kind == "Job" && o.api_version == "batch/v1")
-        .map(|o| (o.name.clone(), o.uid.clone()))
+pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+
+type EventStream<K> = Pin<Box<dyn Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send>>;
+
+/// The event sources and what to do with the Job cache once it exists.
+pub struct Sources {
+    pub jobs: EventStream<CachedJob>,
+    pub pods: EventStream<Pod>,
 }
 
-fn has_our_finalizer(pod: &Pod) -> bool {
-    pod.finalizers().iter().any(|f| f == TRACKING_FINALIZER)
+struct Ctx<A> {
+    controller: Arc<JobController<A>>,
+    clock: Clock,
 }
 
-pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
-    let managed_by = job.spec.as_ref().and_then(|s| s.managed_by.as_deref());
-    if managed_by != Some(ctx.plan_config.controller_name.as_str()) {
-        if managed_by.is_some() {
-            ctx.saw_foreign(job.uid().unwrap_or_default());
-        }
-        return Ok(Action::await_change());
-    }
-    let started = Instant::now();
-    let result = sync(&job, &ctx).await;
-    ctx.metrics
-        .sync_duration
-        .observe(started.elapsed().as_secs_f64());
-    let label = match &result {
-        Ok(_) => "success",
-        Err(ReconcileError::Apply(e)) if e.is_conflict() => "conflict",
-        Err(_) => "error",
-    };
-    ctx.metrics
-        .syncs
-        .get_or_create(&SyncLabels {
-            result: label.to_owned(),
-        })
-        .inc();
-    match result {
-        // Someone wrote the Job since it was read: read again at once.
-        Err(ReconcileError::Apply(e)) if e.is_conflict() => {
-            Ok(Action::requeue(Duration::from_millis(100)))
-        }
-        other => other,
-    }
+/// A Job to sync, now or after the batch period.
+enum Wake {
+    Now(ObjectRef<CachedJob>),
+    Batched(ObjectRef<CachedJob>),
 }
 
-/// Reads the Job and its pods fresh from the API (not the watch cache), so a plan never acts
-/// on a state older than its own last write.
-async fn sync(job: &Job, ctx: &Context) -> Result<Action, ReconcileError> {
-    let namespace = job.namespace().unwrap_or_default();
-    let name = job.name_any();
-    let key = format!("{namespace}/{name}");
-    let jobs: Api<DynamicObject> = Api::namespaced_with(
-        ctx.client.clone(),
-        &namespace,
-        &ApiResource::erase::<Job>(&()),
-    );
-    let Some(fresh) = jobs.get_opt(&name).await? else {
-        ctx.set_managed(key, false);
-        return Ok(Action::await_change());
-    };
-    let raw: Value =
-        serde_json::to_value(&fresh).map_err(|e| ReconcileError::Decode(e.to_string()))?;
-    let parsed = JobObject::parse(&raw).map_err(|e| ReconcileError::Decode(e.to_string()))?;
-    if !is_managed_by(&parsed, &ctx.plan_config.controller_name) {
-        // The name now belongs to a different Job.
-        ctx.set_managed(key, false);
-        return Ok(Action::await_change());
-    }
-    let uid = parsed.metadata.uid.clone().unwrap_or_default();
-    let pods = Api::<Pod>::namespaced(ctx.client.clone(), &namespace)
-        .list(&ListParams::default().labels(&format!("{CONTROLLER_UID_LABEL}={uid}")))
-        .await?
-        .items;
-    let p = plan(&parsed, &pods, Timestamp::now(), &ctx.plan_config);
-    let applied = executor::apply(&ctx.api, &raw, &p).await;
-    if let Err(ApplyError::InvalidStatus(_)) = &applied {
-        ctx.metrics.rejected_status_writes.inc();
-    }
-    let applied = applied?;
-    for creation in p.create.iter().take(applied.created) {
-        ctx.metrics
-            .pods_created
-            .get_or_create(&CreatedLabels {
-                reason: creation.reason.label().to_owned(),
-            })
-            .inc();
-    }
-    if let Some(finish) = &p.finished {
-        let mode = if parsed.is_indexed() {
-            INDEXED
-        } else {
-            NON_INDEXED
-        };
-        ctx.metrics
-            .jobs_finished
-            .get_or_create(&FinishedLabels {
-                completion_mode: mode.to_owned(),
-                result: if finish.succeeded {
-                    "succeeded"
-                } else {
-                    "failed"
-                }
-                .to_owned(),
-                reason: metric_reason(&finish.reason).to_owned(),
-            })
-            .inc();
-    }
-    ctx.set_managed(key, !parsed.is_finished() && p.finished.is_none());
-    Ok(Action::requeue(
-        p.requeue_after.unwrap_or(RESYNC).min(RESYNC),
-    ))
-}
-
-fn error_policy(job: Arc<Job>, error: &ReconcileError, _ctx: Arc<Context>) -> Action {
-    tracing::warn!(job = %job.name_any(), namespace = ?job.namespace(), %error, "sync failed; retrying");
-    Action::requeue(RETRY)
-}
-
-/// The `reason` label of `jobs_finished`: KEP-4443's rule names are the user's words, so they
-/// are folded into upstream's `PodFailurePolicy` to keep the label's values a small fixed set
-/// (the Job's condition keeps the full reason).
-fn metric_reason(reason: &str) -> &str {
-    if reason.starts_with(jobwarden_rules::rule_names::REASON_PREFIX) {
-        "PodFailurePolicy"
-    } else {
-        reason
-    }
-}
-
-/// A pod with our finalizer whose Job is gone (or finished) can never be counted: let it go,
-/// as upstream's orphan-pod sync does. Checked against the API, not the cache, before acting.
-async fn release_orphan(
-    ctx: &Context,
-    jobs: &Store<Job>,
-    pod: OrphanCandidate,
-) -> Result<(), kube::Error> {
-    let cached = jobs.get(&ObjectRef::new(&pod.job_name).within(&pod.namespace));
-    if cached.is_some_and(|j| j.uid().as_deref() == Some(pod.job_uid.as_str()) && !finished(&j)) {
-        return Ok(());
-    }
-    let fresh = Api::<Job>::namespaced(ctx.client.clone(), &pod.namespace)
-        .get_opt(&pod.job_name)
-        .await?;
-    if let Some(job) = &fresh
-        && job.uid().as_deref() == Some(pod.job_uid.as_str())
-    {
-        let ours = job.spec.as_ref().and_then(|s| s.managed_by.as_deref())
-            == Some(ctx.plan_config.controller_name.as_str());
-        if !ours || !finished(job) {
-            return Ok(());
-        }
-    }
-    tracing::info!(pod = %pod.pod.name, namespace = %pod.namespace, "releasing a pod whose Job is gone");
-    if let Err(e) = ctx.api.remove_pod_finalizer(&pod.namespace, &pod.pod).await {
-        tracing::warn!(pod = %pod.pod.name, error = %e, "could not release an orphan pod");
-    }
-    Ok(())
-}
-
-fn finished(job: &Job) -> bool {
-    job.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
-}
-
-struct OrphanCandidate {
-    namespace: String,
-    pod: PodRef,
-    job_name: String,
-    job_uid: String,
-}
-
-/// Runs the reconcile loop until `stop` resolves, then lets in-flight syncs finish.
-pub async fn run_controller(
-    ctx: Arc<Context>,
-    stop: impl Future<Output = ()> + Send + Sync + 'static,
+/// Runs the loop until `stop` resolves, then lets the syncs in flight finish. `on_store` is
+/// handed the Job cache as soon as it exists (the in-process audit reads it).
+pub async fn run_loop<A: ClusterApi + 'static>(
+    controller: Arc<JobController<A>>,
+    sources: Sources,
+    clock: Clock,
+    config: LoopConfig,
+    stop: impl Future<Output = ()> + Send + 'static,
+    on_store: impl FnOnce(Store<CachedJob>),
 ) {
-    let client = ctx.client.clone();
+    let (store, writer) = reflector::store::<CachedJob>();
+    on_store(store.clone());
     let (orphan_tx, mut orphan_rx) = mpsc::unbounded_channel::<OrphanCandidate>();
-    let pods_wc = watcher::Config::default().labels(CONTROLLER_UID_LABEL);
-    let controller = Controller::new(Api::<Job>::all(client.clone()), watcher::Config::default())
-        .watches(Api::<Pod>::all(client), pods_wc, move |pod: Pod| {
-            let owner = owner_job(&pod);
-            if let Some((job_name, job_uid)) = owner.clone()
-                && has_our_finalizer(&pod)
-            {
-                let _ = orphan_tx.send(OrphanCandidate {
-                    namespace: pod.namespace().unwrap_or_default(),
-                    pod: PodRef {
-                        name: pod.name_any(),
-                        uid: pod.uid().unwrap_or_default(),
-                    },
-                    job_name,
-                    job_uid,
-                });
-            }
-            owner
-                .map(|(name, _)| ObjectRef::new(&name).within(&pod.namespace().unwrap_or_default()))
-        });
-    let store = controller.store();
-    let orphan_ctx = ctx.clone();
+
+    let job_wakes = {
+        let (ctl, store, orphans) = (controller.clone(), store.clone(), orphan_tx.clone());
+        let mut generations: HashMap<String, i64> = HashMap::new();
+        reflector::reflector(writer, sources.jobs).map(move |event| {
+            let wakes = match event {
+                Ok(e) => job_event(&ctl, &store, &mut generations, &orphans, &e),
+                Err(e) => {
+                    tracing::warn!(error = %e, "Job watch");
+                    Vec::new()
+                }
+            };
+            futures::stream::iter(wakes)
+        })
+    };
+    let pod_wakes = {
+        let (ctl, store, orphans) = (controller.clone(), store.clone(), orphan_tx);
+        sources.pods.map(move |event| {
+            let wakes = match event {
+                Ok(e) => {
+                    let observations = ctl.observe_pods(&e);
+                    pod_wakes(&ctl, &store, &orphans, observations)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "pod watch");
+                    Vec::new()
+                }
+            };
+            futures::stream::iter(wakes)
+        })
+    };
+    let wakes = futures::stream::select(job_wakes.flatten(), pod_wakes.flatten());
+    let queue = batched(wakes, config.batch_period)
+        .take_until(stop)
+        .map(Ok::<_, Infallible>);
+
+    let orphan_ctl = controller.clone();
+    let orphan_store = store.clone();
     let orphans = tokio::spawn(async move {
         while let Some(candidate) = orphan_rx.recv().await {
-            if let Err(e) = release_orphan(&orphan_ctx, &store, candidate).await {
-                tracing::warn!(error = %api_error(e), "checking an orphan pod");
-            }
+            release_orphan(&orphan_ctl, &orphan_store, candidate).await;
         }
     });
-    controller
-        .graceful_shutdown_on(stop)
-        .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "controller event");
+
+    let ctx = Arc::new(Ctx { controller, clock });
+    controller::applier(
+        |job: Arc<CachedJob>, ctx: Arc<Ctx<A>>| {
+            Box::pin(async move {
+                let report = ctx.controller.sync(&job, (ctx.clock)()).await?;
+                Ok::<_, SyncError>(Action::requeue(
+                    report.requeue_after.unwrap_or(RESYNC).min(RESYNC),
+                ))
+            })
+        },
+        |job: Arc<CachedJob>, error: &SyncError, _ctx: Arc<Ctx<A>>| {
+            if error.is_conflict() {
+                tracing::debug!(job = job.name(), namespace = job.namespace(), "conflict; the newer Job is on its way");
+                Action::requeue(RETRY_CONFLICT)
+            } else {
+                tracing::warn!(job = job.name(), namespace = job.namespace(), %error, "sync failed; retrying");
+                Action::requeue(RETRY)
             }
-        })
-        .await;
+        },
+        ctx,
+        store,
+        queue,
+        controller::Config::default().concurrency(config.concurrency),
+    )
+    .for_each(|result| async move {
+        if let Err(e) = result {
+            tracing::trace!(error = %e, "reconcile request");
+        }
+    })
+    .await;
     orphans.abort();
 }
 
-#[cfg(test)]
-mod tests {
-    use super::metric_reason;
+fn job_ref(job: &CachedJob) -> ObjectRef<CachedJob> {
+    ObjectRef::new(job.name()).within(job.namespace())
+}
 
-    #[test]
-    fn named_failure_reasons_fold_into_one_metric_label() {
-        assert_eq!(
-            metric_reason("PodFailurePolicy_ExitCode2"),
-            "PodFailurePolicy"
-        );
-        assert_eq!(metric_reason("PodFailurePolicy_1"), "PodFailurePolicy");
-        assert_eq!(
-            metric_reason("BackoffLimitExceeded"),
-            "BackoffLimitExceeded"
-        );
-        assert_eq!(metric_reason("SuccessPolicy"), "SuccessPolicy");
+/// What a Job watch event wakes: the Job itself when it is ours; at once when it is new or
+/// its spec changed (its generation moved), batched when only its status did.
+fn job_event<A: ClusterApi>(
+    ctl: &JobController<A>,
+    store: &Store<CachedJob>,
+    generations: &mut HashMap<String, i64>,
+    orphans: &mpsc::UnboundedSender<OrphanCandidate>,
+    event: &watcher::Event<CachedJob>,
+) -> Vec<Wake> {
+    let name = &ctl.config().controller_name;
+    match event {
+        watcher::Event::Apply(job) | watcher::Event::InitApply(job) => {
+            if !job.is_managed_by(name) {
+                ctl.saw_foreign(job);
+                return Vec::new();
+            }
+            let generation = job.metadata.generation.unwrap_or(0);
+            match generations.insert(job.uid().to_owned(), generation) {
+                Some(g) if g == generation => vec![Wake::Batched(job_ref(job))],
+                _ => vec![Wake::Now(job_ref(job))],
+            }
+        }
+        watcher::Event::Delete(job) => {
+            generations.remove(job.uid());
+            ctl.job_gone(job.uid());
+            // Upstream's `cleanupPodFinalizers`: its pods that still hold our finalizer are
+            // orphans now.
+            for pod in ctl.pods().for_job(job.uid()) {
+                let candidate = OrphanCandidate {
+                    namespace: job.namespace().to_owned(),
+                    job_name: Some(job.name().to_owned()),
+                    pod,
+                };
+                if orphans::judge(&candidate, store, ctl) != Orphan::Keep {
+                    let _ = orphans.send(candidate);
+                }
+            }
+            Vec::new()
+        }
+        watcher::Event::Init => Vec::new(),
+        watcher::Event::InitDone => {
+            // Jobs deleted while the watch was down never got a Delete event.
+            let present: HashSet<String> =
+                store.state().iter().map(|j| j.uid().to_owned()).collect();
+            generations.retain(|uid, _| {
+                let keep = present.contains(uid);
+                if !keep {
+                    ctl.job_gone(uid);
+                }
+                keep
+            });
+            Vec::new()
+        }
     }
+}
+
+/// What pod events wake: the Jobs they belong to, batched; orphans go to the release worker.
+fn pod_wakes<A: ClusterApi>(
+    ctl: &JobController<A>,
+    store: &Store<CachedJob>,
+    orphans: &mpsc::UnboundedSender<OrphanCandidate>,
+    observations: Vec<PodObservation>,
+) -> Vec<Wake> {
+    let mut wakes = Vec::new();
+    for o in observations {
+        if let Some(pod) = o.pod {
+            let candidate = OrphanCandidate {
+                namespace: o.namespace.clone(),
+                job_name: o.job.as_ref().map(|j| j.name.clone()),
+                pod,
+            };
+            if orphans::judge(&candidate, store, ctl) != Orphan::Keep {
+                let _ = orphans.send(candidate);
+            }
+        }
+        if let Some(job) = o.job {
+            wakes.push(Wake::Batched(
+                ObjectRef::new(&job.name).within(&job.namespace),
+            ));
+        }
+    }
+    wakes
+}
+
+async fn release_orphan<A: ClusterApi>(
+    ctl: &JobController<A>,
+    store: &Store<CachedJob>,
+    candidate: OrphanCandidate,
+) {
+    let release = match orphans::judge(&candidate, store, ctl) {
+        Orphan::Keep => false,
+        Orphan::Release => true,
+        Orphan::Confirm => orphans::confirm(ctl, &candidate).await,
+    };
+    if release {
+        orphans::release(ctl, &candidate).await;
+    }
+}
+
+/// `Wake::Batched` requests wait `period` (the first one counts: more events for the same Job
+/// in the meantime ride along); `Wake::Now` requests go at once.
+fn batched(
+    wakes: impl Stream<Item = Wake> + Send + 'static,
+    period: Duration,
+) -> impl Stream<Item = ObjectRef<CachedJob>> + Send {
+    struct State<S> {
+        wakes: Option<Pin<Box<S>>>,
+        delayed: DelayQueue<ObjectRef<CachedJob>>,
+        waiting: HashSet<ObjectRef<CachedJob>>,
+    }
+    let state = State {
+        wakes: Some(Box::pin(wakes)),
+        delayed: DelayQueue::new(),
+        waiting: HashSet::new(),
+    };
+    futures::stream::unfold(state, move |mut s| async move {
+        enum Next {
+            Wake(Option<Wake>),
+            Due(ObjectRef<CachedJob>),
+        }
+        loop {
+            let Some(wakes) = s.wakes.as_mut() else {
+                // The input ended: what is waiting goes at once.
+                let next = s.waiting.iter().next().cloned()?;
+                s.waiting.remove(&next);
+                return Some((next, s));
+            };
+            let delayed = &mut s.delayed;
+            let next = tokio::select! {
+                wake = wakes.next() => Next::Wake(wake),
+                Some(expired) = futures::future::poll_fn(|cx| delayed.poll_expired(cx)), if !delayed.is_empty() => {
+                    Next::Due(expired.into_inner())
+                }
+            };
+            match next {
+                Next::Wake(Some(Wake::Now(r))) => return Some((r, s)),
+                Next::Wake(Some(Wake::Batched(r))) => {
+                    if period.is_zero() {
+                        return Some((r, s));
+                    }
+                    if s.waiting.insert(r.clone()) {
+                        s.delayed.insert(r, period);
+                    }
+                }
+                Next::Wake(None) => s.wakes = None,
+                Next::Due(r) => {
+                    s.waiting.remove(&r);
+                    return Some((r, s));
+                }
+            }
+        }
+    })
 }

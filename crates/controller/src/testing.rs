@@ -1,10 +1,13 @@
 //! Small fluent builders for tests: a Job in one line, its pods in the next. Test-only; they
 //! build the JSON and typed objects the API would return, nothing more.
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
+use crate::pods::CachedPod;
 use jobwarden_rules::well_known::*;
 
 pub const JOB_UID: &str = "job-uid";
@@ -219,6 +222,24 @@ impl JobBuilder {
     pub fn build(self) -> Value {
         self.v
     }
+
+    /// The Job as a user would submit it: no uid, resourceVersion, status or generated labels
+    /// (the API server makes those).
+    pub fn manifest(self) -> Value {
+        let mut v = self.v;
+        for k in ["uid", "resourceVersion"] {
+            if let Some(m) = v["metadata"].as_object_mut() {
+                m.remove(k);
+            }
+        }
+        if let Some(o) = v.as_object_mut() {
+            o.remove("status");
+        }
+        if let Some(t) = v["spec"]["template"].as_object_mut() {
+            t.remove("metadata");
+        }
+        v
+    }
 }
 
 pub struct PodBuilder {
@@ -343,5 +364,10 @@ impl PodBuilder {
 
     pub fn build(self) -> Pod {
         serde_json::from_value(self.v).expect("test pods are well-formed")
+    }
+
+    /// The pod as the controller's cache holds it.
+    pub fn cached(self) -> Arc<CachedPod> {
+        Arc::new(CachedPod::from_pod(&self.build()))
     }
 }

@@ -12,6 +12,10 @@ pub const BUILT_IN_CONTROLLER_NAME: &str = "kubernetes.io/job-controller";
 /// strips theirs.
 pub const TRACKING_FINALIZER: &str = "jobwarden.io/job-tracking";
 
+/// On every pod jobwarden creates: the controller name that created it, so a jobwarden
+/// controller only ever releases the orphaned pods of its own (several may share a cluster).
+pub const CREATED_BY_ANNOTATION: &str = "jobwarden.io/created-by";
+
 pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
 pub const LEGACY_JOB_NAME_LABEL: &str = "job-name";
 pub const CONTROLLER_UID_LABEL: &str = "batch.kubernetes.io/controller-uid";

@@ -364,8 +364,12 @@ where
 /// The conformance cases (`tests/conformance/cases/*.json`).
 pub fn conformance_cases() -> Vec<(PathBuf, serde_json::Value)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases");
-    let entries = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("the corpus {} is part of the repository: {e}", dir.display()));
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
+        panic!(
+            "the corpus {} is part of the repository: {e}",
+            dir.display()
+        )
+    });
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))

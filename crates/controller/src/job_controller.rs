@@ -1,0 +1,430 @@
+//! One Job's sync, from the caches: the Job as the watch cache holds it, its pods from the pod
+//! cache, and what the controller remembers between syncs (expectations, the Jobs' event
+//! buckets). Plans, applies, keeps the expectations in step with the writes it made, records
+//! the events. It issues no GET and no LIST: every read is a cache read. The kube wiring
+//! (`reconcile`), the scale benchmark and the tests all drive this same type.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use jobwarden_rules::JobObject;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::watcher;
+
+use crate::cluster_api::{ClusterApi, EventRecord, JobRef};
+use crate::events::{EventLimiter, pods_message};
+use crate::executor::{self, Applied, ApplyError};
+use crate::expectations::{EXPECTATIONS_TIMEOUT, Expectations};
+use crate::job_cache::CachedJob;
+use crate::metrics::{ControllerMetrics, CreatedLabels, FinishedLabels, SyncLabels};
+use crate::plan::{Finish, InFlight, Plan, PlanConfig, plan};
+use crate::pod_cache::{PodCache, PodObservation};
+use crate::pods::CachedPod;
+use jobwarden_rules::well_known::{INDEXED, NON_INDEXED};
+
+/// How many deleted Jobs' uids are remembered, so their orphaned pods are released without
+/// asking the API server whether the Job is gone.
+const REMEMBERED_GONE_JOBS: usize = 10_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error("the cached Job does not decode: {0}")]
+    Decode(String),
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
+}
+
+impl SyncError {
+    /// Someone wrote first: sync again soon, from the newer object.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, SyncError::Apply(e) if e.is_conflict())
+    }
+}
+
+/// What a sync did, for the loop and the tests.
+#[derive(Debug, Default)]
+pub struct SyncReport {
+    /// Look again after this long even if no event arrives.
+    pub requeue_after: Option<Duration>,
+    /// Why nothing was planned, if so.
+    pub skipped: Option<&'static str>,
+    pub status_written: bool,
+    pub created: usize,
+    pub deleted: usize,
+    pub finalizers_removed: usize,
+    pub events_written: usize,
+    pub finished: Option<Finish>,
+}
+
+#[derive(Default)]
+struct Memory {
+    expectations: Expectations,
+    events: EventLimiter,
+    /// Unfinished managed Jobs, for the `jobs_managed` gauge.
+    managed: HashSet<String>,
+    /// Uids of foreign Jobs already counted.
+    foreign: HashSet<String>,
+    /// Jobs deleted while we watched: their pods are orphans.
+    gone: HashSet<String>,
+}
+
+pub struct JobController<A> {
+    api: A,
+    config: PlanConfig,
+    pods: PodCache,
+    memory: Mutex<Memory>,
+    metrics: ControllerMetrics,
+}
+
+impl<A: ClusterApi> JobController<A> {
+    pub fn new(api: A, config: PlanConfig, metrics: ControllerMetrics) -> Self {
+        JobController {
+            api,
+            config,
+            pods: PodCache::default(),
+            memory: Mutex::default(),
+            metrics,
+        }
+    }
+
+    pub fn api(&self) -> &A {
+        &self.api
+    }
+
+    pub fn config(&self) -> &PlanConfig {
+        &self.config
+    }
+
+    pub fn pods(&self) -> &PodCache {
+        &self.pods
+    }
+
+    fn memory(&self) -> MutexGuard<'_, Memory> {
+        self.memory.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Applies a pod watch event to the cache and the expectations; returns what it meant, so
+    /// the caller can sync the Jobs concerned and look after orphans.
+    pub fn observe_pods(&self, event: &watcher::Event<Pod>) -> Vec<PodObservation> {
+        let observations = self.pods.apply(event);
+        let mut m = self.memory();
+        for o in &observations {
+            let Some(job) = &o.job else { continue };
+            let e = &mut m.expectations;
+            if o.appeared {
+                e.creation_observed(&job.uid, 1);
+            }
+            if o.deleting {
+                e.deletion_observed(&job.uid, &o.pod_uid);
+            }
+            if o.released {
+                e.finalizer_removal_observed(&job.uid, &o.pod_uid);
+            }
+        }
+        drop(m);
+        self.metrics
+            .cached_pods
+            .set(i64::try_from(self.pods.len()).unwrap_or(i64::MAX));
+        observations
+    }
+
+    /// The Job left the cache: forget it, and remember that its pods are orphans.
+    pub fn job_gone(&self, uid: &str) {
+        let mut m = self.memory();
+        m.expectations.forget(uid);
+        m.events.forget(uid);
+        if m.managed.remove(uid) {
+            self.metrics
+                .jobs_managed
+                .set(i64::try_from(m.managed.len()).unwrap_or(i64::MAX));
+        }
+        if m.gone.len() >= REMEMBERED_GONE_JOBS {
+            m.gone.clear();
+        }
+        m.gone.insert(uid.to_owned());
+    }
+
+    /// Counts a Job whose `spec.managedBy` names another controller, once.
+    pub fn saw_foreign(&self, job: &CachedJob) {
+        if job.managed_by.is_some() && self.memory().foreign.insert(job.uid().to_owned()) {
+            self.metrics.foreign_jobs_seen.inc();
+        }
+    }
+
+    /// Whether the Job with this uid was deleted while the controller watched.
+    pub fn is_gone(&self, uid: &str) -> bool {
+        self.memory().gone.contains(uid)
+    }
+
+    /// Syncs one Job from the caches.
+    pub async fn sync(&self, job: &CachedJob, now: Timestamp) -> Result<SyncReport, SyncError> {
+        let uid = job.uid();
+        if !job.is_managed_by(&self.config.controller_name) {
+            self.saw_foreign(job);
+            return Ok(SyncReport {
+                skipped: Some("managed by another controller"),
+                ..SyncReport::default()
+            });
+        }
+        if self
+            .memory()
+            .expectations
+            .job_is_stale(uid, job.resource_version(), now)
+        {
+            // Our own last status write is not in the cache yet: planning from this Job would
+            // act on a state we have already changed. Its watch event will wake us.
+            return Ok(SyncReport {
+                skipped: Some("cached Job older than our last status write"),
+                requeue_after: Some(EXPECTATIONS_TIMEOUT),
+                ..SyncReport::default()
+            });
+        }
+        let started = Instant::now();
+        let result = self.sync_from_cache(job, now).await;
+        self.metrics
+            .sync_duration
+            .observe(started.elapsed().as_secs_f64());
+        let label = match &result {
+            Ok(_) => "success",
+            Err(e) if e.is_conflict() => "conflict",
+            Err(_) => "error",
+        };
+        self.metrics
+            .syncs
+            .get_or_create(&SyncLabels {
+                result: label.to_owned(),
+            })
+            .inc();
+        result
+    }
+
+    async fn sync_from_cache(
+        &self,
+        job: &CachedJob,
+        now: Timestamp,
+    ) -> Result<SyncReport, SyncError> {
+        let uid = job.uid();
+        let raw = job.value();
+        let parsed = JobObject::parse(&raw).map_err(|e| SyncError::Decode(e.to_string()))?;
+        let in_flight = {
+            let mut m = self.memory();
+            let e = &mut m.expectations;
+            InFlight {
+                pods_settled: e.satisfied(uid, now),
+                removing_finalizers: e.removing_finalizers(uid),
+                deleting: e.deleting(uid),
+            }
+        };
+        let pods: Vec<Arc<CachedPod>> = self.pods.for_job(uid);
+        let p = plan(&parsed, &pods, now, &self.config, &in_flight);
+        self.expect(uid, &p, now);
+        let applied = executor::apply(&self.api, &raw, &p).await;
+        self.settle(uid, job.resource_version(), &p, &applied, now);
+
+        let job_ref = JobRef {
+            namespace: job.namespace().to_owned(),
+            name: job.name().to_owned(),
+            uid: uid.to_owned(),
+        };
+        let events_written = self.record_events(&job_ref, &p, &applied, now).await;
+        self.count(&parsed, &p, &applied);
+        let finished = parsed.is_finished() || (applied.status_written && p.finished.is_some());
+        {
+            let mut m = self.memory();
+            let changed = if finished {
+                m.events.forget(uid);
+                m.managed.remove(uid)
+            } else {
+                m.managed.insert(uid.to_owned())
+            };
+            if changed {
+                self.metrics
+                    .jobs_managed
+                    .set(i64::try_from(m.managed.len()).unwrap_or(i64::MAX));
+            }
+        }
+        let report = SyncReport {
+            requeue_after: p.requeue_after,
+            skipped: p.skipped.as_ref().map(|_| "plan skipped the Job"),
+            status_written: applied.status_written,
+            created: applied.created.len(),
+            deleted: applied.deleted.len(),
+            finalizers_removed: applied.finalizers_removed.len(),
+            events_written,
+            finished: p.finished.clone().filter(|_| applied.status_written),
+        };
+        match applied.error {
+            Some(e) => {
+                if let ApplyError::InvalidStatus(_) = &e {
+                    self.metrics.rejected_status_writes.inc();
+                }
+                Err(e.into())
+            }
+            None => Ok(report),
+        }
+    }
+
+    /// Before writing: what the cache is to show once the writes land.
+    fn expect(&self, uid: &str, p: &Plan, now: Timestamp) {
+        let mut m = self.memory();
+        let e = &mut m.expectations;
+        e.expect_creations(uid, p.create.len(), now);
+        e.expect_deletions(uid, p.delete.iter().map(|d| d.pod.uid.as_str()), now);
+        e.expect_finalizer_removals(uid, p.remove_finalizers.iter().map(|f| f.uid.as_str()));
+    }
+
+    /// After writing: the writes that failed or were never made will never show.
+    fn settle(&self, uid: &str, version: &str, p: &Plan, applied: &Applied, now: Timestamp) {
+        let mut m = self.memory();
+        let e = &mut m.expectations;
+        e.creation_observed(uid, p.create.len().saturating_sub(applied.created.len()));
+        for d in &p.delete {
+            if !applied.deleted.iter().any(|x| x.uid == d.pod.uid) {
+                e.deletion_observed(uid, &d.pod.uid);
+            }
+        }
+        for f in &p.remove_finalizers {
+            if !applied.finalizers_removed.iter().any(|x| x.uid == f.uid) {
+                e.finalizer_removal_observed(uid, &f.uid);
+            }
+        }
+        if applied.status_written {
+            e.wrote_status(uid, version, now);
+        }
+    }
+
+    /// The sync's events, at most one per reason, through the Job's rate limit. A status the
+    /// API refused carries its events with it: they are recorded when it is written.
+    async fn record_events(
+        &self,
+        job: &JobRef,
+        p: &Plan,
+        applied: &Applied,
+        now: Timestamp,
+    ) -> usize {
+        let mut records: Vec<EventRecord> = Vec::new();
+        if !applied.deleted.is_empty() {
+            let names: Vec<String> = applied.deleted.iter().map(|d| d.name.clone()).collect();
+            records.push(normal("SuccessfulDelete", pods_message("Deleted", &names)));
+        }
+        if !applied.created.is_empty() {
+            records.push(normal(
+                "SuccessfulCreate",
+                pods_message("Created", &applied.created),
+            ));
+        }
+        if let Some(ApplyError::Api {
+            step: "creating a pod",
+            source,
+        }) = &applied.error
+        {
+            records.push(EventRecord {
+                warning: true,
+                reason: "FailedCreate".to_owned(),
+                message: format!("Error creating: {source}"),
+            });
+        }
+        if applied.error.is_none() {
+            records.extend(p.events.iter().cloned());
+        }
+        let admitted: Vec<EventRecord> = {
+            let mut m = self.memory();
+            records
+                .into_iter()
+                .filter_map(|r| {
+                    let reason = r.reason.clone();
+                    let a = m.events.admit(&job.uid, r, now);
+                    if a.is_none() {
+                        tracing::debug!(job = %job.name, %reason, "event dropped: rate limited");
+                        self.metrics.events_dropped.inc();
+                    }
+                    a
+                })
+                .collect()
+        };
+        let mut written = 0;
+        for r in &admitted {
+            match self.api.create_event(job, r).await {
+                Ok(()) => written += 1,
+                Err(e) => {
+                    tracing::warn!(reason = %r.reason, error = %e, "could not record an event")
+                }
+            }
+        }
+        written
+    }
+
+    fn count(&self, job: &JobObject<'_>, p: &Plan, applied: &Applied) {
+        if !applied.created.is_empty() {
+            let reason = p
+                .create
+                .first()
+                .map_or("new", |c| c.reason.label())
+                .to_owned();
+            self.metrics
+                .pods_created
+                .get_or_create(&CreatedLabels { reason })
+                .inc_by(applied.created.len() as u64);
+        }
+        if let Some(finish) = p.finished.as_ref().filter(|_| applied.status_written) {
+            let mode = if job.is_indexed() {
+                INDEXED
+            } else {
+                NON_INDEXED
+            };
+            self.metrics
+                .jobs_finished
+                .get_or_create(&FinishedLabels {
+                    completion_mode: mode.to_owned(),
+                    result: if finish.succeeded {
+                        "succeeded"
+                    } else {
+                        "failed"
+                    }
+                    .to_owned(),
+                    reason: metric_reason(&finish.reason).to_owned(),
+                })
+                .inc();
+        }
+    }
+}
+
+fn normal(reason: &str, message: String) -> EventRecord {
+    EventRecord {
+        warning: false,
+        reason: reason.to_owned(),
+        message,
+    }
+}
+
+/// The `reason` label of `jobs_finished`: KEP-4443's rule names are the user's words, so they
+/// are folded into upstream's `PodFailurePolicy` to keep the label's values a small fixed set
+/// (the Job's condition keeps the full reason).
+pub fn metric_reason(reason: &str) -> &str {
+    if reason.starts_with(jobwarden_rules::rule_names::REASON_PREFIX) {
+        "PodFailurePolicy"
+    } else {
+        reason
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::metric_reason;
+
+    #[test]
+    fn named_failure_reasons_fold_into_one_metric_label() {
+        assert_eq!(
+            metric_reason("PodFailurePolicy_ExitCode2"),
+            "PodFailurePolicy"
+        );
+        assert_eq!(metric_reason("PodFailurePolicy_1"), "PodFailurePolicy");
+        assert_eq!(
+            metric_reason("BackoffLimitExceeded"),
+            "BackoffLimitExceeded"
+        );
+        assert_eq!(metric_reason("SuccessPolicy"), "SuccessPolicy");
+    }
+}

@@ -1,0 +1,250 @@
+//! The pod watch cache: every pod carrying a Job uid label, as a compact `CachedPod`, indexed by
+//! the uid of the Job that controls it, so a sync reads its pods without a LIST and the cache
+//! holds a few hundred bytes per pod. Fed by watch events (including relists, which it applies
+//! atomically); each event is turned into what it means for the controller (`PodObservation`:
+//! a pod showed up, began deleting, lost its finalizer, went away), for the expectations.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::watcher;
+
+use crate::pods::CachedPod;
+
+/// The pods of one Job.
+#[derive(Debug, Default, Clone)]
+struct JobPods {
+    namespace: Box<str>,
+    /// The Job's name, from the pods' owner reference: what a sync is keyed by.
+    job_name: Box<str>,
+    pods: HashMap<Box<str>, Arc<CachedPod>>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Index {
+    /// By the controlling Job's uid; pods with no Job controller under `""`.
+    jobs: HashMap<Box<str>, JobPods>,
+    /// Pod uid to the key it is filed under in `jobs`.
+    filed_under: HashMap<Box<str>, Box<str>>,
+}
+
+/// What one pod event means to the controller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodObservation {
+    pub namespace: String,
+    /// The Job that controls the pod (its owner reference), if any.
+    pub job: Option<JobKey>,
+    pub pod_uid: String,
+    /// The pod is new to the cache (a creation the controller may be expecting).
+    pub appeared: bool,
+    /// The pod is being deleted, or gone.
+    pub deleting: bool,
+    /// The pod no longer holds the tracking finalizer, or is gone.
+    pub released: bool,
+    /// The pod as now cached; `None` once it is gone.
+    pub pod: Option<Arc<CachedPod>>,
+}
+
+/// A Job as pod events name it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct JobKey {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+}
+
+#[derive(Debug, Default)]
+pub struct PodCache {
+    index: RwLock<Index>,
+    /// A relist in progress: applied atomically at `InitDone`.
+    relist: RwLock<Option<Index>>,
+}
+
+fn owner(pod: &Pod) -> Option<(String, String)> {
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true) && o.kind == "Job" && o.api_version == "batch/v1")
+        .map(|o| (o.name.clone(), o.uid.clone()))
+}
+
+impl Index {
+    fn insert(&mut self, namespace: &str, owner: Option<&(String, String)>, pod: Arc<CachedPod>) {
+        let (job_name, job_uid) = owner.map_or(("", ""), |(n, u)| (n.as_str(), u.as_str()));
+        let entry = self.jobs.entry(Box::from(job_uid)).or_default();
+        if entry.pods.is_empty() {
+            entry.namespace = Box::from(namespace);
+            entry.job_name = Box::from(job_name);
+        }
+        let pod_uid: Box<str> = Box::from(pod.uid.as_str());
+        entry.pods.insert(pod_uid.clone(), pod);
+        self.filed_under.insert(pod_uid, Box::from(job_uid));
+    }
+
+    /// Takes the pod out, wherever it is filed.
+    fn take(&mut self, pod_uid: &str) -> Option<Arc<CachedPod>> {
+        let job_uid = self.filed_under.remove(pod_uid)?;
+        let entry = self.jobs.get_mut(&job_uid)?;
+        let pod = entry.pods.remove(pod_uid);
+        if entry.pods.is_empty() {
+            self.jobs.remove(&job_uid);
+        }
+        pod
+    }
+
+    fn get(&self, job_uid: &str, pod_uid: &str) -> Option<&Arc<CachedPod>> {
+        self.jobs.get(job_uid)?.pods.get(pod_uid)
+    }
+}
+
+impl PodCache {
+    /// Applies one watch event and says what changed.
+    pub fn apply(&self, event: &watcher::Event<Pod>) -> Vec<PodObservation> {
+        match event {
+            watcher::Event::Apply(pod) => self.upsert(pod).into_iter().collect(),
+            watcher::Event::Delete(pod) => self.delete(pod).into_iter().collect(),
+            watcher::Event::Init => {
+                *write(&self.relist) = Some(Index::default());
+                Vec::new()
+            }
+            watcher::Event::InitApply(pod) => {
+                if let Some(relist) = write(&self.relist).as_mut() {
+                    let owner = owner(pod);
+                    let ns = pod.metadata.namespace.as_deref().unwrap_or("");
+                    relist.insert(ns, owner.as_ref(), Arc::new(CachedPod::from_pod(pod)));
+                }
+                Vec::new()
+            }
+            watcher::Event::InitDone => {
+                let Some(new) = write(&self.relist).take() else {
+                    return Vec::new();
+                };
+                let old = std::mem::replace(&mut *write(&self.index), new.clone());
+                diff(&old, &new)
+            }
+        }
+    }
+
+    fn upsert(&self, pod: &Pod) -> Option<PodObservation> {
+        let cached = Arc::new(CachedPod::from_pod(pod));
+        let owner = owner(pod);
+        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+        let job_uid = owner.as_ref().map_or("", |(_, u)| u.as_str()).to_owned();
+        let mut index = write(&self.index);
+        if index.get(&job_uid, &cached.uid).map(|p| &**p) == Some(&*cached) {
+            return None;
+        }
+        // Taken out and filed again: a pod whose controller changed moves to its new Job.
+        let previous = index.take(&cached.uid);
+        index.insert(&namespace, owner.as_ref(), cached.clone());
+        drop(index);
+        Some(observation(
+            namespace,
+            owner,
+            previous.as_deref(),
+            Some(cached),
+        ))
+    }
+
+    fn delete(&self, pod: &Pod) -> Option<PodObservation> {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let owner = owner(pod);
+        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+        let removed = write(&self.index).take(&uid);
+        let last = removed.unwrap_or_else(|| Arc::new(CachedPod::from_pod(pod)));
+        Some(observation(namespace, owner, Some(&last), None))
+    }
+
+    /// The pods whose controller is the Job with this uid.
+    pub fn for_job(&self, job_uid: &str) -> Vec<Arc<CachedPod>> {
+        read(&self.index)
+            .jobs
+            .get(job_uid)
+            .map(|e| e.pods.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn len(&self) -> usize {
+        read(&self.index).jobs.values().map(|e| e.pods.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn observation(
+    namespace: String,
+    owner: Option<(String, String)>,
+    before: Option<&CachedPod>,
+    after: Option<Arc<CachedPod>>,
+) -> PodObservation {
+    let pod_uid = after
+        .as_ref()
+        .map(|p| p.uid.clone())
+        .or_else(|| before.map(|p| p.uid.clone()))
+        .unwrap_or_default();
+    let (deleting, released) = match &after {
+        Some(p) => (p.deleting, !p.has_finalizer),
+        None => (true, true),
+    };
+    PodObservation {
+        namespace: namespace.clone(),
+        job: owner.map(|(name, uid)| JobKey {
+            namespace,
+            name,
+            uid,
+        }),
+        pod_uid,
+        appeared: before.is_none() && after.is_some(),
+        deleting,
+        released,
+        pod: after,
+    }
+}
+
+/// What a relist changed: pods that appeared, changed or went away while the watch was down.
+fn diff(old: &Index, new: &Index) -> Vec<PodObservation> {
+    let mut out = Vec::new();
+    for (job_uid, entry) in &new.jobs {
+        for (pod_uid, pod) in &entry.pods {
+            let before = old.get(job_uid, pod_uid);
+            if before.map(|b| &**b) == Some(&**pod) {
+                continue;
+            }
+            out.push(observation(
+                entry.namespace.to_string(),
+                job_key(job_uid, entry),
+                before.map(|b| &**b),
+                Some(pod.clone()),
+            ));
+        }
+    }
+    for (job_uid, entry) in &old.jobs {
+        for (pod_uid, pod) in &entry.pods {
+            if new.get(job_uid, pod_uid).is_none() {
+                out.push(observation(
+                    entry.namespace.to_string(),
+                    job_key(job_uid, entry),
+                    Some(pod),
+                    None,
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn job_key(job_uid: &str, entry: &JobPods) -> Option<(String, String)> {
+    (!job_uid.is_empty()).then(|| (entry.job_name.to_string(), job_uid.to_owned()))
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|e| e.into_inner())
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|e| e.into_inner())
+}
