@@ -1001,9 +1001,15 @@ fn markdown_link_targets(doc: &str) -> Vec<String> {
     out
 }
 
+/// The files under `dir`, hidden ones left out: register.sh builds in a hidden directory beside
+/// deploy/webhooks/, which the test of register.sh may be creating or removing meanwhile.
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("readable directory") {
-        let path = entry.expect("an entry").path();
+        let entry = entry.expect("an entry");
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
         if path.is_dir() {
             walk(&path, out);
         } else {
