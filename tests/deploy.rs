@@ -667,7 +667,8 @@ fn controller_needs(namespace: &str) -> Vec<Grant> {
             None,
             &["get", "list", "watch", "create", "delete", "patch"],
         ),
-        grants(None, "events.k8s.io", "events", None, &["create", "patch"]),
+        // core/v1 Events, one object per event, as upstream's recorder writes them.
+        grants(None, "", "events", None, &["create"]),
         // The Lease lives in the pod's own namespace; RBAC cannot limit create by name.
         grants(
             Some(namespace),
