@@ -1,17 +1,20 @@
 //! The delay before a failed pod is replaced: upstream's exponential back-off (10 s, doubling,
-//! at most 6 min) counted over the failures since the last success. Pure arithmetic over the
-//! pods; it never sleeps and never reads a clock.
+//! at most 10 min) counted over the failures since the last success. The record is kept per Job
+//! by the controller between syncs, as upstream's `backoffStore` keeps it, so a failed pod that
+//! is gone still holds its replacement back; a controller that has none (after a restart or a
+//! leader change) reads it from the failed pods that are left. Pure arithmetic; it never sleeps
+//! and never reads a clock.
 
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
-use crate::pods::{Phase, PodView};
+use crate::pods::{CachedPod, Phase, PodView};
 
 /// Upstream's `DefaultJobPodFailureBackOff`.
 pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(10);
-/// Upstream's `MaxJobPodFailureBackOff`.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(360);
+/// Upstream's `MaxJobPodFailureBackOff` (`10 * time.Minute` in kube-controller-manager v1.36).
+pub const MAX_BACKOFF: Duration = Duration::from_secs(600);
 
 /// Failures since the last success, and when the latest of them happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -20,10 +23,42 @@ pub struct BackoffRecord {
     pub last_failure: Option<Timestamp>,
 }
 
-/// Builds the record from the pods themselves rather than from memory, as upstream does: the
-/// finished pods stay in the API until the Job goes, so a new leader sees the same history the
-/// old one did. Every finished pod is read (counted or not); upstream's in-memory record reads
-/// only the pods it has not counted yet, which is the same set over the life of one process.
+impl BackoffRecord {
+    /// Upstream's `newBackoffRecord`: the record after the pods that finished since it was
+    /// written. A success resets it; only failures after the last success count.
+    pub fn updated(&self, succeeded: &[&PodView<'_>], failed: &[&PodView<'_>]) -> BackoffRecord {
+        let last_success = succeeded.iter().map(|p| finished(p)).max();
+        let Some(last_success) = last_success else {
+            let Some(last) = failed.iter().map(|p| finished(p)).max() else {
+                return *self;
+            };
+            return BackoffRecord {
+                failures_after_last_success: self
+                    .failures_after_last_success
+                    .saturating_add(u32::try_from(failed.len()).unwrap_or(u32::MAX)),
+                last_failure: last,
+            };
+        };
+        let after: Vec<Option<Timestamp>> = failed
+            .iter()
+            .map(|p| finished(p))
+            .filter(|t| *t > last_success)
+            .collect();
+        BackoffRecord {
+            failures_after_last_success: u32::try_from(after.len()).unwrap_or(u32::MAX),
+            last_failure: after.into_iter().max().flatten(),
+        }
+    }
+}
+
+/// Upstream's `getFinishedTime`, falling back to the creation time as it does.
+fn finished(p: &CachedPod) -> Option<Timestamp> {
+    p.finished_at.or(p.created)
+}
+
+/// The record read from the pods themselves, for a controller that remembers none: the
+/// finished pods stay in the API until the Job goes, so a new leader sees at least the history
+/// that is left (upstream's new leader starts from nothing, so this never replaces sooner).
 pub fn record_from_pods(pods: &[PodView], only_replace_failed: bool) -> BackoffRecord {
     let last_success = pods
         .iter()
@@ -86,7 +121,7 @@ mod tests {
     }
 
     #[test]
-    fn delay_doubles_from_ten_seconds_up_to_six_minutes() {
+    fn delay_doubles_from_ten_seconds_up_to_ten_minutes() {
         let cases = [
             (1, 10),
             (2, 20),
@@ -94,8 +129,9 @@ mod tests {
             (4, 80),
             (5, 160),
             (6, 320),
-            (7, 360),
-            (30, 360),
+            (7, 600),
+            (8, 600),
+            (30, 600),
         ];
         for (failures, secs) in cases {
             let got = remaining(

@@ -144,11 +144,11 @@ fn run(job: Value, script: Script, crash_after: Option<usize>, lag: Lag) -> Run 
     cluster.with(|s| s.budget = crash_after);
     let config = PlanConfig::default();
     let mut replica = Replica::start(cluster.clone(), config.clone());
-    let mut kubelet = Kubelet::default();
+    let mut kubelet = Kubelet::new(&cluster);
     let mut done = false;
     for round in 0..100 {
         cluster.write(|s| s.now = at(30 * (round + 1)));
-        kubelet.step(&cluster, |p| kubelet_outcome(script, p.ordinal, p.index));
+        kubelet.step(|p| kubelet_outcome(script, p.ordinal, p.index));
         for _pass in 0..200 {
             replica.catch_up(lag.jobs, lag.pods);
             let now = cluster.with(|s| s.now);

@@ -4,7 +4,7 @@
 //! the events. It issues no GET and no LIST: every read is a cache read. The kube wiring
 //! (`reconcile`), the scale benchmark and the tests all drive this same type.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::watcher;
 
+use crate::backoff::BackoffRecord;
 use crate::cluster_api::{ClusterApi, EventRecord, JobRef};
 use crate::events::{EventLimiter, pods_message};
 use crate::executor::{self, Applied, ApplyError};
@@ -62,6 +63,8 @@ pub struct SyncReport {
 struct Memory {
     expectations: Expectations,
     events: EventLimiter,
+    /// Each Job's back-off as of its last status write (upstream's `backoffStore`).
+    backoff: HashMap<String, BackoffRecord>,
     /// Unfinished managed Jobs, for the `jobs_managed` gauge.
     managed: HashSet<String>,
     /// Uids of foreign Jobs already counted.
@@ -135,6 +138,7 @@ impl<A: ClusterApi> JobController<A> {
         let mut m = self.memory();
         m.expectations.forget(uid);
         m.events.forget(uid);
+        m.backoff.remove(uid);
         if m.managed.remove(uid) {
             self.metrics
                 .jobs_managed
@@ -210,11 +214,13 @@ impl<A: ClusterApi> JobController<A> {
         let parsed = JobObject::parse(&raw).map_err(|e| SyncError::Decode(e.to_string()))?;
         let in_flight = {
             let mut m = self.memory();
+            let backoff = m.backoff.get(uid).copied();
             let e = &mut m.expectations;
             InFlight {
                 pods_settled: e.satisfied(uid, now),
                 removing_finalizers: e.removing_finalizers(uid),
                 deleting: e.deleting(uid),
+                backoff,
             }
         };
         let pods: Vec<Arc<CachedPod>> = self.pods.for_job(uid);
@@ -233,8 +239,16 @@ impl<A: ClusterApi> JobController<A> {
         let finished = parsed.is_finished() || (applied.status_written && p.finished.is_some());
         {
             let mut m = self.memory();
+            // Upstream's `updateBackoffRecord`: once the failures it counts are in the status.
+            if let Some(record) = p.backoff
+                && (applied.status_written || p.status.is_none())
+                && applied.error.is_none()
+            {
+                m.backoff.insert(uid.to_owned(), record);
+            }
             let changed = if finished {
                 m.events.forget(uid);
+                m.backoff.remove(uid);
                 m.managed.remove(uid)
             } else {
                 m.managed.insert(uid.to_owned())

@@ -18,7 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
-use crate::backoff;
+use crate::backoff::{self, BackoffRecord};
 use crate::cluster_api::EventRecord;
 use crate::conditions;
 use crate::per_index;
@@ -132,6 +132,8 @@ pub struct Plan {
     pub requeue_after: Option<Duration>,
     pub finished: Option<Finish>,
     pub skipped: Option<Skip>,
+    /// The back-off to remember once this plan's status is written.
+    pub backoff: Option<BackoffRecord>,
 }
 
 impl Plan {
@@ -208,6 +210,9 @@ pub struct InFlight {
     pub removing_finalizers: HashSet<String>,
     /// Pods whose deletion is under way: never asked for twice.
     pub deleting: HashSet<String>,
+    /// The Job's back-off as of the last status write, as upstream's `backoffStore` keeps
+    /// it; `None` when this controller has none yet (a restart, a new leader).
+    pub backoff: Option<BackoffRecord>,
 }
 
 impl Default for InFlight {
@@ -216,6 +221,7 @@ impl Default for InFlight {
             pods_settled: true,
             removing_finalizers: HashSet::new(),
             deleting: HashSet::new(),
+            backoff: None,
         }
     }
 }
@@ -345,18 +351,27 @@ impl<'a> Pass<'a> {
         let mut ready = count(active.iter().filter(|p| p.ready).count());
         let mut terminating = count(self.pods.iter().filter(|p| p.is_terminating()).count());
 
-        let new_succeeded = self
+        // Upstream's `getNewFinishedPods`: finished pods not yet in the status.
+        let newly_succeeded: Vec<&PodView> = self
             .pods
             .iter()
             .filter(|p| p.tracked && !in_succeeded.contains(&p.uid) && self.valid_index(p))
             .filter(|p| p.phase == Phase::Succeeded)
-            .count();
-        let new_failed = self
+            .collect();
+        let newly_failed: Vec<&PodView> = self
             .pods
             .iter()
             .filter(|p| p.tracked && !in_failed.contains(&p.uid) && self.valid_index(p))
-            .filter(|p| p.is_failed(self.only_replace_failed) && p.counts_as_failure())
-            .count();
+            .filter(|p| p.is_failed(self.only_replace_failed))
+            .collect();
+        let new_succeeded = newly_succeeded.len();
+        let new_failed = newly_failed.iter().filter(|p| p.counts_as_failure()).count();
+        // Upstream's `newBackoffRecord`: the remembered record moved on by the pods that
+        // finished since; with nothing remembered, read from the failed pods that are left.
+        out.backoff = Some(match &self.in_flight.backoff {
+            Some(record) => record.updated(&newly_succeeded, &newly_failed),
+            None => backoff::record_from_pods(self.pods, self.only_replace_failed),
+        });
         let mut succeeded = i64::from(old.succeeded.unwrap_or(0))
             + new_succeeded as i64
             + uncounted_succeeded.len() as i64;
@@ -746,7 +761,7 @@ impl<'a> Pass<'a> {
         }
         // With a per-index limit each index backs off on its own (below), not the Job.
         if self.per_index_limit.is_none() {
-            let record = backoff::record_from_pods(self.pods, self.only_replace_failed);
+            let record = out.backoff.unwrap_or_default();
             let wait = backoff::remaining(
                 &record,
                 self.now,
@@ -911,6 +926,10 @@ impl<'a> Pass<'a> {
                 )
             {
                 out.event(false, "Suspended", MESSAGE_JOB_SUSPENDED);
+                // Upstream clears it in the same write (MutableSchedulingDirectivesFor-
+                // SuspendedJobs, on by default in v1.36), so the template's scheduling
+                // directives may change while suspended; resuming sets it again.
+                status.start_time = None;
             }
         } else if conditions::ensure(
             conds,

@@ -39,15 +39,19 @@ pub(super) struct Expect {
 }
 
 pub(super) fn run(job: &Value, pods: Vec<PodBuilder>, now: i64) -> Plan {
+    run_remembering(job, pods, now, &InFlight::default())
+}
+
+/// `run`, for a controller that remembers `in_flight` from its earlier syncs.
+pub(super) fn run_remembering(
+    job: &Value,
+    pods: Vec<PodBuilder>,
+    now: i64,
+    in_flight: &InFlight,
+) -> Plan {
     let job = JobObject::parse(job).expect("test jobs parse");
     let pods: Vec<Arc<CachedPod>> = pods.into_iter().map(PodBuilder::cached).collect();
-    plan(
-        &job,
-        &pods,
-        at(now),
-        &PlanConfig::default(),
-        &InFlight::default(),
-    )
+    plan(&job, &pods, at(now), &PlanConfig::default(), in_flight)
 }
 
 fn uid(name: &str) -> String {
@@ -1072,7 +1076,9 @@ fn suspend_and_resume() {
             terminating: Some(2),
             conditions: Some(vec![suspended]),
             events: Some(vec!["Suspended"]),
-            start_time: Some(Some(0)),
+            // Upstream clears startTime with Suspended=True (MutableSchedulingDirectivesFor-
+            // SuspendedJobs, on by default in v1.36); resuming sets it again.
+            start_time: Some(None),
             ..Default::default()
         },
     );
@@ -1228,4 +1234,47 @@ fn writes_status_only_when_it_changes() {
         .build();
     let p = run(&job, vec![pod("a").ready()], 100);
     assert_eq!(p.status.and_then(|s| s.ready), Some(1), "ready changed");
+}
+
+#[test]
+fn the_back_off_survives_the_failed_pod() {
+    use crate::backoff::BackoffRecord;
+    // A pod deleted while running counted as failed at 40, lost its finalizer and is gone:
+    // the controller remembers the failure, as upstream's backoffStore does, and the
+    // replacement waits its 10 s.
+    let remembered = InFlight {
+        backoff: Some(BackoffRecord {
+            failures_after_last_success: 1,
+            last_failure: Some(at(40)),
+        }),
+        ..InFlight::default()
+    };
+    let job = JobBuilder::non_indexed(2, 1).started(0).failed(1).build();
+    let p = run_remembering(&job, vec![], 45, &remembered);
+    assert_eq!(p.create.len(), 0, "no replacement yet");
+    assert_eq!(p.requeue_after, Some(Duration::from_secs(5)));
+    let p = run_remembering(&job, vec![], 50, &remembered);
+    assert_eq!(p.create.len(), 1, "the back-off is over");
+    // A success since resets it.
+    let p = run_remembering(
+        &job,
+        vec![pod("s").succeeded_at(48)],
+        49,
+        &remembered,
+    );
+    assert_eq!(p.backoff.map(|b| b.failures_after_last_success), Some(0));
+}
+
+#[test]
+fn with_nothing_remembered_the_back_off_is_read_from_the_failed_pods() {
+    // After a restart or a leader change: the failed pods that still exist are the history.
+    let job = JobBuilder::non_indexed(3, 1).started(0).failed(2).build();
+    let pods = vec![
+        pod("a").failed_at(10).no_finalizer(),
+        pod("b").failed_at(30).no_finalizer(),
+    ];
+    let p = run(&job, pods, 35);
+    assert_eq!(p.create.len(), 0);
+    // Two failures since the last success: 20 s after the last one.
+    assert_eq!(p.requeue_after, Some(Duration::from_secs(15)));
 }

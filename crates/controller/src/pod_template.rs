@@ -93,8 +93,8 @@ pub fn build_pod(job: &JobIdentity<'_>, raw_template: &Value, index: Option<i32>
     })
 }
 
-/// Upstream's `addCompletionIndexEnvVariable`: read through the downward API so the value is the
-/// annotation's, and left alone when the user already defined the variable.
+/// Upstream's `addCompletionIndexEnvVariable`: read through the downward API from the index
+/// label (PodIndexLabel is GA), and left alone when the user already defined the variable.
 fn add_index_env(container: &mut Value) {
     let Some(container) = container.as_object_mut() else {
         return;
@@ -112,7 +112,7 @@ fn add_index_env(container: &mut Value) {
     env.push(json!({
         "name": COMPLETION_INDEX_ENV,
         "valueFrom": {"fieldRef": {
-            "fieldPath": format!("metadata.annotations['{COMPLETION_INDEX_KEY}']"),
+            "fieldPath": format!("metadata.labels['{COMPLETION_INDEX_KEY}']"),
         }},
     }));
 }
@@ -201,8 +201,9 @@ mod tests {
         assert_eq!(pod["metadata"]["annotations"][COMPLETION_INDEX_KEY], "3");
         assert_eq!(pod["metadata"]["labels"][COMPLETION_INDEX_KEY], "3");
         assert_eq!(pod["spec"]["hostname"], "pi-3");
+        // Upstream's `addCompletionIndexEnvVariable` reads the label (PodIndexLabel is GA).
         let env_ref = json!({"name": COMPLETION_INDEX_ENV, "valueFrom": {"fieldRef": {
-            "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}});
+            "fieldPath": "metadata.labels['batch.kubernetes.io/job-completion-index']"}}});
         assert_eq!(pod["spec"]["containers"][0]["env"][1], env_ref);
         assert_eq!(pod["spec"]["initContainers"][0]["env"][0], env_ref);
     }

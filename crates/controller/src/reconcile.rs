@@ -119,9 +119,7 @@ pub async fn run_loop<A: ClusterApi + 'static>(
         })
     };
     let wakes = futures::stream::select(job_wakes.flatten(), pod_wakes.flatten());
-    let queue = batched(wakes, config.batch_period)
-        .take_until(stop)
-        .map(Ok::<_, Infallible>);
+    let queue = until(batched(wakes, config.batch_period), stop).map(Ok::<_, Infallible>);
 
     let orphan_ctl = controller.clone();
     let orphan_store = store.clone();
@@ -265,6 +263,23 @@ async fn release_orphan<A: ClusterApi>(
     if release {
         orphans::release(ctl, &candidate).await;
     }
+}
+
+/// The stream, ended and dropped as soon as `stop` resolves. Dropping matters: the queue owns
+/// the Job cache's writer, and the applier holds its syncs until that cache is ready (or its
+/// writer gone), so a stop during start-up must let go of it.
+fn until<S: Stream + Send + 'static>(
+    stream: S,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> impl Stream<Item = S::Item> + Send {
+    let state = (Some(Box::pin(stream)), Box::pin(stop));
+    futures::stream::unfold(state, |(stream, mut stop)| async move {
+        let mut stream = stream?;
+        tokio::select! {
+            _ = &mut stop => None,
+            item = stream.next() => item.map(|i| (i, (Some(stream), stop))),
+        }
+    })
 }
 
 /// `Wake::Batched` requests wait `period` (the first one counts: more events for the same Job

@@ -3,12 +3,15 @@
 //! finishes pods that were deleted. Its writes are the node's, not the controller's, so they
 //! are not counted as controller requests. Time is the cluster's clock; nothing sleeps.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::{InMemoryCluster, pod_ref, str_at};
+use super::{Change, InMemoryCluster, Resource, str_at};
+use crate::plan::PodRef;
 use jobwarden_rules::well_known::COMPLETION_INDEX_KEY;
 
 /// A pod as the kubelet sees it, for deciding its outcome.
@@ -56,77 +59,129 @@ impl Outcome {
     }
 }
 
-#[derive(Debug, Default)]
+/// A pod the kubelet still has work with: not ended, or deleted and not yet killed.
+#[derive(Debug, Clone)]
+struct LivePod {
+    namespace: String,
+    name: String,
+    uid: String,
+    ordinal: u64,
+    index: Option<i32>,
+    running: bool,
+    started: Option<Timestamp>,
+    /// Deleted with a grace period the kubelet has not honoured yet.
+    to_kill: bool,
+}
+
+/// The kubelet follows the cluster's pods through a watch of its own, so each step costs the
+/// pods that changed and those it still runs, not every pod there is.
 pub struct Kubelet {
+    cluster: Arc<InMemoryCluster>,
+    watch: u64,
+    /// By uid: zero-padded uids sort in creation order.
+    live: BTreeMap<String, LivePod>,
     ordinals: HashMap<String, u64>,
     seen: u64,
 }
 
 impl Kubelet {
-    /// One pass over every pod: deleted pods are killed (ending `Failed`, exit code 143, unless
-    /// already ended), pending pods start, and each running pod ends as `decide` says. Returns
-    /// what `decide` chose for each running pod, in creation order.
-    pub fn step(
-        &mut self,
-        cluster: &InMemoryCluster,
-        mut decide: impl FnMut(&SeenPod) -> Outcome,
-    ) -> Vec<(SeenPod, Outcome)> {
-        let mut pods = cluster.with(|s| s.pods());
-        // Zero-padded uids sort in creation order.
-        pods.sort_by(|a, b| str_at(a, &["metadata", "uid"]).cmp(&str_at(b, &["metadata", "uid"])));
-        let mut decided = Vec::new();
-        for pod in pods {
-            let seen = self.see(cluster, &pod);
-            let phase = str_at(&pod, &["status", "phase"]).unwrap_or("Pending");
-            let deleting = pod["metadata"].get("deletionTimestamp").is_some();
-            if deleting {
-                let grace = pod["metadata"]["deletionGracePeriodSeconds"].as_i64();
-                if grace != Some(0) {
-                    let _ = cluster.write(|s| s.finish_deleted_pod(&seen.namespace, &seen.name));
-                }
-                continue;
-            }
-            match phase {
-                "Pending" => {
-                    let now = cluster.with(|s| s.now.to_string());
-                    let _ = cluster.write(|s| {
-                        s.kubelet_update(&seen.namespace, &seen.name, |p| start(p, &now))
-                    });
-                }
-                "Running" => {
-                    let outcome = decide(&seen);
-                    apply(cluster, &pod, &seen, &outcome);
-                    decided.push((seen, outcome));
-                }
-                _ => {}
-            }
+    pub fn new(cluster: &Arc<InMemoryCluster>) -> Kubelet {
+        let watch = cluster.subscribe(Resource::Pods);
+        let listed = cluster.with(|s| s.pods());
+        let mut kubelet = Kubelet {
+            cluster: cluster.clone(),
+            watch,
+            live: BTreeMap::new(),
+            ordinals: HashMap::new(),
+            seen: 0,
+        };
+        for pod in &listed {
+            kubelet.track(pod, false);
         }
-        decided
+        kubelet
     }
 
-    fn see(&mut self, cluster: &InMemoryCluster, pod: &Value) -> SeenPod {
+    fn track(&mut self, pod: &Value, gone: bool) {
         let uid = str_at(pod, &["metadata", "uid"]).unwrap_or("").to_owned();
+        let phase = str_at(pod, &["status", "phase"]).unwrap_or("Pending");
+        let deleting = pod["metadata"].get("deletionTimestamp").is_some();
+        let to_kill =
+            deleting && pod["metadata"]["deletionGracePeriodSeconds"].as_i64() != Some(0);
+        let terminal = matches!(phase, "Succeeded" | "Failed");
+        if gone || (deleting && !to_kill) || (terminal && !to_kill) {
+            self.live.remove(&uid);
+            return;
+        }
         let ordinal = *self.ordinals.entry(uid.clone()).or_insert_with(|| {
             self.seen += 1;
             self.seen
         });
-        let started = str_at(pod, &["status", "startTime"])
-            .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok());
-        let now = cluster.with(|s| s.now);
-        let running_for = started
-            .map(|t| now.duration_since(t).unsigned_abs())
-            .unwrap_or_default();
-        SeenPod {
-            namespace: str_at(pod, &["metadata", "namespace"])
-                .unwrap_or("")
-                .to_owned(),
-            name: str_at(pod, &["metadata", "name"]).unwrap_or("").to_owned(),
-            uid,
-            ordinal,
-            index: str_at(pod, &["metadata", "annotations", COMPLETION_INDEX_KEY])
-                .and_then(|i| i.parse().ok()),
-            running_for,
+        self.live.insert(
+            uid.clone(),
+            LivePod {
+                namespace: str_at(pod, &["metadata", "namespace"]).unwrap_or("").to_owned(),
+                name: str_at(pod, &["metadata", "name"]).unwrap_or("").to_owned(),
+                uid,
+                ordinal,
+                index: str_at(pod, &["metadata", "annotations", COMPLETION_INDEX_KEY])
+                    .and_then(|i| i.parse().ok()),
+                running: phase == "Running",
+                started: str_at(pod, &["status", "startTime"]).and_then(|t| t.parse().ok()),
+                to_kill,
+            },
+        );
+    }
+
+    /// One pass: deleted pods are killed (ending `Failed`, exit code 143, unless already
+    /// ended), pending pods start, and each running pod ends as `decide` says. Returns what
+    /// `decide` chose for each running pod, in creation order.
+    pub fn step(&mut self, mut decide: impl FnMut(&SeenPod) -> Outcome) -> Vec<(SeenPod, Outcome)> {
+        loop {
+            let events = self.cluster.next_events(Resource::Pods, self.watch, 4096);
+            if events.is_empty() {
+                break;
+            }
+            for e in events {
+                let pod: Value = serde_json::from_str(&e.object).unwrap_or(Value::Null);
+                self.track(&pod, e.change == Change::Deleted);
+            }
         }
+        let cluster = self.cluster.clone();
+        let now = cluster.with(|s| s.now);
+        let now_text = now.to_string();
+        let mut decided = Vec::new();
+        for pod in self.live.values() {
+            let (ns, name) = (pod.namespace.as_str(), pod.name.as_str());
+            if pod.to_kill {
+                let _ = cluster.write(|s| s.finish_deleted_pod(ns, name));
+            } else if !pod.running {
+                let _ = cluster.write(|s| s.kubelet_update(ns, name, |p| start(p, &now_text)));
+            } else {
+                let seen = SeenPod {
+                    namespace: pod.namespace.clone(),
+                    name: pod.name.clone(),
+                    uid: pod.uid.clone(),
+                    ordinal: pod.ordinal,
+                    index: pod.index,
+                    running_for: pod
+                        .started
+                        .map(|t| now.duration_since(t).unsigned_abs())
+                        .unwrap_or_default(),
+                };
+                let outcome = decide(&seen);
+                apply(&cluster, &seen, &outcome, &now_text);
+                if outcome != Outcome::Run {
+                    decided.push((seen, outcome));
+                }
+            }
+        }
+        decided
+    }
+}
+
+impl Drop for Kubelet {
+    fn drop(&mut self) {
+        self.cluster.unsubscribe(Resource::Pods, self.watch);
     }
 }
 
@@ -162,12 +217,14 @@ fn terminated(name: &str, code: i32, now: &str) -> Value {
            "state": {"terminated": {"exitCode": code, "finishedAt": now}}})
 }
 
-fn apply(cluster: &InMemoryCluster, pod: &Value, seen: &SeenPod, outcome: &Outcome) {
-    let now = cluster.with(|s| s.now.to_string());
+fn apply(cluster: &InMemoryCluster, seen: &SeenPod, outcome: &Outcome, now: &str) {
     match outcome {
         Outcome::Run => {}
         Outcome::Delete => {
-            let r = pod_ref(pod);
+            let r = PodRef {
+                name: seen.name.clone(),
+                uid: seen.uid.clone(),
+            };
             let _ = cluster.write(|s| s.delete_pod(&seen.namespace, &r));
         }
         Outcome::End {
@@ -176,23 +233,20 @@ fn apply(cluster: &InMemoryCluster, pod: &Value, seen: &SeenPod, outcome: &Outco
             conditions,
         } => {
             let code_of = |name: &str| codes.iter().find(|(n, _)| n == name).map(|(_, c)| *c);
-            let inits = container_names(pod, "initContainers");
-            let failed_init = inits
-                .iter()
-                .find_map(|n| code_of(n).filter(|c| *c != 0).map(|c| (n, c)));
             let _ = cluster.write(|s| {
                 s.kubelet_update(&seen.namespace, &seen.name, |p| {
                     let containers = container_names(p, "containers");
+                    let inits = container_names(p, "initContainers");
+                    let failed_init = inits
+                        .iter()
+                        .find_map(|n| code_of(n).filter(|c| *c != 0).map(|c| (n.clone(), c)));
                     let phase = if let Some((init, code)) = failed_init {
                         // An init container failed: the regular ones never ran.
-                        p["status"]["initContainerStatuses"] =
-                            json!([terminated(init, code, &now)]);
+                        p["status"]["initContainerStatuses"] = json!([terminated(&init, code, now)]);
                         let waiting: Vec<Value> = containers
                             .iter()
-                            .map(|n| {
-                                json!({"name": n, "image": "", "imageID": "", "ready": false,
-                                            "restartCount": 0, "state": {"waiting": {}}})
-                            })
+                            .map(|n| json!({"name": n, "image": "", "imageID": "", "ready": false,
+                                            "restartCount": 0, "state": {"waiting": {}}}))
                             .collect();
                         p["status"]["containerStatuses"] = json!(waiting);
                         "Failed"
@@ -202,7 +256,7 @@ fn apply(cluster: &InMemoryCluster, pod: &Value, seen: &SeenPod, outcome: &Outco
                             .map(|n| (n.clone(), code_of(n).unwrap_or(*default)))
                             .collect();
                         let statuses: Vec<Value> =
-                            ends.iter().map(|(n, c)| terminated(n, *c, &now)).collect();
+                            ends.iter().map(|(n, c)| terminated(n, *c, now)).collect();
                         p["status"]["containerStatuses"] = json!(statuses);
                         if ends.iter().all(|(_, c)| *c == 0) {
                             "Succeeded"
@@ -211,12 +265,11 @@ fn apply(cluster: &InMemoryCluster, pod: &Value, seen: &SeenPod, outcome: &Outco
                         }
                     };
                     p["status"]["phase"] = json!(phase);
-                    let mut conds = vec![
-                        json!({"type": "Ready", "status": "False", "lastTransitionTime": now}),
-                    ];
-                    conds.extend(conditions.iter().map(
-                        |(t, st)| json!({"type": t, "status": st, "lastTransitionTime": now}),
-                    ));
+                    let mut conds =
+                        vec![json!({"type": "Ready", "status": "False", "lastTransitionTime": now})];
+                    conds.extend(conditions.iter().map(|(t, st)| {
+                        json!({"type": t, "status": st, "lastTransitionTime": now})
+                    }));
                     p["status"]["conditions"] = json!(conds);
                 })
             });

@@ -20,15 +20,19 @@ use jobwarden_rules::{JobObject, defaults};
 use crate::cluster_api::{ApiError, ClusterApi, EventRecord, JobRef};
 
 mod kubelet;
+mod loop_run;
 mod replica;
 mod stored;
+mod watch;
 mod watch_log;
 
 use crate::plan::PodRef;
 use jobwarden_rules::well_known::{CONTROLLER_UID_LABEL, TRACKING_FINALIZER};
 pub use kubelet::{Kubelet, Outcome, SeenPod};
+pub use loop_run::{LoopRunConfig, LoopRunReport, run_until_finished, virtual_clock};
 pub use replica::Replica;
 pub use stored::normalize;
+pub use watch::{watch_jobs, watch_pods};
 use stored::{metadata_mut, well_formed};
 use watch_log::WatchLog;
 
@@ -152,9 +156,9 @@ impl InMemoryCluster {
         f(&mut self.lock())
     }
 
-    /// Resolves after the next write. Watch streams wait on it.
-    pub async fn changed(&self) {
-        self.changed.notified().await;
+    /// Resolves after the next write: enable it, look, then wait (watch streams do).
+    pub fn notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.changed.notified()
     }
 
     /// A `ClusterApi` call: counted, or failed once the budget is spent.
@@ -255,6 +259,16 @@ impl State {
 
     fn count(&mut self, verb: &'static str, resource: &'static str) {
         *self.requests.entry(Request { verb, resource }).or_default() += 1;
+    }
+
+    /// Every Job, as one of the cluster's own components (the kubelet, a test) reads them:
+    /// not counted.
+    pub fn list_jobs_uncounted(&self) -> Vec<Arc<str>> {
+        self.jobs.values().cloned().collect()
+    }
+
+    pub fn list_pods_uncounted(&self) -> Vec<Arc<str>> {
+        self.pods.values().cloned().collect()
     }
 
     /// Every Job, as a list call returns them; counted as one `list jobs`.

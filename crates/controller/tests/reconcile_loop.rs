@@ -1,0 +1,210 @@
+//! The reconcile loop as it runs in a cluster (watch streams, the applier, batching,
+//! expectations, events, orphans), against the in-memory API server, whose watches trail its
+//! writes. Time is tokio's paused clock: the Jobs run minutes of virtual time in milliseconds,
+//! and no assertion is about time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jobwarden_controller::in_memory::{
+    InMemoryCluster, LoopRunConfig, Outcome, Request, SeenPod, run_until_finished,
+};
+use k8s_openapi::jiff::Timestamp;
+use serde_json::{Value, json};
+
+fn job(name: &str, spec: Value) -> Value {
+    let mut job = json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {
+            "managedBy": "jobwarden.io/job-controller",
+            "template": {"spec": {"restartPolicy": "Never",
+                                  "containers": [{"name": "main", "image": "busybox"}]}},
+        },
+    });
+    if let (Some(target), Some(extra)) = (job["spec"].as_object_mut(), spec.as_object()) {
+        target.extend(extra.clone());
+    }
+    job
+}
+
+fn cluster_with(jobs: Vec<Value>) -> (Arc<InMemoryCluster>, Vec<(String, String)>) {
+    let base = Timestamp::from_second(1_700_000_000).unwrap_or(Timestamp::UNIX_EPOCH);
+    let cluster = Arc::new(InMemoryCluster::new(base));
+    let names = jobs
+        .into_iter()
+        .map(|j| {
+            let created = cluster.write(|s| s.create_job(j)).expect("a valid Job");
+            let f = |k: &str| created["metadata"][k].as_str().unwrap_or("").to_owned();
+            (f("namespace"), f("name"))
+        })
+        .collect();
+    (cluster, names)
+}
+
+fn requests(cluster: &InMemoryCluster, verb: &'static str, resource: &'static str) -> u64 {
+    cluster.with(|s| {
+        s.requests
+            .get(&Request { verb, resource })
+            .copied()
+            .unwrap_or(0)
+    })
+}
+
+fn after_a_second(p: &SeenPod) -> Outcome {
+    if p.running_for >= Duration::from_secs(1) {
+        Outcome::succeed()
+    } else {
+        Outcome::Run
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_indexed_job_of_200_pods_costs_two_writes_a_pod() {
+    let (cluster, jobs) = cluster_with(vec![job(
+        "big",
+        json!({"completions": 200, "parallelism": 200, "completionMode": "Indexed"}),
+    )]);
+    let report =
+        run_until_finished(cluster.clone(), &jobs, LoopRunConfig::default(), after_a_second).await;
+    assert!(report.finished);
+    let job = cluster.with(|s| s.job("ns", "big")).expect("the Job");
+    assert_eq!(job["status"]["succeeded"], 200);
+    assert_eq!(job["status"]["completedIndexes"], "0-199");
+    // Every pod created once and released once; nothing read outside the watches.
+    assert_eq!(requests(&cluster, "create", "pods"), 200);
+    assert_eq!(requests(&cluster, "patch", "pods"), 200);
+    assert_eq!(requests(&cluster, "get", "jobs"), 0);
+    assert_eq!(requests(&cluster, "list", "pods"), 1);
+    assert_eq!(requests(&cluster, "list", "jobs"), 1);
+    // A few status writes and events for the whole Job, not some per pod.
+    let status = requests(&cluster, "patch", "jobs/status");
+    assert!(status <= 20, "status writes: {status}");
+    let events = requests(&cluster, "create", "events");
+    assert!(events <= 25, "events: {events}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn failed_pods_are_replaced_after_the_back_off_and_counted_once() {
+    let (cluster, jobs) = cluster_with(vec![job(
+        "flaky",
+        json!({"completions": 3, "parallelism": 3, "backoffLimit": 6}),
+    )]);
+    // The first two pods fail after a second while the third runs on; every later pod
+    // succeeds.
+    let outcome = |p: &SeenPod| match p.ordinal {
+        1 | 2 if p.running_for >= Duration::from_secs(1) => Outcome::exit(1),
+        3 if p.running_for >= Duration::from_secs(60) => Outcome::succeed(),
+        4.. if p.running_for >= Duration::from_secs(1) => Outcome::succeed(),
+        _ => Outcome::Run,
+    };
+    let report =
+        run_until_finished(cluster.clone(), &jobs, LoopRunConfig::default(), outcome).await;
+    assert!(report.finished);
+    let job = cluster.with(|s| s.job("ns", "flaky")).expect("the Job");
+    assert_eq!(job["status"]["succeeded"], 3);
+    assert_eq!(job["status"]["failed"], 2);
+    assert_eq!(requests(&cluster, "create", "pods"), 5);
+    // Upstream's back-off: two failures since the last success, so 20 s after the last one.
+    let time = |p: &Value, path: &str| {
+        p.pointer(path)
+            .and_then(Value::as_str)
+            .and_then(|t| t.parse::<Timestamp>().ok())
+    };
+    let pods = cluster.with(|s| s.last_pod_states());
+    let failed_at = pods
+        .iter()
+        .filter(|p| p["status"]["phase"] == "Failed")
+        .filter_map(|p| time(p, "/status/containerStatuses/0/state/terminated/finishedAt"))
+        .max()
+        .expect("failed pods");
+    let replaced_at = pods
+        .iter()
+        .filter_map(|p| time(p, "/metadata/creationTimestamp"))
+        .filter(|t| *t > failed_at)
+        .min()
+        .expect("replacements");
+    let waited = replaced_at.duration_since(failed_at);
+    assert!(waited.as_secs() >= 20, "replaced after {waited:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn deleting_finished_jobs_and_their_pods_costs_no_request() {
+    let specs = (0..5)
+        .map(|i| job(&format!("j{i}"), json!({"completions": 4, "parallelism": 4})))
+        .collect();
+    let (cluster, jobs) = cluster_with(specs);
+    let report =
+        run_until_finished(cluster.clone(), &jobs, LoopRunConfig::default(), after_a_second).await;
+    assert!(report.finished);
+    let before: u64 = cluster.with(|s| s.requests.values().sum());
+    // A namespace torn down: the Jobs go, and the garbage collector takes their pods.
+    for (ns, name) in &jobs {
+        cluster.write(|s| s.delete_job(ns, name)).expect("deleted");
+    }
+    let watching = run_until_finished(cluster.clone(), &[], LoopRunConfig::default(), after_a_second);
+    assert!(watching.await.finished);
+    assert_eq!(cluster.with(|s| s.pod_count()), 0);
+    let after: u64 = cluster.with(|s| s.requests.values().sum());
+    // The second run's own list and watch of Jobs and pods, and nothing else.
+    assert_eq!(after - before, 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_pods_of_a_job_deleted_while_running_are_released() {
+    let (cluster, _) = cluster_with(vec![job(
+        "doomed",
+        json!({"completions": 3, "parallelism": 3}),
+    )]);
+    // The pods never end: delete the Job once they run, and let the loop see the rest.
+    let mut deleted = false;
+    let cluster2 = cluster.clone();
+    let outcome = move |_: &SeenPod| {
+        if !deleted && cluster2.with(|s| s.pods().len()) == 3 {
+            deleted = true;
+            let _ = cluster2.write(|s| s.delete_job("ns", "doomed"));
+        }
+        Outcome::Run
+    };
+    let config = LoopRunConfig {
+        give_up_after: Duration::from_secs(120),
+        ..LoopRunConfig::default()
+    };
+    let report = run_until_finished(cluster.clone(), &[], config, outcome).await;
+    assert!(report.finished, "no pod keeps the finalizer");
+    assert_eq!(
+        cluster.with(|s| s.pod_count()),
+        0,
+        "released, the deleted pods went"
+    );
+    // The Job's Delete event told the controller: no GET needed to confirm.
+    assert_eq!(requests(&cluster, "get", "jobs"), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_deleted_while_running_holds_its_replacement_back_after_it_is_gone() {
+    let (cluster, jobs) = cluster_with(vec![job("one", json!({"completions": 1, "parallelism": 1}))]);
+    // The first pod is deleted after running a second: it counts as failed, loses its
+    // finalizer and is gone long before its replacement may start.
+    let outcome = |p: &SeenPod| match p.ordinal {
+        1 if p.running_for >= Duration::from_secs(1) => Outcome::Delete,
+        2.. if p.running_for >= Duration::from_secs(1) => Outcome::succeed(),
+        _ => Outcome::Run,
+    };
+    let report =
+        run_until_finished(cluster.clone(), &jobs, LoopRunConfig::default(), outcome).await;
+    assert!(report.finished);
+    let job = cluster.with(|s| s.job("ns", "one")).expect("the Job");
+    assert_eq!(job["status"]["failed"], 1);
+    assert_eq!(job["status"]["succeeded"], 1);
+    let mut created: Vec<Timestamp> = cluster.with(|s| {
+        s.last_pod_states()
+            .iter()
+            .filter_map(|p| p["metadata"]["creationTimestamp"].as_str()?.parse().ok())
+            .collect()
+    });
+    created.sort();
+    let gap = created[1].duration_since(created[0]);
+    // A second of running, then upstream's 10 s back-off.
+    assert!(gap.as_secs() >= 11, "replaced {gap:?} after the first pod started");
+}
