@@ -94,7 +94,7 @@ pub async fn confirm<A: ClusterApi>(ctl: &JobController<A>, candidate: &OrphanCa
 pub async fn release<A: ClusterApi>(ctl: &JobController<A>, candidate: &OrphanCandidate) {
     let pod = PodRef {
         name: candidate.pod.name.clone(),
-        uid: candidate.pod.uid.clone(),
+        uid: candidate.pod.uid.to_string(),
     };
     tracing::info!(pod = %pod.name, namespace = %candidate.namespace, "releasing a pod whose Job is gone");
     if let Err(e) = ctl

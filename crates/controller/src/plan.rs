@@ -151,7 +151,7 @@ impl Plan {
     }
 
     fn remove_finalizer(&mut self, pod: &PodView) {
-        if !self.remove_finalizers.iter().any(|p| p.uid == pod.uid) {
+        if !self.remove_finalizers.iter().any(|p| *p.uid == *pod.uid) {
             self.remove_finalizers.push(pod_ref(pod));
         }
     }
@@ -168,7 +168,7 @@ impl Plan {
 fn pod_ref(p: &PodView) -> PodRef {
     PodRef {
         name: p.name.clone(),
-        uid: p.uid.clone(),
+        uid: p.uid.to_string(),
     }
 }
 
@@ -251,7 +251,7 @@ pub fn plan(
             policy: policy
                 .filter(|_| p.phase == Phase::Failed || p.deleting)
                 .and_then(|policy| pod_failure_policy::match_pod(policy, p, namespace)),
-            tracked: p.has_finalizer && !in_flight.removing_finalizers.contains(&p.uid),
+            tracked: p.has_finalizer && !in_flight.removing_finalizers.contains(&*p.uid),
         })
         .collect();
 
@@ -355,13 +355,13 @@ impl<'a> Pass<'a> {
         let newly_succeeded: Vec<&PodView> = self
             .pods
             .iter()
-            .filter(|p| p.tracked && !in_succeeded.contains(&p.uid) && self.valid_index(p))
+            .filter(|p| p.tracked && !in_succeeded.contains(&*p.uid) && self.valid_index(p))
             .filter(|p| p.phase == Phase::Succeeded)
             .collect();
         let newly_failed: Vec<&PodView> = self
             .pods
             .iter()
-            .filter(|p| p.tracked && !in_failed.contains(&p.uid) && self.valid_index(p))
+            .filter(|p| p.tracked && !in_failed.contains(&*p.uid) && self.valid_index(p))
             .filter(|p| p.is_failed(self.only_replace_failed))
             .collect();
         let new_succeeded = newly_succeeded.len();
@@ -453,7 +453,7 @@ impl<'a> Pass<'a> {
             // below before the pod may go.
             for p in active
                 .iter()
-                .filter(|p| !self.in_flight.deleting.contains(&p.uid))
+                .filter(|p| !self.in_flight.deleting.contains(&*p.uid))
             {
                 out.delete.push(PodDeletion {
                     pod: pod_ref(p),
@@ -506,7 +506,7 @@ impl<'a> Pass<'a> {
             .pods
             .iter()
             .filter(|p| p.tracked)
-            .map(|p| p.uid.as_str())
+            .map(|p| &*p.uid)
             .collect();
         let mut counted_succeeded = i64::from(old.succeeded.unwrap_or(0));
         let mut counted_failed = i64::from(old.failed.unwrap_or(0));
@@ -975,23 +975,24 @@ impl<'a> Pass<'a> {
                 continue;
             }
             out.remove_finalizer(p);
-            if p.phase == Phase::Succeeded && !uncounted_failed.contains(&p.uid) {
+            let uid = p.uid.to_string();
+            if p.phase == Phase::Succeeded && !uncounted_failed.contains(&uid) {
                 if self.indexed {
                     if p.index
                         .is_some_and(|i| self.valid_index(p) && !prev_indexes.contains(i))
                     {
                         new_indexes += 1;
                     }
-                } else if !uncounted_succeeded.contains(&p.uid) {
-                    uncounted_succeeded.push(p.uid.clone());
+                } else if !uncounted_succeeded.contains(&uid) {
+                    uncounted_succeeded.push(uid.clone());
                 }
             } else if (considered_failed || failing)
-                && !uncounted_failed.contains(&p.uid)
+                && !uncounted_failed.contains(&uid)
                 && self.valid_index(p)
                 // A failure an `Ignore` rule matched loses its finalizer but is never counted.
                 && p.counts_as_failure()
             {
-                uncounted_failed.push(p.uid.clone());
+                uncounted_failed.push(uid);
             }
             if new_indexes + uncounted_succeeded.len() + uncounted_failed.len()
                 >= self.config.max_uncounted_pods

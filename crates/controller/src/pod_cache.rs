@@ -18,15 +18,18 @@ struct JobPods {
     namespace: Box<str>,
     /// The Job's name, from the pods' owner reference: what a sync is keyed by.
     job_name: Box<str>,
-    pods: HashMap<Box<str>, Arc<CachedPod>>,
+    /// By pod uid (the key shares the pod's own uid).
+    pods: HashMap<Arc<str>, Arc<CachedPod>>,
 }
 
+/// The uids are shared, not copied: a pod's uid is one allocation whatever holds it, and a
+/// Job's uid one for all its pods.
 #[derive(Debug, Default, Clone)]
 struct Index {
     /// By the controlling Job's uid; pods with no Job controller under `""`.
-    jobs: HashMap<Box<str>, JobPods>,
+    jobs: HashMap<Arc<str>, JobPods>,
     /// Pod uid to the key it is filed under in `jobs`.
-    filed_under: HashMap<Box<str>, Box<str>>,
+    filed_under: HashMap<Arc<str>, Arc<str>>,
 }
 
 /// What one pod event means to the controller.
@@ -71,16 +74,29 @@ fn owner(pod: &Pod) -> Option<(String, String)> {
 }
 
 impl Index {
-    fn insert(&mut self, namespace: &str, owner: Option<&(String, String)>, pod: Arc<CachedPod>) {
+    fn insert(
+        &mut self,
+        namespace: &str,
+        owner: Option<&(String, String)>,
+        mut pod: CachedPod,
+    ) -> Arc<CachedPod> {
         let (job_name, job_uid) = owner.map_or(("", ""), |(n, u)| (n.as_str(), u.as_str()));
-        let entry = self.jobs.entry(Box::from(job_uid)).or_default();
+        let key = match self.jobs.get_key_value(job_uid) {
+            Some((k, _)) => k.clone(),
+            None => Arc::from(job_uid),
+        };
+        if pod.owner_uid.is_some() {
+            pod.owner_uid = Some(key.clone());
+        }
+        let pod = Arc::new(pod);
+        let entry = self.jobs.entry(key.clone()).or_default();
         if entry.pods.is_empty() {
             entry.namespace = Box::from(namespace);
             entry.job_name = Box::from(job_name);
         }
-        let pod_uid: Box<str> = Box::from(pod.uid.as_str());
-        entry.pods.insert(pod_uid.clone(), pod);
-        self.filed_under.insert(pod_uid, Box::from(job_uid));
+        entry.pods.insert(pod.uid.clone(), pod.clone());
+        self.filed_under.insert(pod.uid.clone(), key);
+        pod
     }
 
     /// Takes the pod out, wherever it is filed.
@@ -113,7 +129,7 @@ impl PodCache {
                 if let Some(relist) = write(&self.relist).as_mut() {
                     let owner = owner(pod);
                     let ns = pod.metadata.namespace.as_deref().unwrap_or("");
-                    relist.insert(ns, owner.as_ref(), Arc::new(CachedPod::from_pod(pod)));
+                    relist.insert(ns, owner.as_ref(), CachedPod::from_pod(pod));
                 }
                 Vec::new()
             }
@@ -128,24 +144,19 @@ impl PodCache {
     }
 
     fn upsert(&self, pod: &Pod) -> Option<PodObservation> {
-        let cached = Arc::new(CachedPod::from_pod(pod));
+        let cached = CachedPod::from_pod(pod);
         let owner = owner(pod);
         let namespace = pod.metadata.namespace.clone().unwrap_or_default();
-        let job_uid = owner.as_ref().map_or("", |(_, u)| u.as_str()).to_owned();
+        let job_uid = owner.as_ref().map_or("", |(_, u)| u.as_str());
         let mut index = write(&self.index);
-        if index.get(&job_uid, &cached.uid).map(|p| &**p) == Some(&*cached) {
+        if index.get(job_uid, &cached.uid).map(|p| &**p) == Some(&cached) {
             return None;
         }
         // Taken out and filed again: a pod whose controller changed moves to its new Job.
         let previous = index.take(&cached.uid);
-        index.insert(&namespace, owner.as_ref(), cached.clone());
+        let cached = index.insert(&namespace, owner.as_ref(), cached);
         drop(index);
-        Some(observation(
-            namespace,
-            owner,
-            previous.as_deref(),
-            Some(cached),
-        ))
+        Some(observation(namespace, owner, previous.as_deref(), Some(cached)))
     }
 
     fn delete(&self, pod: &Pod) -> Option<PodObservation> {
@@ -183,8 +194,8 @@ fn observation(
 ) -> PodObservation {
     let pod_uid = after
         .as_ref()
-        .map(|p| p.uid.clone())
-        .or_else(|| before.map(|p| p.uid.clone()))
+        .map(|p| p.uid.to_string())
+        .or_else(|| before.map(|p| p.uid.to_string()))
         .unwrap_or_default();
     let (deleting, released) = match &after {
         Some(p) => (p.deleting, !p.has_finalizer),

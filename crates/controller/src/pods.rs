@@ -4,6 +4,7 @@
 //! a malformed field reads as "unknown", never as a panic.
 
 use std::ops::Deref;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -36,9 +37,11 @@ pub struct ExitedContainer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CachedPod {
     pub name: String,
-    pub uid: String,
-    /// The uid in the pod's controller owner reference, when that is a `batch/v1` Job.
-    pub owner_uid: Option<Box<str>>,
+    /// Shared with the cache's index keys.
+    pub uid: Arc<str>,
+    /// The uid in the pod's controller owner reference, when that is a `batch/v1` Job; shared
+    /// by all the Job's pods in the cache.
+    pub owner_uid: Option<Arc<str>>,
     /// The controller name in `jobwarden.io/created-by`: which jobwarden controller made it.
     pub created_by: Option<Box<str>>,
     pub phase: Phase,
@@ -56,7 +59,8 @@ pub struct CachedPod {
     pub index_ignored_failures: i32,
     /// Regular containers first, then init containers, each in the pod's order.
     pub exited: Box<[ExitedContainer]>,
-    /// `(type, status)` of each pod condition, for `onPodConditions`.
+    /// `(type, status)` of each pod condition, for `onPodConditions`: kept only for a failed
+    /// or deleted pod, the only ones a pod failure policy is matched against.
     pub conditions: Box<[(Box<str>, Box<str>)]>,
 }
 
@@ -71,15 +75,21 @@ impl CachedPod {
             Some("Failed") => Phase::Failed,
             Some(_) => Phase::Unknown,
         };
-        let conditions: Box<[(Box<str>, Box<str>)]> = status
-            .and_then(|s| s.conditions.as_ref())
-            .into_iter()
-            .flatten()
-            .map(|c| (Box::from(c.type_.as_str()), Box::from(c.status.as_str())))
-            .collect();
-        let ready = conditions
+        let pod_conditions = status
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or(&[]);
+        let ready = pod_conditions
             .iter()
-            .any(|(t, s)| &**t == "Ready" && &**s == "True");
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        let deleting = meta.deletion_timestamp.is_some();
+        let conditions: Box<[(Box<str>, Box<str>)]> = if phase == Phase::Failed || deleting {
+            pod_conditions
+                .iter()
+                .map(|c| (Box::from(c.type_.as_str()), Box::from(c.status.as_str())))
+                .collect()
+        } else {
+            Box::default()
+        };
         let has_finalizer = meta
             .finalizers
             .iter()
@@ -106,14 +116,14 @@ impl CachedPod {
             .iter()
             .flatten()
             .find(|o| o.controller == Some(true) && o.kind == "Job" && o.api_version == "batch/v1")
-            .map(|o| Box::from(o.uid.as_str()));
+            .map(|o| Arc::from(o.uid.as_str()));
         CachedPod {
             name: meta.name.clone().unwrap_or_default(),
-            uid: meta.uid.clone().unwrap_or_default(),
+            uid: Arc::from(meta.uid.as_deref().unwrap_or_default()),
             owner_uid,
             created_by: annotation(CREATED_BY_ANNOTATION).map(|v| Box::from(v.as_str())),
             phase,
-            deleting: meta.deletion_timestamp.is_some(),
+            deleting,
             ready,
             has_finalizer,
             index: annotation(COMPLETION_INDEX_KEY).and_then(|v| parse_index(v)),
