@@ -52,7 +52,7 @@ pub struct Page {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ListError {
-    #[error("{0}")]
+    #[error("cannot reach the API server: {0}")]
     Request(#[from] kube::Error),
     #[error("cannot build the request: {0}")]
     Build(String),

@@ -104,7 +104,7 @@ impl fmt::Display for Rule {
 }
 
 /// One thing the rules would deny, worded as the denial words it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct Violation {
     pub rule: Rule,
     /// The field path, as kube-apiserver names it (`spec.podFailurePolicy.rules[1].name`).
