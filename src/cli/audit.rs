@@ -15,10 +15,10 @@ use super::{Outcome, OutputFormat};
 #[derive(Debug, Args)]
 pub struct AuditArgs {
     /// Only this namespace (default: every namespace).
-    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    #[arg(short = 'n', long, value_name = "NAMESPACE", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     namespace: Option<String>,
     /// Only Jobs whose labels match this selector (`team=a,tier in (batch)`), as kubectl's -l.
-    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    #[arg(short = 'l', long, value_name = "SELECTOR", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     selector: Option<String>,
     /// Policy configuration file (YAML), as given to `serve --config`: adds the policy's rules
     /// (`allowedManagedBy`).

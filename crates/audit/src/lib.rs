@@ -15,22 +15,21 @@
 //!
 //! # Wiring the periodic audit
 //!
+//! `serve` hands it a function returning the Jobs its controller caches, `None` while there is
+//! no such view (not leading, cache not synced), a Registry, and an Event sink:
+//!
 //! ```no_run
-//! # async fn wire(client: kube::Client, store: kube::runtime::reflector::Store<k8s_openapi::api::batch::v1::Job>) {
+//! # async fn wire(client: kube::Client, store: kube::runtime::reflector::Store<k8s_openapi::api::batch::v1::Job>, synced: std::sync::Arc<std::sync::atomic::AtomicBool>) {
 //! use std::sync::Arc;
+//! use std::sync::atomic::Ordering;
 //! use jobwarden_audit::{AuditConfig, KubeEventSink, PeriodicAudit, register_metrics};
 //!
 //! let mut registry = prometheus_client::registry::Registry::default();
-//! let metrics = register_metrics(&mut registry);
-//! let sink = KubeEventSink::new(client, "jobwarden-audit".into());
-//! // The cache's Jobs; `None` until it has synced.
-//! let ready = Arc::new(std::sync::atomic::AtomicBool::new(true));
-//! let snapshot = move || ready.load(std::sync::atomic::Ordering::Relaxed).then(|| store.state());
 //! let audit = PeriodicAudit::new(
-//!     Arc::new(jobwarden_admission::Policy::default()),
-//!     snapshot,
-//!     sink,
-//!     metrics,
+//!     Arc::new(jobwarden_admission::Policy::default()), // the webhook's policy
+//!     move || synced.load(Ordering::Acquire).then(|| store.state()),
+//!     KubeEventSink::new(client, "jobwarden-audit".into()),
+//!     register_metrics(&mut registry),
 //!     AuditConfig::default(),
 //! );
 //! audit.run(async { let _ = tokio::signal::ctrl_c().await; }).await;
