@@ -2,7 +2,8 @@
 //! cluster-wide and namespaced collections, real paging (`limit`, opaque `continue` tokens,
 //! `remainingItemCount` when no selector is given), label selectors in the apiserver's syntax,
 //! and the failures an audit meets (an expired continue token, with or without a fresh one; a
-//! cluster-scope LIST that RBAC forbids). It records every request it serves.
+//! cluster-scope LIST that RBAC forbids). It records every request it serves, and keeps the
+//! Events (events.k8s.io/v1) created or patched through it.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -34,6 +35,8 @@ struct Cluster {
     requests: Vec<String>,
     expiry: Option<Expiry>,
     forbid_cluster_scope: bool,
+    /// `(method, path, body)` of every Event write.
+    events: Vec<(String, String, Value)>,
 }
 
 pub struct FakeApiServer {
@@ -73,6 +76,14 @@ impl FakeApiServer {
                         "/apis/batch/v1/namespaces/{namespace}/jobs",
                         get(list_namespaced),
                     )
+                    .route(
+                        "/apis/events.k8s.io/v1/namespaces/{namespace}/events",
+                        axum::routing::post(write_event),
+                    )
+                    .route(
+                        "/apis/events.k8s.io/v1/namespaces/{namespace}/events/{name}",
+                        axum::routing::patch(write_event),
+                    )
                     .fallback(not_found)
                     .with_state(state);
                 axum::serve(listener, app)
@@ -102,6 +113,11 @@ impl FakeApiServer {
     /// Adds or replaces a Job, as a write between two pages would.
     pub fn store(&self, job: Value) {
         insert(&mut lock(&self.cluster), job);
+    }
+
+    /// `(method, path, body)` of every Event written so far.
+    pub fn events(&self) -> Vec<(String, String, Value)> {
+        lock(&self.cluster).events.clone()
     }
 
     /// `path?query` of every request served so far.
@@ -161,6 +177,39 @@ async fn list_namespaced(
     uri: Uri,
 ) -> Response {
     list(&cluster, Some(namespace), &uri)
+}
+
+/// Creates (POST) or patches an Event, answering with it as the apiserver would.
+async fn write_event(
+    State(cluster): State<Arc<Mutex<Cluster>>>,
+    method: axum::http::Method,
+    uri: Uri,
+    body: axum::body::Bytes,
+) -> Response {
+    let Ok(event) = serde_json::from_slice::<Value>(&body) else {
+        return status(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "the body is not JSON",
+            None,
+        );
+    };
+    let mut cluster = lock(&cluster);
+    cluster.requests.push(uri.to_string());
+    cluster
+        .events
+        .push((method.to_string(), uri.path().to_owned(), event.clone()));
+    let code = if method == axum::http::Method::POST {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    (
+        code,
+        [("content-type", "application/json")],
+        event.to_string(),
+    )
+        .into_response()
 }
 
 async fn not_found(uri: Uri) -> Response {
