@@ -529,3 +529,28 @@ async fn the_lister_reports_an_expiry_and_goes_on() {
         other => panic!("want a 410, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn a_page_larger_than_any_apiserver_sends_is_refused_not_read_whole() {
+    // One Job of 5 MiB in a page of one: more than kube-apiserver's 3 MiB per object.
+    let huge = with_annotation(
+        stored(manifest("team-a", "huge", json!({})), json!({})),
+        "example.com/blob",
+        &"x".repeat(5 * 1024 * 1024),
+    );
+    let server = FakeApiServer::start(vec![huge]);
+    let mut lister = JobLister::new(
+        client(&server),
+        ListScope {
+            page_size: 1,
+            ..ListScope::default()
+        },
+    );
+    match lister.next_page().await {
+        Err(ListError::Body(message)) => assert!(message.contains("length limit"), "{message}"),
+        other => panic!(
+            "want a refused body, got {:?}",
+            other.map(|p| p.map(|p| p.items.len()))
+        ),
+    }
+}

@@ -551,3 +551,30 @@ fn a_job_that_is_not_an_object_cannot_be_audited() {
     assert!(audit_job(&json!("a string"), &Policy::default()).is_err());
     assert!(audit_job(&json!({"spec": {"parallelism": "two"}}), &Policy::default()).is_err());
 }
+
+#[test]
+fn rule_name_errors_are_told_apart_by_their_paths() {
+    use jobwarden_rules::{BadValue, FieldError, FieldPath};
+    let of = |path: &str| {
+        Rule::of_spec_error(&FieldError::invalid(
+            &FieldPath::new(path),
+            BadValue::Omit,
+            "x",
+        ))
+    };
+    for (path, want) in [
+        ("spec.podFailurePolicy.rules[1].name", Rule::RuleNames),
+        ("spec.podFailurePolicy.rules[12].name", Rule::RuleNames),
+        (
+            "metadata.annotations[jobwarden.io/pod-failure-policy-rule-names]",
+            Rule::RuleNames,
+        ),
+        ("spec.podFailurePolicy.rules[1].action", Rule::Spec),
+        ("spec.podFailurePolicy.rules[].name", Rule::Spec),
+        ("spec.podFailurePolicy.rules[1].name.x", Rule::Spec),
+        ("metadata.annotations[other]", Rule::Spec),
+        ("metadata.name", Rule::Spec),
+    ] {
+        assert_eq!(of(path), want, "{path}");
+    }
+}
