@@ -216,7 +216,9 @@ fn contract_breaches(job: &JobObject<'_>) -> Vec<FieldError> {
 /// `Suspended=True`, and never touches the conditions of a finished Job again. A Job created
 /// suspended with `completions: 0` finishes without ever starting (upstream PR #132614): no
 /// `Suspended` condition, but no `startTime` either. Any other finished Job with
-/// `spec.suspend: true` had it set after the fact.
+/// `spec.suspend: true` had it set after the fact. One window is left: jobwarden's own
+/// controller records `Suspended=True` only once no pod is active, so a Job whose last pod
+/// succeeded while it was being deleted for the suspension, before that write, is reported.
 fn suspended_after_finishing(job: &JobObject<'_>) -> bool {
     !job.has_condition(SUSPENDED) && job.status.start_time.is_some()
 }
