@@ -1,13 +1,15 @@
 //! `jobwarden check`: Job manifests checked as a server-side dry run would — upstream's
 //! defaulting and create-time preparation (generated selector and labels), then validation —
-//! or, with `--old`, as an update of the stored Job. One line per error, kubectl-style.
+//! or, with `--old`, as an update of the stored Job. One line per error, kubectl-style, or with
+//! `-o json` one JSON object per error (the shape `audit -o json` prints, plus the file).
 
 use clap::Args;
-use jobwarden_rules::{ErrorList, JobObject, defaults, warnings};
+use jobwarden_audit::{Finding, JobRef, Rule, Violation};
+use jobwarden_rules::{DecodeError, ErrorList, JobObject, defaults, warnings};
 use serde_json::{Value, json};
 
-use super::Outcome;
 use super::input;
+use super::{Outcome, OutputFormat};
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -15,6 +17,10 @@ pub struct CheckArgs {
     /// update of it.
     #[arg(long, value_name = "FILE")]
     old: Option<String>,
+    /// `text`: a line per Job and error; `json`: one JSON object per error and line (file,
+    /// namespace, name, uid, rule, field, message), nothing for a valid Job.
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text)]
+    output: OutputFormat,
     /// Manifests to check; `-` reads stdin.
     #[arg(required = true)]
     files: Vec<String>,
@@ -78,25 +84,68 @@ pub fn run(args: &CheckArgs) -> Outcome {
                 eprintln!("Warning: {label}: {warning}");
             }
         }
-        match result.map(|v| v.errors) {
-            Ok(errors) if errors.is_empty() => println!("{label}: valid"),
-            Ok(errors) => {
-                outcome = Outcome::Rejected;
+        let violations: Vec<Violation> = match &result {
+            Ok(verdict) => verdict
+                .errors
+                .iter()
+                .map(Violation::of_spec_error)
+                .collect(),
+            Err(e) => vec![unreadable_part(e)],
+        };
+        if !violations.is_empty() {
+            outcome = Outcome::Rejected;
+        }
+        match (args.output, &result) {
+            (OutputFormat::Text, Err(e)) => println!("{label}: {e}"),
+            (OutputFormat::Text, Ok(_)) => print_text(&label, &violations),
+            (OutputFormat::Json, _) => {
+                let job_ref = JobRef::of(&job.raw);
                 let mut printed = std::collections::HashSet::new();
-                for e in &errors {
-                    let line = e.to_string();
-                    if printed.insert(line.clone()) {
-                        println!("{label}: {line}");
-                    }
+                for v in violations.iter().filter(|v| printed.insert(*v)) {
+                    println!(
+                        "{}",
+                        Finding::new(job_ref, v).in_file(&job.file).to_json_line()
+                    );
                 }
-            }
-            Err(e) => {
-                outcome = Outcome::Rejected;
-                println!("{label}: {e}");
             }
         }
     }
     outcome
+}
+
+/// kubectl's lines: the errors, each once, or `valid`.
+fn print_text(label: &str, violations: &[Violation]) {
+    if violations.is_empty() {
+        println!("{label}: valid");
+        return;
+    }
+    let mut printed = std::collections::HashSet::new();
+    for v in violations {
+        let line = v.to_string();
+        if printed.insert(line.clone()) {
+            println!("{label}: {line}");
+        }
+    }
+}
+
+/// A manifest that cannot be read as a Job, as a violation of the part that does not decode.
+fn unreadable_part(e: &DecodeError) -> Violation {
+    match e {
+        DecodeError::Part { part, source } => Violation {
+            rule: if *part == "status" {
+                Rule::Status
+            } else {
+                Rule::Spec
+            },
+            field: (*part).to_owned(),
+            message: format!("cannot decode: {source}"),
+        },
+        DecodeError::NotAnObject => Violation {
+            rule: Rule::Spec,
+            field: String::new(),
+            message: e.to_string(),
+        },
+    }
 }
 
 fn read_jobs(file: &str) -> anyhow::Result<Vec<Found>> {

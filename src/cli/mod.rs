@@ -1,7 +1,8 @@
-//! The command line: `check` and `review` run the rules offline; `serve` runs the webhook and
-//! the reconcile loop. Exit codes follow the contract in DESIGN.md: 0 fine, 1 denied or
-//! invalid, 2 unreadable input.
+//! The command line: `check` and `review` run the rules offline; `audit` runs them over the
+//! Jobs stored in a cluster; `serve` runs the webhook and the reconcile loop. Exit codes follow
+//! the contract in DESIGN.md: 0 fine, 1 denied or invalid, 2 unreadable input.
 
+mod audit;
 mod check;
 mod input;
 mod review;
@@ -29,11 +30,24 @@ enum Command {
     Check(check::CheckArgs),
     /// Read one AdmissionReview request and print the response the webhook would send.
     Review(review::ReviewArgs),
+    /// List the Jobs stored in a cluster that the rules would deny today (kubeconfig or
+    /// in-cluster config, like kubectl).
+    Audit(audit::AuditArgs),
     /// Run the admission webhook (HTTPS) and, when a cluster is reachable, the Job controller.
     Serve(Box<jobwarden_server::ServeArgs>),
 }
 
-/// Exit statuses: `check` and `review` use all three; `serve` exits 1 when it cannot run.
+/// How `check` and `audit` print what they find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// One line per violation, kubectl-style.
+    Text,
+    /// One JSON object per violation and line, for scripts and CI annotations.
+    Json,
+}
+
+/// Exit statuses: `check`, `review` and `audit` use all three (`audit`: 2 when the cluster could
+/// not be read); `serve` exits 1 when it cannot run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Outcome {
     Ok = 0,
@@ -52,6 +66,7 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Review(args) => review::run(&args),
+        Command::Audit(args) => audit::run(&args),
         Command::Serve(args) => serve::run(*args),
     };
     outcome.into()

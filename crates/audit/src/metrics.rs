@@ -1,0 +1,64 @@
+//! The in-process audit's Prometheus metrics, registered into the Registry the server serves on
+//! `/metrics`. Setting a metric never fails and never blocks.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct ViolationLabels {
+    pub namespace: String,
+    /// `spec`, `rule_names`, `policy` or `status`.
+    pub rule: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EventLabels {
+    /// `published` or `failed`.
+    pub result: String,
+}
+
+/// Handles to every metric; cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub struct AuditMetrics {
+    /// Violations found by the last pass, per namespace and rule. A pair with none has no
+    /// series at all (it is removed, not zeroed).
+    pub violations: Family<ViolationLabels, Gauge>,
+    /// Jobs in the last pass's snapshot.
+    pub jobs: Gauge,
+    /// Jobs of the last pass that could not be read as Jobs.
+    pub unreadable_jobs: Gauge,
+    /// When the last pass finished, Unix seconds; 0 before the first.
+    pub last_pass_timestamp_seconds: Gauge,
+    pub events: Family<EventLabels, Counter>,
+}
+
+/// Registers the metrics under `jobwarden_audit_` and returns their handles.
+pub fn register_metrics(registry: &mut Registry) -> AuditMetrics {
+    let m = AuditMetrics::default();
+    let r = registry.sub_registry_with_prefix("jobwarden_audit");
+    r.register(
+        "violations",
+        "Violations of the Job rules found by the last audit pass, by namespace and rule",
+        m.violations.clone(),
+    );
+    r.register("jobs", "Jobs audited by the last pass", m.jobs.clone());
+    r.register(
+        "unreadable_jobs",
+        "Jobs of the last audit pass that could not be read as Jobs",
+        m.unreadable_jobs.clone(),
+    );
+    r.register(
+        "last_pass_timestamp_seconds",
+        "When the last audit pass finished, Unix time",
+        m.last_pass_timestamp_seconds.clone(),
+    );
+    r.register(
+        "events",
+        "Warning Events the audit tried to publish, by result",
+        m.events.clone(),
+    );
+    m
+}

@@ -1,0 +1,161 @@
+//! The conformance corpus (verdicts from a real kube-apiserver v1.36, and from the proposals for
+//! the rules upstream lacks) read as a set of stored Jobs: every object the validating webhook
+//! accepted is clean; every object a create was refused for is reported on the same fields; the
+//! denied status writes that break a check v1.36 applies to every status write are reported on
+//! the same fields too.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use jobwarden_admission::Policy;
+use serde_json::Value;
+
+use crate::violations::{Rule, audit_job};
+
+struct Case {
+    file: String,
+    value: Value,
+}
+
+fn cases() -> Vec<Case> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{} must exist: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 190, "the full corpus, found {}", files.len());
+    files
+        .into_iter()
+        .map(|path| Case {
+            file: path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("?")
+                .to_owned(),
+            value: serde_json::from_slice(&std::fs::read(&path).expect("readable"))
+                .expect("a case is JSON"),
+        })
+        .collect()
+}
+
+impl Case {
+    fn request(&self) -> &Value {
+        &self.value["review"]["request"]
+    }
+    fn is_validate(&self) -> bool {
+        self.value["webhook"] == "validate"
+    }
+    fn allowed(&self) -> bool {
+        self.value["expect"]["allowed"] == true
+    }
+    fn operation(&self) -> &str {
+        self.request()["operation"].as_str().unwrap_or("")
+    }
+    fn is_status(&self) -> bool {
+        self.request()["subResource"] == "status"
+    }
+    fn expected_fields(&self) -> BTreeSet<String> {
+        self.value["expect"]["fields"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect()
+    }
+    fn audited_fields(&self) -> BTreeSet<String> {
+        audit_job(&self.request()["object"], &Policy::default())
+            .unwrap_or_else(|e| panic!("{}: the object decodes: {e}", self.file))
+            .into_iter()
+            .map(|v| v.field)
+            .collect()
+    }
+}
+
+#[test]
+fn every_accepted_object_is_clean() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for case in cases().iter().filter(|c| c.is_validate() && c.allowed()) {
+        checked += 1;
+        let found = audit_job(&case.request()["object"], &Policy::default())
+            .unwrap_or_else(|e| panic!("{}: the object decodes: {e}", case.file));
+        if !found.is_empty() {
+            let lines: Vec<String> = found.iter().map(|v| format!("[{}] {v}", v.rule)).collect();
+            failures.push(format!("{}: {}", case.file, lines.join("; ")));
+        }
+    }
+    assert!(checked >= 70, "only {checked} accepted cases");
+    assert!(
+        failures.is_empty(),
+        "false positives:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_refused_create_is_reported_on_the_same_fields() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for case in cases()
+        .iter()
+        .filter(|c| c.is_validate() && !c.allowed() && c.operation() == "CREATE")
+    {
+        checked += 1;
+        let (want, got) = (case.expected_fields(), case.audited_fields());
+        if want.is_empty() || got != want {
+            failures.push(format!("{}: want {want:?}, audit names {got:?}", case.file));
+        }
+    }
+    assert!(checked >= 60, "only {checked} refused creates");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The refused status writes whose object breaks a check that holds for every stored status
+/// (module docs of `violations`): the audit names the same fields, under `status`.
+#[test]
+fn stored_statuses_no_write_could_leave_are_reported() {
+    let cases = cases();
+    let chosen = [
+        "112-st-negative-active.json",
+        "113-st-uncounted-invalid-s3.json",
+        "114-st-complete-and-failed-from-empty.json",
+        "146-st-scm-and-failure-target-scm-then-ft.json",
+        "147-st-success-policy-complete-without-scm-c10.json",
+    ];
+    for file in chosen {
+        let case = cases
+            .iter()
+            .find(|c| c.file == file)
+            .unwrap_or_else(|| panic!("{file} is in the corpus"));
+        assert!(case.is_status() && !case.allowed(), "{file}");
+        let found = audit_job(&case.request()["object"], &Policy::default()).expect("decodes");
+        let fields: BTreeSet<String> = found.iter().map(|v| v.field.clone()).collect();
+        assert_eq!(fields, case.expected_fields(), "{file}: {found:?}");
+        assert!(
+            found.iter().all(|v| v.rule == Rule::Status),
+            "{file}: {found:?}"
+        );
+    }
+}
+
+/// A refused status write is a write, not a stored state: most of them are refused only
+/// because they change a field (ratcheting), and the audit must not report their objects for
+/// what an older apiserver could have stored. Those whose old object was accepted as stored
+/// (the `stored` cases) say so: the audit is silent on the old objects too.
+#[test]
+fn statuses_older_apiservers_stored_are_not_reported() {
+    let mut checked = 0;
+    for case in cases()
+        .iter()
+        .filter(|c| c.is_status() && c.file.contains("-stored-"))
+    {
+        checked += 1;
+        let old = &case.request()["oldObject"];
+        let found = audit_job(old, &Policy::default()).expect("decodes");
+        assert!(found.is_empty(), "{}: {found:?}", case.file);
+    }
+    assert!(checked >= 10, "only {checked} stored-status cases");
+}

@@ -1,0 +1,232 @@
+//! `jobwarden audit`: the Jobs already stored in a cluster that the rules would deny today,
+//! read page by page from the API and printed one violation per line (or one JSON object per
+//! violation). Progress goes to stderr, and only when stderr is a terminal.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+use jobwarden_admission::Policy;
+use jobwarden_audit::finding::text_line;
+use jobwarden_audit::{Finding, JobLister, JobRef, ListScope, audit_job, connect::connect};
+
+use super::{Outcome, OutputFormat};
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Only this namespace (default: every namespace).
+    #[arg(short = 'n', long, value_name = "NAMESPACE", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    namespace: Option<String>,
+    /// Only Jobs whose labels match this selector (`team=a,tier in (batch)`), as kubectl's -l.
+    #[arg(short = 'l', long, value_name = "SELECTOR", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    selector: Option<String>,
+    /// Policy configuration file (YAML), as given to `serve --config`: adds the policy's rules
+    /// (`allowedManagedBy`).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// `text`: one line per violation; `json`: one JSON object per violation and line.
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text)]
+    output: OutputFormat,
+    /// Jobs per LIST request (`limit`), like kubectl's --chunk-size.
+    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
+    page_size: u32,
+    /// The kubeconfig file (default: KUBECONFIG, ~/.kube/config, else the in-cluster service
+    /// account).
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (default: its current context).
+    #[arg(long, value_name = "NAME")]
+    context: Option<String>,
+}
+
+pub fn run(args: &AuditArgs) -> Outcome {
+    let policy = match &args.config {
+        None => Policy::default(),
+        Some(path) => match jobwarden_server::load_policy_file(path) {
+            Ok(policy) => policy,
+            Err(e) => {
+                eprintln!("jobwarden audit: {e:#}");
+                return Outcome::Unreadable;
+            }
+        },
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("jobwarden audit: cannot start the runtime: {e}");
+            return Outcome::Unreadable;
+        }
+    };
+    runtime.block_on(audit(args, &policy))
+}
+
+/// Counts for the summary line and the exit status.
+#[derive(Default)]
+struct Tally {
+    jobs: usize,
+    offending_jobs: usize,
+    violations: usize,
+    unreadable: usize,
+}
+
+async fn audit(args: &AuditArgs, policy: &Policy) -> Outcome {
+    let client = match connect(args.kubeconfig.as_deref(), args.context.as_deref()).await {
+        Ok(client) => client,
+        Err(e) => {
+            eprintln!("jobwarden audit: {e}");
+            return Outcome::Unreadable;
+        }
+    };
+    let scope = ListScope {
+        namespace: args.namespace.clone(),
+        label_selector: args.selector.clone(),
+        page_size: args.page_size,
+    };
+    let mut lister = JobLister::new(client, scope);
+    let mut progress = Progress::new();
+    let mut tally = Tally::default();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let outcome = loop {
+        let page = match lister.next_page().await {
+            Ok(Some(page)) => page,
+            Ok(None) => break None,
+            Err(e) => break Some(format!("cannot list Jobs: {}", with_causes(&e))),
+        };
+        if let Some(message) = &page.after_expiry {
+            progress.clear();
+            eprintln!(
+                "jobwarden audit: the list went on from a newer snapshot after its continue token expired (Jobs created or deleted meanwhile may be missed): {message}"
+            );
+        }
+        for raw in &page.items {
+            tally.jobs += 1;
+            let job = JobRef::of(raw);
+            match audit_job(raw, policy) {
+                Ok(violations) => {
+                    tally.offending_jobs += usize::from(!violations.is_empty());
+                    tally.violations += violations.len();
+                    for v in &violations {
+                        let line = match args.output {
+                            OutputFormat::Text => text_line(job, v),
+                            OutputFormat::Json => Finding::new(job, v).to_json_line(),
+                        };
+                        if writeln!(out, "{line}").is_err() {
+                            return Outcome::Unreadable;
+                        }
+                    }
+                }
+                Err(e) => {
+                    tally.unreadable += 1;
+                    progress.clear();
+                    eprintln!("{}: cannot audit: {e}", job.label());
+                }
+            }
+        }
+        if out.flush().is_err() {
+            return Outcome::Unreadable;
+        }
+        progress.show(&tally, page.remaining_item_count);
+    };
+    progress.clear();
+    if out.flush().is_err() {
+        return Outcome::Unreadable;
+    }
+    let scope = match &args.namespace {
+        Some(ns) => format!("in namespace {ns:?}"),
+        None => "in all namespaces".to_owned(),
+    };
+    if let Some(error) = &outcome {
+        eprintln!("jobwarden audit: {error}");
+    }
+    eprintln!(
+        "jobwarden audit: {}{} violation{} in {} of {} Job{}{} {scope}{}",
+        if outcome.is_some() {
+            "incomplete: "
+        } else {
+            ""
+        },
+        tally.violations,
+        plural(tally.violations),
+        tally.offending_jobs,
+        tally.jobs,
+        plural(tally.jobs),
+        if outcome.is_some() { " read" } else { "" },
+        if tally.unreadable > 0 {
+            format!("; {} could not be read", tally.unreadable)
+        } else {
+            String::new()
+        }
+    );
+    if outcome.is_some() {
+        return Outcome::Unreadable;
+    }
+    if tally.unreadable > 0 {
+        Outcome::Unreadable
+    } else if tally.violations > 0 {
+        Outcome::Rejected
+    } else {
+        Outcome::Ok
+    }
+}
+
+/// An error and what caused it, `: `-joined (kube's transport errors say little on their own:
+/// "client error (Connect)" becomes "…: tcp connect error: Connection refused").
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// A one-line counter on stderr, rewritten in place; silent unless stderr is a terminal, so
+/// logs and pipes only ever see the final summary.
+struct Progress {
+    on: bool,
+    shown: bool,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Progress {
+            on: std::io::stderr().is_terminal(),
+            shown: false,
+        }
+    }
+
+    fn show(&mut self, tally: &Tally, remaining: Option<i64>) {
+        if !self.on {
+            return;
+        }
+        let left = remaining
+            .filter(|r| *r > 0)
+            .map(|r| format!(", about {r} to go"))
+            .unwrap_or_default();
+        eprint!(
+            "\r\x1b[2Kaudited {} Jobs{left}; {} violations so far",
+            tally.jobs, tally.violations
+        );
+        self.shown = true;
+    }
+
+    fn clear(&mut self) {
+        if self.shown {
+            eprint!("\r\x1b[2K");
+            self.shown = false;
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The periodic audit's Kubernetes Event sink at its boundary: the Warning Events it writes, as
+//! the API server receives them, through the real `kube::Client` to the fake apiserver.
+
+mod support;
+
+use std::sync::Arc;
+
+use jobwarden_admission::Policy;
+use jobwarden_audit::{AuditConfig, AuditMetrics, KubeEventSink, PeriodicAudit};
+use serde_json::{Value, json};
+use support::fake_apiserver::FakeApiServer;
+use support::stored::{manifest, stored};
+
+fn client(server: &FakeApiServer) -> kube::Client {
+    kube::Client::try_from(kube::Config::new(server.url.parse().expect("a URL"))).expect("a client")
+}
+
+#[tokio::test]
+async fn warning_events_name_the_job_by_uid_and_carry_the_violations() {
+    let server = FakeApiServer::start(vec![]);
+    let job = stored(
+        manifest("team-a", "bad", json!({"parallelism": -1})),
+        json!({}),
+    );
+    let uid = job["metadata"]["uid"].clone();
+    let jobs = Arc::new(std::sync::Mutex::new(vec![job]));
+    let snapshot = {
+        let jobs = jobs.clone();
+        move || Some(jobs.lock().expect("not poisoned").clone())
+    };
+    let mut audit = PeriodicAudit::new(
+        Arc::new(Policy::default()),
+        snapshot,
+        KubeEventSink::new(client(&server), "jobwarden-audit".into()),
+        AuditMetrics::default(),
+        AuditConfig::default(),
+    );
+    let report = audit.pass().await;
+    assert_eq!((report.events_published, report.events_failed), (1, 0));
+
+    // The same Job breaks the same rule differently: a new Event with the new note, not a
+    // series bump of the old one (which would keep the old note).
+    let changed = stored(
+        manifest("team-a", "bad", json!({"parallelism": -2})),
+        json!({}),
+    );
+    *jobs.lock().expect("not poisoned") = vec![changed];
+    assert_eq!(audit.pass().await.events_published, 1);
+    assert_eq!(audit.pass().await.events_published, 0);
+
+    let events = server.events();
+    assert_eq!(events.len(), 2, "{events:?}");
+    for (method, path, _) in &events {
+        assert_eq!(method, "POST");
+        assert_eq!(path, "/apis/events.k8s.io/v1/namespaces/team-a/events");
+    }
+    let event: &Value = &events[0].2;
+    assert_eq!(event["type"], "Warning");
+    assert_eq!(event["reason"], "AuditInvalidSpec");
+    assert_eq!(event["action"], "Audit");
+    assert_eq!(event["reportingController"], "jobwarden-audit");
+    assert_eq!(
+        event["note"],
+        "spec.parallelism: Invalid value: -1: must be greater than or equal to 0"
+    );
+    assert_eq!(
+        event["regarding"],
+        json!({"apiVersion": "batch/v1", "kind": "Job", "namespace": "team-a", "name": "bad", "uid": uid})
+    );
+    assert_eq!(event["metadata"]["namespace"], "team-a");
+    assert_eq!(
+        events[1].2["note"],
+        "spec.parallelism: Invalid value: -2: must be greater than or equal to 0"
+    );
+}
