@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use jobwarden_admission::Policy;
 use jobwarden_audit::{AuditConfig, AuditMetrics, KubeEventSink, PeriodicAudit};
+use jobwarden_controller::kube_api::EventReporter;
 use serde_json::{Value, json};
 use support::fake_apiserver::FakeApiServer;
 use support::stored::{manifest, stored};
@@ -31,15 +32,20 @@ async fn warning_events_name_the_job_by_uid_and_carry_the_violations() {
     let mut audit = PeriodicAudit::new(
         Arc::new(Policy::default()),
         snapshot,
-        KubeEventSink::new(client(&server), "jobwarden-audit".into()),
+        KubeEventSink::new(
+            client(&server),
+            EventReporter {
+                component: "jobwarden.io/audit".into(),
+                instance: "replica-1".into(),
+            },
+        ),
         AuditMetrics::default(),
         AuditConfig::default(),
     );
     let report = audit.pass().await;
     assert_eq!((report.events_published, report.events_failed), (1, 0));
 
-    // The same Job breaks the same rule differently: a new Event with the new note, not a
-    // series bump of the old one (which would keep the old note).
+    // The same Job breaks the same rule differently: a new Event with the new message.
     let changed = stored(
         manifest("team-a", "bad", json!({"parallelism": -2})),
         json!({}),
@@ -52,24 +58,26 @@ async fn warning_events_name_the_job_by_uid_and_carry_the_violations() {
     assert_eq!(events.len(), 2, "{events:?}");
     for (method, path, _) in &events {
         assert_eq!(method, "POST");
-        assert_eq!(path, "/apis/events.k8s.io/v1/namespaces/team-a/events");
+        assert_eq!(path, "/api/v1/namespaces/team-a/events");
     }
     let event: &Value = &events[0].2;
     assert_eq!(event["type"], "Warning");
     assert_eq!(event["reason"], "AuditInvalidSpec");
-    assert_eq!(event["action"], "Audit");
-    assert_eq!(event["reportingController"], "jobwarden-audit");
+    assert_eq!(event["source"]["component"], "jobwarden.io/audit");
+    assert_eq!(event["reportingComponent"], "jobwarden.io/audit");
+    assert_eq!(event["reportingInstance"], "replica-1");
     assert_eq!(
-        event["note"],
+        event["message"],
         "spec.parallelism: Invalid value: -1: must be greater than or equal to 0"
     );
     assert_eq!(
-        event["regarding"],
+        event["involvedObject"],
         json!({"apiVersion": "batch/v1", "kind": "Job", "namespace": "team-a", "name": "bad", "uid": uid})
     );
     assert_eq!(event["metadata"]["namespace"], "team-a");
+    assert_eq!(event["count"], 1);
     assert_eq!(
-        events[1].2["note"],
+        events[1].2["message"],
         "spec.parallelism: Invalid value: -2: must be greater than or equal to 0"
     );
 }

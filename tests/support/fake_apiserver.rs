@@ -3,7 +3,7 @@
 //! `remainingItemCount` when no selector is given), label selectors in the apiserver's syntax,
 //! and the failures an audit meets (an expired continue token, with or without a fresh one; a
 //! cluster-scope LIST that RBAC forbids). It records every request it serves, and keeps the
-//! Events (events.k8s.io/v1) created or patched through it.
+//! core/v1 Events created through it.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -77,12 +77,8 @@ impl FakeApiServer {
                         get(list_namespaced),
                     )
                     .route(
-                        "/apis/events.k8s.io/v1/namespaces/{namespace}/events",
+                        "/api/v1/namespaces/{namespace}/events",
                         axum::routing::post(write_event),
-                    )
-                    .route(
-                        "/apis/events.k8s.io/v1/namespaces/{namespace}/events/{name}",
-                        axum::routing::patch(write_event),
                     )
                     .fallback(not_found)
                     .with_state(state);

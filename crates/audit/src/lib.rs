@@ -23,12 +23,17 @@
 //! use std::sync::Arc;
 //! use std::sync::atomic::Ordering;
 //! use jobwarden_audit::{AuditConfig, KubeEventSink, PeriodicAudit, register_metrics};
+//! use jobwarden_controller::kube_api::EventReporter;
 //!
 //! let mut registry = prometheus_client::registry::Registry::default();
+//! let reporter = EventReporter {
+//!     component: "jobwarden.io/audit".into(),
+//!     instance: "jobwarden-7d9f-abcde".into(),
+//! };
 //! let audit = PeriodicAudit::new(
 //!     Arc::new(jobwarden_admission::Policy::default()), // the webhook's policy
 //!     move || synced.load(Ordering::Acquire).then(|| store.state()),
-//!     KubeEventSink::new(client, "jobwarden-audit".into()),
+//!     KubeEventSink::new(client, reporter),
 //!     register_metrics(&mut registry),
 //!     AuditConfig::default(),
 //! );

@@ -5,7 +5,8 @@
 //! It decides nothing.
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{
@@ -123,30 +124,67 @@ impl ClusterApi for KubeApi {
     }
 
     async fn create_event(&self, job: &JobRef, event: &EventRecord) -> Result<(), ApiError> {
-        let now = Timestamp::now();
-        // client-go names events `<object>.<unix nanoseconds in hex>`.
-        let name = format!("{}.{:x}", job.name, now.as_nanosecond());
-        let event: Event = serde_json::from_value(json!({
-            "metadata": {"name": name, "namespace": job.namespace},
-            "involvedObject": {
-                "apiVersion": "batch/v1", "kind": "Job",
-                "name": job.name, "namespace": job.namespace, "uid": job.uid,
-            },
-            "reason": event.reason,
-            "message": event.message,
-            "type": if event.warning { "Warning" } else { "Normal" },
-            "source": {"component": self.controller_name},
-            "reportingComponent": self.controller_name,
-            "reportingInstance": self.identity,
-            "firstTimestamp": now.to_string(),
-            "lastTimestamp": now.to_string(),
-            "count": 1,
-        }))
-        .map_err(|e| ApiError::Other(e.to_string()))?;
-        Api::<Event>::namespaced(self.client.clone(), &job.namespace)
-            .create(&PostParams::default(), &event)
+        let reporter = EventReporter {
+            component: self.controller_name.clone(),
+            instance: self.identity.clone(),
+        };
+        record_job_event(&self.client, job, event, &reporter)
             .await
-            .map(drop)
             .map_err(api_error)
     }
+}
+
+/// Who an Event says it is from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventReporter {
+    /// `source.component` and `reportingComponent`: the controller name, or the audit's.
+    pub component: String,
+    /// `reportingInstance`: this replica.
+    pub instance: String,
+}
+
+/// Writes one core/v1 Event about a Job, as upstream's event recorder does (one object per
+/// event; `kubectl describe job` lists them). The controller's events and the audit's warnings
+/// both go through here.
+pub async fn record_job_event(
+    client: &Client,
+    job: &JobRef,
+    event: &EventRecord,
+    reporter: &EventReporter,
+) -> Result<(), kube::Error> {
+    let now = Timestamp::now();
+    // client-go names events `<object>.<unix nanoseconds in hex>`.
+    let name = format!("{}.{:x}", job.name, now.as_nanosecond());
+    let event = Event {
+        metadata: ObjectMeta {
+            name: Some(name),
+            namespace: Some(job.namespace.clone()),
+            ..ObjectMeta::default()
+        },
+        involved_object: ObjectReference {
+            api_version: Some("batch/v1".to_owned()),
+            kind: Some("Job".to_owned()),
+            name: Some(job.name.clone()),
+            namespace: Some(job.namespace.clone()),
+            uid: Some(job.uid.clone()),
+            ..ObjectReference::default()
+        },
+        reason: Some(event.reason.clone()),
+        message: Some(event.message.clone()),
+        type_: Some(if event.warning { "Warning" } else { "Normal" }.to_owned()),
+        source: Some(EventSource {
+            component: Some(reporter.component.clone()),
+            host: None,
+        }),
+        reporting_component: Some(reporter.component.clone()),
+        reporting_instance: Some(reporter.instance.clone()),
+        first_timestamp: Some(Time(now)),
+        last_timestamp: Some(Time(now)),
+        count: Some(1),
+        ..Event::default()
+    };
+    Api::<Event>::namespaced(client.clone(), &job.namespace)
+        .create(&PostParams::default(), &event)
+        .await
+        .map(drop)
 }
