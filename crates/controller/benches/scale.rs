@@ -51,7 +51,12 @@ fn cpu_time() -> Duration {
         .rsplit_once(')')
         .map(|(_, rest)| rest.split_whitespace().collect())
         .unwrap_or_default();
-    let ticks = |i: usize| fields.get(i).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|t| t.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     // utime and stime are the 14th and 15th fields; the 3rd is fields[0] here. Linux counts
     // them in USER_HZ, 100 on every architecture it supports.
     Duration::from_millis((ticks(11) + ticks(12)) * 10)
@@ -79,7 +84,10 @@ fn after_a_second(p: &SeenPod) -> Outcome {
     }
 }
 
-fn requests_since(cluster: &InMemoryCluster, before: &BTreeMap<Request, u64>) -> BTreeMap<Request, u64> {
+fn requests_since(
+    cluster: &InMemoryCluster,
+    before: &BTreeMap<Request, u64>,
+) -> BTreeMap<Request, u64> {
     cluster.with(|s| {
         s.requests
             .iter()
@@ -266,7 +274,8 @@ fn caches(jobs: usize, pods: usize) {
         let mut v = job(&format!("job-{j}"), 10, "Indexed");
         v["metadata"]["uid"] = json!(uid(j));
         v["metadata"]["resourceVersion"] = json!(format!("{}", 10 + j));
-        v["spec"]["selector"] = json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid(j)}});
+        v["spec"]["selector"] =
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid(j)}});
         v["status"] = json!({"active": 10, "ready": 10, "terminating": 0, "startTime": "2026-11-22T10:00:00Z",
                              "uncountedTerminatedPods": {}});
         let text = serde_json::to_string(&v).unwrap_or_default();
@@ -301,7 +310,10 @@ fn child(args: &[&str]) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     let arg = |i: usize| args.get(i).map(String::as_str);
     match arg(0) {
         Some("run") => {

@@ -23,7 +23,7 @@ use crate::metrics::{ControllerMetrics, CreatedLabels, FinishedLabels, SyncLabel
 use crate::plan::{Finish, InFlight, Plan, PlanConfig, plan};
 use crate::pod_cache::{PodCache, PodObservation};
 use crate::pods::CachedPod;
-use jobwarden_rules::well_known::{INDEXED, NON_INDEXED};
+use jobwarden_rules::well_known::{INDEXED, NON_INDEXED, REASON_POD_FAILURE_POLICY};
 
 /// How many deleted Jobs' uids are remembered, so their orphaned pods are released without
 /// asking the API server whether the Job is gone.
@@ -418,7 +418,7 @@ fn normal(reason: &str, message: String) -> EventRecord {
 /// (the Job's condition keeps the full reason).
 pub fn metric_reason(reason: &str) -> &str {
     if reason.starts_with(jobwarden_rules::rule_names::REASON_PREFIX) {
-        "PodFailurePolicy"
+        REASON_POD_FAILURE_POLICY
     } else {
         reason
     }

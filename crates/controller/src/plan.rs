@@ -39,6 +39,10 @@ pub struct PlanConfig {
     pub max_uncounted_pods: usize,
     pub backoff_base: Duration,
     pub backoff_max: Duration,
+    /// KEP-4443: a `FailJob` rule fails the Job with reason `PodFailurePolicy_{name}`. Off, the
+    /// reason is upstream's plain `PodFailurePolicy` (what `simulate` shows for a Job the
+    /// built-in controller runs).
+    pub rule_named_reasons: bool,
 }
 
 impl Default for PlanConfig {
@@ -49,6 +53,7 @@ impl Default for PlanConfig {
             max_uncounted_pods: 500,
             backoff_base: backoff::DEFAULT_BACKOFF,
             backoff_max: backoff::MAX_BACKOFF,
+            rule_named_reasons: true,
         }
     }
 }
@@ -365,7 +370,10 @@ impl<'a> Pass<'a> {
             .filter(|p| p.is_failed(self.only_replace_failed))
             .collect();
         let new_succeeded = newly_succeeded.len();
-        let new_failed = newly_failed.iter().filter(|p| p.counts_as_failure()).count();
+        let new_failed = newly_failed
+            .iter()
+            .filter(|p| p.counts_as_failure())
+            .count();
         // Upstream's `newBackoffRecord`: the remembered record moved on by the pods that
         // finished since; with nothing remembered, read from the failed pods that are left.
         out.backoff = Some(match &self.in_flight.backoff {
@@ -641,10 +649,14 @@ impl<'a> Pass<'a> {
             let m = p.policy.as_ref()?;
             (p.is_failed(self.only_replace_failed) && m.action == Action::FailJob).then_some(m)
         })?;
-        let names = rule_names::effective_names(self.job);
+        let reason = if self.config.rule_named_reasons {
+            rule_names::failure_reason(&rule_names::effective_names(self.job), m.rule)
+        } else {
+            REASON_POD_FAILURE_POLICY.to_owned()
+        };
         Some(Finishing {
             success: false,
-            reason: rule_names::failure_reason(&names, m.rule),
+            reason,
             message: m.message.clone(),
             interim_stored: false,
         })

@@ -1256,12 +1256,7 @@ fn the_back_off_survives_the_failed_pod() {
     let p = run_remembering(&job, vec![], 50, &remembered);
     assert_eq!(p.create.len(), 1, "the back-off is over");
     // A success since resets it.
-    let p = run_remembering(
-        &job,
-        vec![pod("s").succeeded_at(48)],
-        49,
-        &remembered,
-    );
+    let p = run_remembering(&job, vec![pod("s").succeeded_at(48)], 49, &remembered);
     assert_eq!(p.backoff.map(|b| b.failures_after_last_success), Some(0));
 }
 

@@ -156,7 +156,12 @@ impl PodCache {
         let previous = index.take(&cached.uid);
         let cached = index.insert(&namespace, owner.as_ref(), cached);
         drop(index);
-        Some(observation(namespace, owner, previous.as_deref(), Some(cached)))
+        Some(observation(
+            namespace,
+            owner,
+            previous.as_deref(),
+            Some(cached),
+        ))
     }
 
     fn delete(&self, pod: &Pod) -> Option<PodObservation> {

@@ -75,9 +75,7 @@ impl CachedPod {
             Some("Failed") => Phase::Failed,
             Some(_) => Phase::Unknown,
         };
-        let pod_conditions = status
-            .and_then(|s| s.conditions.as_deref())
-            .unwrap_or(&[]);
+        let pod_conditions = status.and_then(|s| s.conditions.as_deref()).unwrap_or(&[]);
         let ready = pod_conditions
             .iter()
             .any(|c| c.type_ == "Ready" && c.status == "True");

@@ -65,8 +65,13 @@ async fn an_indexed_job_of_200_pods_costs_two_writes_a_pod() {
         "big",
         json!({"completions": 200, "parallelism": 200, "completionMode": "Indexed"}),
     )]);
-    let report =
-        run_until_finished(cluster.clone(), &jobs, LoopRunConfig::default(), after_a_second).await;
+    let report = run_until_finished(
+        cluster.clone(),
+        &jobs,
+        LoopRunConfig::default(),
+        after_a_second,
+    )
+    .await;
     assert!(report.finished);
     let job = cluster.with(|s| s.job("ns", "big")).expect("the Job");
     assert_eq!(job["status"]["succeeded"], 200);
@@ -131,18 +136,33 @@ async fn failed_pods_are_replaced_after_the_back_off_and_counted_once() {
 #[tokio::test(start_paused = true)]
 async fn deleting_finished_jobs_and_their_pods_costs_no_request() {
     let specs = (0..5)
-        .map(|i| job(&format!("j{i}"), json!({"completions": 4, "parallelism": 4})))
+        .map(|i| {
+            job(
+                &format!("j{i}"),
+                json!({"completions": 4, "parallelism": 4}),
+            )
+        })
         .collect();
     let (cluster, jobs) = cluster_with(specs);
-    let report =
-        run_until_finished(cluster.clone(), &jobs, LoopRunConfig::default(), after_a_second).await;
+    let report = run_until_finished(
+        cluster.clone(),
+        &jobs,
+        LoopRunConfig::default(),
+        after_a_second,
+    )
+    .await;
     assert!(report.finished);
     let before: u64 = cluster.with(|s| s.requests.values().sum());
     // A namespace torn down: the Jobs go, and the garbage collector takes their pods.
     for (ns, name) in &jobs {
         cluster.write(|s| s.delete_job(ns, name)).expect("deleted");
     }
-    let watching = run_until_finished(cluster.clone(), &[], LoopRunConfig::default(), after_a_second);
+    let watching = run_until_finished(
+        cluster.clone(),
+        &[],
+        LoopRunConfig::default(),
+        after_a_second,
+    );
     assert!(watching.await.finished);
     assert_eq!(cluster.with(|s| s.pod_count()), 0);
     let after: u64 = cluster.with(|s| s.requests.values().sum());
@@ -183,7 +203,10 @@ async fn the_pods_of_a_job_deleted_while_running_are_released() {
 
 #[tokio::test(start_paused = true)]
 async fn a_pod_deleted_while_running_holds_its_replacement_back_after_it_is_gone() {
-    let (cluster, jobs) = cluster_with(vec![job("one", json!({"completions": 1, "parallelism": 1}))]);
+    let (cluster, jobs) = cluster_with(vec![job(
+        "one",
+        json!({"completions": 1, "parallelism": 1}),
+    )]);
     // The first pod is deleted after running a second: it counts as failed, loses its
     // finalizer and is gone long before its replacement may start.
     let outcome = |p: &SeenPod| match p.ordinal {
@@ -206,5 +229,8 @@ async fn a_pod_deleted_while_running_holds_its_replacement_back_after_it_is_gone
     created.sort();
     let gap = created[1].duration_since(created[0]);
     // A second of running, then upstream's 10 s back-off.
-    assert!(gap.as_secs() >= 11, "replaced {gap:?} after the first pod started");
+    assert!(
+        gap.as_secs() >= 11,
+        "replaced {gap:?} after the first pod started"
+    );
 }

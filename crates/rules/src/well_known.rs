@@ -47,6 +47,9 @@ pub const INDEX_FAILURE_COUNT_KEY: &str = "batch.kubernetes.io/job-index-failure
 pub const INDEX_IGNORED_FAILURE_COUNT_KEY: &str =
     "batch.kubernetes.io/job-index-ignored-failure-count";
 
+/// Upstream's reason for a Job a `FailJob` rule failed (jobwarden's controller names the rule:
+/// `PodFailurePolicy_{name}`, KEP-4443).
+pub const REASON_POD_FAILURE_POLICY: &str = "PodFailurePolicy";
 pub const REASON_FAILED_INDEXES: &str = "FailedIndexes";
 pub const MESSAGE_FAILED_INDEXES: &str = "Job has failed indexes";
 pub const REASON_MAX_FAILED_INDEXES_EXCEEDED: &str = "MaxFailedIndexesExceeded";

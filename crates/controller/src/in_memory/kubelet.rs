@@ -105,8 +105,7 @@ impl Kubelet {
         let uid = str_at(pod, &["metadata", "uid"]).unwrap_or("").to_owned();
         let phase = str_at(pod, &["status", "phase"]).unwrap_or("Pending");
         let deleting = pod["metadata"].get("deletionTimestamp").is_some();
-        let to_kill =
-            deleting && pod["metadata"]["deletionGracePeriodSeconds"].as_i64() != Some(0);
+        let to_kill = deleting && pod["metadata"]["deletionGracePeriodSeconds"].as_i64() != Some(0);
         let terminal = matches!(phase, "Succeeded" | "Failed");
         if gone || (deleting && !to_kill) || (terminal && !to_kill) {
             self.live.remove(&uid);
@@ -119,7 +118,9 @@ impl Kubelet {
         self.live.insert(
             uid.clone(),
             LivePod {
-                namespace: str_at(pod, &["metadata", "namespace"]).unwrap_or("").to_owned(),
+                namespace: str_at(pod, &["metadata", "namespace"])
+                    .unwrap_or("")
+                    .to_owned(),
                 name: str_at(pod, &["metadata", "name"]).unwrap_or("").to_owned(),
                 uid,
                 ordinal,
@@ -242,11 +243,14 @@ fn apply(cluster: &InMemoryCluster, seen: &SeenPod, outcome: &Outcome, now: &str
                         .find_map(|n| code_of(n).filter(|c| *c != 0).map(|c| (n.clone(), c)));
                     let phase = if let Some((init, code)) = failed_init {
                         // An init container failed: the regular ones never ran.
-                        p["status"]["initContainerStatuses"] = json!([terminated(&init, code, now)]);
+                        p["status"]["initContainerStatuses"] =
+                            json!([terminated(&init, code, now)]);
                         let waiting: Vec<Value> = containers
                             .iter()
-                            .map(|n| json!({"name": n, "image": "", "imageID": "", "ready": false,
-                                            "restartCount": 0, "state": {"waiting": {}}}))
+                            .map(|n| {
+                                json!({"name": n, "image": "", "imageID": "", "ready": false,
+                                            "restartCount": 0, "state": {"waiting": {}}})
+                            })
                             .collect();
                         p["status"]["containerStatuses"] = json!(waiting);
                         "Failed"
@@ -265,11 +269,12 @@ fn apply(cluster: &InMemoryCluster, seen: &SeenPod, outcome: &Outcome, now: &str
                         }
                     };
                     p["status"]["phase"] = json!(phase);
-                    let mut conds =
-                        vec![json!({"type": "Ready", "status": "False", "lastTransitionTime": now})];
-                    conds.extend(conditions.iter().map(|(t, st)| {
-                        json!({"type": t, "status": st, "lastTransitionTime": now})
-                    }));
+                    let mut conds = vec![
+                        json!({"type": "Ready", "status": "False", "lastTransitionTime": now}),
+                    ];
+                    conds.extend(conditions.iter().map(
+                        |(t, st)| json!({"type": t, "status": st, "lastTransitionTime": now}),
+                    ));
                     p["status"]["conditions"] = json!(conds);
                 })
             });

@@ -32,8 +32,8 @@ pub use kubelet::{Kubelet, Outcome, SeenPod};
 pub use loop_run::{LoopRunConfig, LoopRunReport, run_until_finished, virtual_clock};
 pub use replica::Replica;
 pub use stored::normalize;
-pub use watch::{watch_jobs, watch_pods};
 use stored::{metadata_mut, well_formed};
+pub use watch::{watch_jobs, watch_pods};
 use watch_log::WatchLog;
 
 /// A request, as the API server's audit log would count it.
