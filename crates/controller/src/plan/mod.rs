@@ -1,0 +1,249 @@
+//! `plan(job, pods, now, config, in_flight) -> Plan`: everything the controller decides for one
+//! Job, as a pure function of what its caches hold and what it remembers. [`plan`] reads as
+//! upstream's `syncJob`: a list of steps, each a function in the module named for its concern
+//! (`finished_pods` counting, `outcome` deciding, `manage` the active pods, `suspend`, `finish`
+//! the conditions, `status` the write). It never performs I/O, never reads a clock, and plans at
+//! most one status write so that each write can be checked against the status-transition rules
+//! before it is made.
+
+mod facts;
+mod finish;
+mod finished_pods;
+mod manage;
+mod outcome;
+mod status;
+mod suspend;
+mod types;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jobwarden_rules::JobObject;
+use jobwarden_rules::indexes::IndexSet;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+
+pub use status::same_status;
+pub use types::{
+    CreateReason, DeleteReason, Finish, InFlight, Plan, PlanConfig, PodCreation, PodDeletion,
+    PodRef, Skip,
+};
+
+use crate::per_index;
+use crate::pods::{CachedPod, PodView};
+use facts::{JobFacts, count};
+use finished_pods::Finished;
+
+/// Whether the controller named `controller_name` runs this Job.
+pub fn is_managed_by(job: &JobObject<'_>, controller_name: &str) -> bool {
+    job.spec.managed_by.as_deref() == Some(controller_name)
+}
+
+/// Pods by state, as the status reports them.
+struct PodCounts {
+    active: i32,
+    ready: i32,
+    terminating: i32,
+}
+
+pub fn plan(
+    job: &JobObject<'_>,
+    pods: &[Arc<CachedPod>],
+    now: Timestamp,
+    config: &PlanConfig,
+    in_flight: &InFlight,
+) -> Plan {
+    if !is_managed_by(job, &config.controller_name) {
+        return skip(Skip::ForeignManager(job.spec.managed_by.clone()));
+    }
+    let views = facts::pod_views(job, pods, in_flight);
+    if job.is_finished() {
+        return release_pods_of_finished_job(&views);
+    }
+    let Some(facts) = JobFacts::new(job, &views, now, config, in_flight) else {
+        return unknown_completion_mode(job);
+    };
+    let mut out = Plan::default();
+    let mut status = facts.stored().clone();
+    let mut conds = status.conditions.clone().unwrap_or_default();
+
+    // What finished since the last write, and the back-off as it stands with it.
+    let finished = finished_pods::count(&facts);
+    let backoff = finished.backoff(&facts);
+    out.backoff = Some(backoff);
+    if status.start_time.is_none() && !facts.suspended {
+        status.start_time = Some(Time(facts.now));
+    }
+    let failed_indexes = failed_indexes(&facts, &finished);
+
+    // The outcome: one already stored, else the failure policies, else the success policy.
+    let (mut finishing, deadline) = outcome::decide(
+        &facts,
+        &finished,
+        status.start_time.as_ref(),
+        failed_indexes.as_ref(),
+    );
+    out.requeue(deadline);
+    // Computed before any pod is created, as upstream: in the sync that creates the
+    // replacement the failed pod still waits, and it is counted in the next.
+    let awaiting = awaiting_replacement(&facts, &finished, failed_indexes.as_ref());
+
+    // The active pods: all deleted for a finishing Job, else managed.
+    let active: Vec<&PodView> = views.iter().filter(|p| p.is_active()).collect();
+    let mut pods = PodCounts {
+        active: count(active.len()),
+        ready: count(active.iter().filter(|p| p.ready).count()),
+        terminating: count(views.iter().filter(|p| p.is_terminating()).count()),
+    };
+    if finishing.is_some() {
+        out.delete = manage::delete_active_pods(&facts, &active);
+        pods.terminating += pods.active;
+        pods.active = 0;
+        pods.ready = 0;
+    } else {
+        let manages = !facts.deleting && facts.in_flight.pods_settled;
+        if manages {
+            let m = manage::manage_job(
+                &facts,
+                &active,
+                &finished,
+                failed_indexes.as_ref(),
+                &awaiting,
+                &backoff,
+            );
+            pods.active = m.active;
+            pods.ready -= m.deleted_ready;
+            pods.terminating += m.deleted;
+            out.release(m.release);
+            out.delete = m.delete;
+            out.create = m.create;
+            out.requeue(m.requeue);
+        }
+        finishing = outcome::completions_reached(&facts, finished.succeeded, pods.active);
+        if finishing.is_none()
+            && manages
+            && let Some(e) =
+                suspend::update_condition(&facts, pods.active, &mut conds, &mut status.start_time)
+        {
+            out.events.push(e);
+        }
+    }
+    status.active = Some(pods.active);
+    status.ready = Some(pods.ready.max(0));
+    status.terminating = Some(pods.terminating);
+
+    // Finished pods into the status; their finalizers go once it is written.
+    let tracked = finished_pods::track(
+        &facts,
+        finishing.as_ref(),
+        &finished.prev_indexes,
+        &awaiting,
+    );
+    out.release(tracked.release.iter().cloned());
+    status::write_counters(
+        &facts,
+        &mut status,
+        &tracked,
+        &finished.succeeded_indexes,
+        failed_indexes.as_ref(),
+    );
+
+    // The interim condition, or once everything is counted, the terminal one.
+    if let Some(f) = &finishing {
+        let enacted = finish::enact(
+            &facts,
+            f,
+            tracked.pods_uncounted(),
+            pods.terminating,
+            &mut conds,
+            &mut status,
+        );
+        if enacted.interim_added {
+            out.requeue(Some(Duration::ZERO));
+        }
+        out.events.extend(enacted.events);
+        out.finished = enacted.finished;
+    }
+
+    status.conditions = Some(conds).filter(|c| !c.is_empty());
+    if !same_status(&status, facts.stored()) {
+        out.status = Some(status);
+    }
+    if !out.remove_finalizers.is_empty() {
+        // The counters follow the finalizers; look again as soon as they are gone.
+        out.requeue(Some(Duration::ZERO));
+    }
+    out
+}
+
+fn skip(why: Skip) -> Plan {
+    Plan {
+        skipped: Some(why),
+        ..Plan::default()
+    }
+}
+
+/// Upstream's orphan clean-up: a finished Job records nothing more, so a pod still carrying
+/// the finalizer is only kept from going away.
+fn release_pods_of_finished_job(views: &[PodView<'_>]) -> Plan {
+    let mut out = Plan::default();
+    out.release(views.iter().filter(|p| p.tracked).map(PodRef::of));
+    out
+}
+
+fn unknown_completion_mode(job: &JobObject<'_>) -> Plan {
+    let mode = job.spec.completion_mode.clone().unwrap_or_default();
+    let mut out = skip(Skip::UnknownCompletionMode(mode));
+    out.events.push(types::event(
+        true,
+        "UnknownCompletionMode",
+        "Skipped Job sync because completion mode is unknown",
+    ));
+    out
+}
+
+/// Upstream's `calculateFailedIndexes`, for Jobs with `backoffLimitPerIndex`.
+fn failed_indexes(facts: &JobFacts<'_>, finished: &Finished<'_>) -> Option<IndexSet> {
+    facts.per_index_limit.map(|limit| {
+        per_index::failed_indexes(
+            facts.stored().failed_indexes.as_deref(),
+            facts.completions.unwrap_or(0),
+            facts.pods,
+            facts.only_replace_failed,
+            limit,
+            &finished.succeeded_indexes,
+        )
+    })
+}
+
+/// Upstream's `getPodsWithDelayedDeletionPerIndex`.
+fn awaiting_replacement<'a>(
+    facts: &JobFacts<'a>,
+    finished: &Finished<'_>,
+    failed_indexes: Option<&IndexSet>,
+) -> BTreeMap<i32, &'a PodView<'a>> {
+    match failed_indexes {
+        Some(failed) => per_index::pods_awaiting_replacement(
+            facts.pods,
+            facts.completions.unwrap_or(0),
+            facts.only_replace_failed,
+            &finished.succeeded_indexes,
+            failed,
+        ),
+        None => BTreeMap::new(),
+    }
+}
+
+// The table tests name upstream's reasons and messages as the old single-file `plan` let
+// them: through `super::*`.
+#[cfg(test)]
+use jobwarden_rules::well_known::*;
+
+#[cfg(test)]
+#[path = "../plan_tests.rs"]
+mod tests;
+
+#[cfg(test)]
+#[path = "../plan_policy_tests.rs"]
+mod policy_tests;

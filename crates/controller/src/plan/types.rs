@@ -1,0 +1,200 @@
+//! What `plan` is given besides the Job and its pods (`PlanConfig`, `InFlight`) and what it
+//! returns (`Plan` and its parts). Plain data.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::JobStatus;
+use serde_json::Value;
+
+use crate::backoff::{self, BackoffRecord};
+use crate::cluster_api::EventRecord;
+use crate::pods::PodView;
+use jobwarden_rules::well_known::JOBWARDEN_CONTROLLER_NAME;
+
+/// Tunables of `plan`; the defaults are upstream's.
+#[derive(Debug, Clone)]
+pub struct PlanConfig {
+    /// The `spec.managedBy` value of the Jobs this controller runs.
+    pub controller_name: String,
+    /// Upstream's `MaxPodCreateDeletePerSync`.
+    pub max_pod_changes_per_sync: usize,
+    /// Upstream's `MaxUncountedPods`: keeps `uncountedTerminatedPods` small.
+    pub max_uncounted_pods: usize,
+    pub backoff_base: Duration,
+    pub backoff_max: Duration,
+    /// KEP-4443: a `FailJob` rule fails the Job with reason `PodFailurePolicy_{name}`. Off, the
+    /// reason is upstream's plain `PodFailurePolicy` (what `simulate` shows for a Job the
+    /// built-in controller runs).
+    pub rule_named_reasons: bool,
+}
+
+impl Default for PlanConfig {
+    fn default() -> Self {
+        PlanConfig {
+            controller_name: JOBWARDEN_CONTROLLER_NAME.to_owned(),
+            max_pod_changes_per_sync: 500,
+            max_uncounted_pods: 500,
+            backoff_base: backoff::DEFAULT_BACKOFF,
+            backoff_max: backoff::MAX_BACKOFF,
+            rule_named_reasons: true,
+        }
+    }
+}
+
+/// What the controller has asked the API server for and not yet seen in its caches
+/// (`expectations`), and what it remembers between syncs: `plan` must not act on a picture it
+/// knows to be incomplete.
+#[derive(Debug, Clone)]
+pub struct InFlight {
+    /// Every pod creation and deletion asked for has shown up in the pod cache (upstream's
+    /// `satisfiedExpectations`). Until then no pod is created or deleted, and no new outcome
+    /// or terminal condition is recorded.
+    pub pods_settled: bool,
+    /// Pods whose tracking finalizer is being removed: their outcome is recorded, they count
+    /// as released.
+    pub removing_finalizers: HashSet<String>,
+    /// Pods whose deletion is under way: never asked for twice.
+    pub deleting: HashSet<String>,
+    /// The Job's back-off as of the last status write, as upstream's `backoffStore` keeps
+    /// it; `None` when this controller has none yet (a restart, a new leader).
+    pub backoff: Option<BackoffRecord>,
+}
+
+impl Default for InFlight {
+    fn default() -> Self {
+        InFlight {
+            pods_settled: true,
+            removing_finalizers: HashSet::new(),
+            deleting: HashSet::new(),
+            backoff: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodRef {
+    pub name: String,
+    pub uid: String,
+}
+
+impl PodRef {
+    pub fn of(p: &PodView<'_>) -> PodRef {
+        PodRef {
+            name: p.name.clone(),
+            uid: p.uid.to_string(),
+        }
+    }
+}
+
+/// Why a pod is created, as upstream's `job_pods_creation_total` labels it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateReason {
+    New,
+    RecreateTerminatingOrFailed,
+    RecreateFailed,
+}
+
+impl CreateReason {
+    pub fn label(self) -> &'static str {
+        match self {
+            CreateReason::New => "new",
+            CreateReason::RecreateTerminatingOrFailed => "recreate_terminating_or_failed",
+            CreateReason::RecreateFailed => "recreate_failed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodCreation {
+    pub index: Option<i32>,
+    pub reason: CreateReason,
+    /// The pod manifest to POST (built from the raw template).
+    pub pod: Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteReason {
+    /// `spec.suspend` became true.
+    Suspended,
+    /// More pods are active than wanted, or an Indexed pod has a duplicate or invalid index.
+    Excess,
+    /// The Job met its success criteria or is failing; what is left is terminated.
+    JobFinishing,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodDeletion {
+    pub pod: PodRef,
+    pub reason: DeleteReason,
+}
+
+/// The Job reached a terminal condition in this plan's status write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finish {
+    pub succeeded: bool,
+    pub reason: String,
+}
+
+/// Why a plan does nothing at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Skip {
+    /// `spec.managedBy` names another controller (or none): never touch it.
+    ForeignManager(Option<String>),
+    UnknownCompletionMode(String),
+}
+
+/// What to do, in the order the executor does it: write the status, remove finalizers, delete
+/// pods, create pods, emit events.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    /// The whole new status, when it differs from the stored one.
+    pub status: Option<JobStatus>,
+    /// Only pods whose outcome is already in the stored status or in `status` above (or whose
+    /// outcome is not counted at all).
+    pub remove_finalizers: Vec<PodRef>,
+    pub delete: Vec<PodDeletion>,
+    pub create: Vec<PodCreation>,
+    pub events: Vec<EventRecord>,
+    /// Look again after this long even if nothing changes (back-off, deadline, next step).
+    pub requeue_after: Option<Duration>,
+    pub finished: Option<Finish>,
+    pub skipped: Option<Skip>,
+    /// The back-off to remember once this plan's status is written.
+    pub backoff: Option<BackoffRecord>,
+}
+
+impl Plan {
+    /// Whether applying the plan would change nothing.
+    pub fn is_noop(&self) -> bool {
+        self.status.is_none()
+            && self.remove_finalizers.is_empty()
+            && self.delete.is_empty()
+            && self.create.is_empty()
+            && self.events.is_empty()
+    }
+
+    /// Look again after `after` at the latest.
+    pub(super) fn requeue(&mut self, after: Option<Duration>) {
+        if let Some(after) = after {
+            self.requeue_after = Some(self.requeue_after.map_or(after, |d| d.min(after)));
+        }
+    }
+
+    /// Adds the pods' finalizer removals, each pod once.
+    pub(super) fn release(&mut self, pods: impl IntoIterator<Item = PodRef>) {
+        for pod in pods {
+            if !self.remove_finalizers.iter().any(|p| p.uid == pod.uid) {
+                self.remove_finalizers.push(pod);
+            }
+        }
+    }
+}
+
+pub(super) fn event(warning: bool, reason: &str, message: &str) -> EventRecord {
+    EventRecord {
+        warning,
+        reason: reason.to_owned(),
+        message: message.to_owned(),
+    }
+}
