@@ -400,7 +400,9 @@ pub async fn metric(addr: SocketAddr, prefix: &str) -> f64 {
         .sum()
 }
 
-/// Polls `check` up to `attempts` times, 20 ms apart; true as soon as it holds.
+/// Polls `check` up to `attempts` times, 20 ms apart; true as soon as it holds. Callers give
+/// a minute (3000) or so: on a busy machine a debug build can be slow, and a passing check
+/// returns at once anyway.
 pub async fn eventually<F, Fut>(attempts: u32, mut check: F) -> bool
 where
     F: FnMut() -> Fut,
