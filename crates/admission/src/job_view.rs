@@ -1,10 +1,10 @@
 //! A Job from the request's tree, as `jobwarden_rules::JobObject`: the typed views decoded
 //! straight from the tree, beside the raw JSON the rules read. For a create or a status update
-//! that raw JSON is not the whole object but the parts the rules read as raw JSON, built from
-//! the tree: `spec` without its pod template (the selector and the failure and success
-//! policies are read there) and `status.uncountedTerminatedPods`. A rule that starts reading
-//! anything else as raw JSON on a create or a status update must be added to `rules_raw`. A
-//! spec update gets the whole object (its template is compared as raw JSON).
+//! that raw JSON is not the whole object but the members the rules read as raw JSON
+//! (`RULES_RAW`), built from the tree; a rule that starts reading another member as raw JSON
+//! on a create or a status update must be added there (the recorded answers and the fuzz
+//! corpus, compared with the whole object, say so when one is missed). A spec update gets the
+//! whole object: its pod template is compared as raw JSON.
 //!
 //! Decoding never differs from `JobObject::parse` on the whole object: when the tree cannot be
 //! read into the views, `JobObject::parse` itself runs on the object, so an error reads as it
@@ -17,6 +17,14 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::json_tree::Item;
+
+/// The members the rules read as raw JSON on a create or a status update, by part: the
+/// selector and the two policies (`job_spec.rs`, `pod_failure_policy.rs`, `success_policy.rs`,
+/// `rule_names.rs`) and the uncounted pods (`status_transitions.rs`).
+const RULES_RAW: [(&str, &[&str]); 2] = [
+    ("spec", &["selector", "podFailurePolicy", "successPolicy"]),
+    ("status", &["uncountedTerminatedPods"]),
+];
 
 /// How much of the object the rules get as raw JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,33 +116,19 @@ fn part<T: Default + for<'de> Deserialize<'de>>(
 /// What the rules read as raw JSON on a create or a status update (see the module comment).
 fn rules_raw(object: Item<'_, '_>) -> Value {
     let mut raw = Map::new();
-    match object.get("spec") {
-        Some(spec) if spec.is_object() => {
-            let members = spec
-                .members()
-                .filter(|(k, _)| *k != "template")
-                .map(|(k, v)| (k.to_owned(), v.to_value()));
-            raw.insert("spec".to_owned(), Value::Object(members.collect()));
-        }
-        Some(spec) => {
-            raw.insert("spec".to_owned(), spec.to_value());
-        }
-        None => {}
-    }
-    match object.get("status") {
-        Some(status) if status.is_object() => {
-            let members = status
-                .get("uncountedTerminatedPods")
-                .map(|u| ("uncountedTerminatedPods".to_owned(), u.to_value()));
-            raw.insert(
-                "status".to_owned(),
-                Value::Object(members.into_iter().collect()),
-            );
-        }
-        Some(status) => {
-            raw.insert("status".to_owned(), status.to_value());
-        }
-        None => {}
+    for (part, members) in RULES_RAW {
+        let Some(item) = object.get(part) else {
+            continue;
+        };
+        let value = if item.is_object() {
+            let read = members
+                .iter()
+                .filter_map(|m| Some(((*m).to_owned(), item.get(m)?.to_value())));
+            Value::Object(read.collect())
+        } else {
+            item.to_value()
+        };
+        raw.insert((*part).to_owned(), value);
     }
     Value::Object(raw)
 }

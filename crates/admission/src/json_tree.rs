@@ -49,7 +49,8 @@ const LINEAR_KEY_CHECK: usize = 16;
 pub(crate) fn parse(body: &[u8]) -> Result<Tree<'_>, Error> {
     // One UTF-8 check of the whole body lets serde_json skip checking each string again; a
     // body that is not UTF-8 is read as bytes, so its error is serde_json's, where it occurs.
-    let mut nodes = Vec::with_capacity(body.len() / 12 + 4);
+    // About one node per 6 bytes in Kubernetes objects; a guess that is too small only regrows.
+    let mut nodes = Vec::with_capacity(body.len() / 6 + 8);
     let mut keys = Vec::new();
     let builder = Builder {
         nodes: &mut nodes,
