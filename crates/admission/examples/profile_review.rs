@@ -17,6 +17,10 @@ use std::path::Path;
 use jobwarden_admission::{Context, Reviewer, Webhook};
 use serde_json::Value;
 
+// The allocator of the jobwarden binary, so the profile is of the review as the server runs it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let prefix = args

@@ -342,11 +342,15 @@ impl<'t, 'a> Item<'t, 'a> {
                 items.extend(self.elements().map(|e| e.to_value()));
                 Value::Array(items)
             }
-            Node::Object { .. } => Value::Object(
-                self.members()
-                    .map(|(k, v)| (k.to_owned(), v.to_value()))
-                    .collect::<Map<String, Value>>(),
-            ),
+            Node::Object { .. } => {
+                // Inserted one by one: collecting would sort the members first, which costs
+                // more for the few members of a Kubernetes object (the keys are unique).
+                let mut map = Map::new();
+                for (k, v) in self.members() {
+                    map.insert(k.to_owned(), v.to_value());
+                }
+                Value::Object(map)
+            }
         }
     }
 
