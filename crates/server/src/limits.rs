@@ -14,11 +14,13 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::sync::Semaphore;
 
-/// The default body budget: room for four maximum-size UPDATE reviews (7 MiB) at once, while
-/// the 64 requests in flight of ordinary Jobs (2–5 KiB each, under 1 MiB together) never wait
-/// for it. With the decoding that a review adds per body byte, this bounds what request
-/// bodies can cost to well under the pod's memory limit; see BENCHMARKS.md for the numbers.
-pub const DEFAULT_MAX_BUFFERED_BODY_BYTES: usize = 32 * 1024 * 1024;
+/// The default body budget: two maximum-size UPDATE reviews (7 MiB) at once, one per core of
+/// the 2-core pod (a review is CPU-bound: more large ones at once would only wait for a core
+/// while holding their memory), while ordinary Jobs (2–5 KiB; 64 in flight take under 1 MiB)
+/// never wait for it. A review's working memory comes on top, measured at 4–5 times the body
+/// for a large create and up to 25 times for a spec update whose pod template is tens of
+/// thousands of tiny JSON values (BENCHMARKS.md, "Memory of large reviews").
+pub const DEFAULT_MAX_BUFFERED_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// Limits of the admission listener.
 #[derive(Debug, Clone)]
