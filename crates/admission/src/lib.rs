@@ -1,7 +1,9 @@
 //! The webhook as a pure function: AdmissionReview v1 bytes in, AdmissionReview v1 bytes out.
-//! Decode, pick the rule set by operation and subresource, turn errors into a denial shaped like
-//! kube-apiserver's, compute the JSON Patch on the raw object. No sockets here and no Job rule:
-//! the server calls this, and this calls `jobwarden_rules`.
+//! Read the body once, strictly, into a tree borrowing from it (`json_tree`), decode the typed
+//! views the rules read (`job_view`), pick the rule set by operation and subresource, turn
+//! errors into a denial shaped like kube-apiserver's, write the JSON Patch from the decisions
+//! (`patch`). No sockets here and no Job rule: the server calls this, and this calls
+//! `jobwarden_rules`.
 
 mod job_view;
 mod json_tree;
@@ -199,8 +201,15 @@ impl Reviewer {
                 == Some(true),
             verdict: Verdict::Allowed,
         };
-        let decision = match request.map(Request::deserialize) {
-            Some(Ok(typed)) => {
+        // The tree reads as a `serde_json::Value` would; should it ever refuse what a `Value`
+        // reads, the `Value` decides, so the request is read, or refused in the words of
+        // serde_json, as it always was.
+        let typed = match request.map(Request::deserialize) {
+            Some(Ok(typed)) => Ok(typed),
+            _ => Request::deserialize(request.map_or(Value::Null, |r| r.to_value())),
+        };
+        let decision = match typed {
+            Ok(typed) => {
                 summary.kind = format!(
                     "{}/{}",
                     typed.resource.resource,
@@ -214,17 +223,9 @@ impl Reviewer {
                 };
                 self.decide(webhook, &typed, objects, ctx)
             }
-            // Worded as reading the request from a `serde_json::Value` words it, as always.
-            _ => {
-                let value = request.map_or(Value::Null, |r| r.to_value());
-                let error = Request::deserialize(value).err().map_or_else(
-                    || "the request does not match the AdmissionReview schema".to_owned(),
-                    |e| e.to_string(),
-                );
-                Decision::deny(bad_request(format!(
-                    "cannot read the AdmissionReview request: {error}"
-                )))
-            }
+            Err(e) => Decision::deny(bad_request(format!(
+                "cannot read the AdmissionReview request: {e}"
+            ))),
         };
         summary.verdict = match (&decision.denial, &decision.patch, decision.ignored) {
             (Some(status), _, _) => Verdict::Denied { code: status.code },
