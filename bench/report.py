@@ -69,7 +69,7 @@ def print_floor_ratios(out):
                     f"({' / '.join(f'{f:.0f}' for f in floors)}) | {100 * review / floor:.0f} % |"
                 )
     if lines:
-        print("\nReview throughput against the transport floor (415 before the body is read), "
+        print("\nReview throughput against the transport floor (the same POST as text/plain, no body: 415), "
               "same run, typical bodies, saturation:\n")
         print("| protocol, route | reviews/s | floor req/s (before / after) | share of floor |")
         print("|---|---:|---:|---:|")

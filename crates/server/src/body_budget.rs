@@ -22,6 +22,8 @@ pub(crate) struct BodyBudget(Arc<Shared>);
 struct Shared {
     total: usize,
     used: AtomicUsize,
+    /// Requests waiting for bytes: a release wakes them only when there are any.
+    waiting: AtomicUsize,
     released: Notify,
     /// `used`, for /metrics.
     gauge: Gauge,
@@ -45,6 +47,7 @@ impl BodyBudget {
         BodyBudget(Arc::new(Shared {
             total,
             used: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
             released: Notify::new(),
             gauge,
         }))
@@ -79,19 +82,33 @@ impl Reservation {
             // More than the whole budget can never be had: say so now rather than at the deadline.
             return Err(over);
         }
-        loop {
-            // Registered before the attempt, so a release between the attempt and the wait
-            // still wakes this request.
-            let released = budget.released.notified();
-            tokio::pin!(released);
-            released.as_mut().enable();
-            if budget.try_take(more) {
+        // Most requests find room at once and never touch the waiters' list.
+        if budget.try_take(more) {
+            self.bytes += more;
+            return Ok(());
+        }
+        budget.waiting.fetch_add(1, Ordering::SeqCst);
+        let taken = async {
+            loop {
+                // Registered before the attempt, so a release between the attempt and the
+                // wait still wakes this request.
+                let released = budget.released.notified();
+                tokio::pin!(released);
+                released.as_mut().enable();
+                if budget.try_take(more) {
+                    return;
+                }
+                released.await;
+            }
+        };
+        let result = tokio::time::timeout_at(deadline, taken).await;
+        budget.waiting.fetch_sub(1, Ordering::SeqCst);
+        match result {
+            Ok(()) => {
                 self.bytes += more;
-                return Ok(());
+                Ok(())
             }
-            if tokio::time::timeout_at(deadline, released).await.is_err() {
-                return Err(over);
-            }
+            Err(_) => Err(over),
         }
     }
 
@@ -105,7 +122,7 @@ impl Shared {
     fn try_take(&self, bytes: usize) -> bool {
         let taken = self
             .used
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
                 used.checked_add(bytes).filter(|&after| after <= self.total)
             })
             .is_ok();
@@ -121,9 +138,13 @@ impl Drop for Reservation {
         if self.bytes == 0 {
             return;
         }
-        self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
+        self.budget.used.fetch_sub(self.bytes, Ordering::SeqCst);
         self.budget.gauge.dec_by(gauge_value(self.bytes));
-        self.budget.released.notify_waiters();
+        // A waiter counts itself, registers, then tries again; all four steps are SeqCst, so
+        // either its try sees these bytes free or this sees it counted after it registered.
+        if self.budget.waiting.load(Ordering::SeqCst) > 0 {
+            self.budget.released.notify_waiters();
+        }
     }
 }
 
