@@ -47,6 +47,36 @@ def one(path):
     print(line(os.path.basename(path)[:-5], load(path)))
 
 
+def rps(out, name):
+    path = os.path.join(out, name + ".json")
+    return load(path)["summary"]["requestsPerSec"] if os.path.exists(path) else None
+
+
+def print_floor_ratios(out):
+    """Saturation throughput as a share of the transport floor of the same protocol, measured
+    in the same run: the floor is the mean of the runs before and after the saturation runs."""
+    lines = []
+    for proto in ("h1", "h2"):
+        floors = [f for f in (rps(out, f"floor-{proto}"), rps(out, f"floor-{proto}-after")) if f]
+        if not floors:
+            continue
+        floor = sum(floors) / len(floors)
+        for endpoint in ("validate", "mutate"):
+            review = rps(out, f"max-{proto}-{endpoint}")
+            if review:
+                lines.append(
+                    f"| {proto} /{endpoint} | {review:.0f} | {floor:.0f} "
+                    f"({' / '.join(f'{f:.0f}' for f in floors)}) | {100 * review / floor:.0f} % |"
+                )
+    if lines:
+        print("\nReview throughput against the transport floor (the same POST as text/plain, no body: 415), "
+              "same run, typical bodies, saturation:\n")
+        print("| protocol, route | reviews/s | floor req/s (before / after) | share of floor |")
+        print("|---|---:|---:|---:|")
+        for l in lines:
+            print(l)
+
+
 def all_(out):
     failures = []
     rows = []
@@ -58,10 +88,12 @@ def all_(out):
         mem_path = os.path.join(out, name + ".mem")
         mem = open(mem_path).read().strip() if os.path.exists(mem_path) else ""
         mem = f"{int(mem) / 1024:.1f}" if mem else "-"
-        non_200 = {k: v for k, v in statuses(report).items() if k != "200"}
+        # The floor runs are answered 415 (text/plain), every other run 200.
+        expected = "415" if name.startswith("floor-") else "200"
+        unexpected = {k: v for k, v in statuses(report).items() if k != expected}
         errs = errors(report)
-        if non_200:
-            failures.append(f"{name}: answers other than 200: {non_200}")
+        if unexpected:
+            failures.append(f"{name}: answers other than {expected}: {unexpected}")
         if name.startswith("sigterm-"):
             # Every review the server answered (one log line each) must have reached oha whole;
             # the other errors are requests the draining server never took up.
@@ -87,7 +119,8 @@ def all_(out):
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         print(row)
-    for extra in ("idle.txt", "rotation.txt"):
+    print_floor_ratios(out)
+    for extra in ("load.txt", "idle.txt", "rotation.txt"):
         path = os.path.join(out, extra)
         if os.path.exists(path):
             print(f"\n{open(path).read().strip()}")

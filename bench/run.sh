@@ -7,6 +7,11 @@
 #   bench/run.sh            # about 4 minutes on 2 cores, load generator included
 #
 # Phases, each bounded in time (DURATION seconds, default 10):
+#   floor     per protocol, the transport floor: the same POST as text/plain with no body, which
+#             the server answers 415 (TLS, HTTP, routing, limits, metrics and a log line; no
+#             body, no review). Saturation runs are judged against it: results.md gives
+#             review throughput as a share of the floor measured in the same run, a figure that
+#             does not drift with the machine the way requests per second do
 #   load      {HTTP/1.1, HTTP/2} x {/validate, /mutate} x {2,000 req/s fixed rate on the whole
 #             mix, saturation on the typical Jobs}, and saturation on the 64 KiB worst case
 #   rotation  the certificate files are replaced 3 times while oha runs without keep-alive
@@ -75,8 +80,10 @@ bench() {
   local name=$1 proto=$2 rate=$3 endpoint=$4 bodies=$5
   shift 5
   # -w: requests still open when the time is up are waited for, not counted as errors.
-  local flags=(-z "${DURATION}s" -w --no-tui --output-format json -m POST -T application/json
-    -Z "$out/$bodies.lines" --cacert "$out/certs/ca.crt")
+  local flags=(-z "${DURATION}s" -w --no-tui --output-format json -m POST -T "${CONTENT_TYPE:-application/json}"
+    --cacert "$out/certs/ca.crt")
+  # "none": no body at all (the floor runs).
+  if [[ $bodies != none ]]; then flags+=(-Z "$out/$bodies.lines"); fi
   if [[ $proto == h2 ]]; then
     # One connection per core of the load generator, many streams each.
     flags+=(--http2 -c 2 -p 32)
@@ -101,11 +108,16 @@ bench() {
 start_server
 peak_memory >/dev/null
 echo "idle: $(awk '/^VmRSS:/ {print $2}' "/proc/$server_pid/status") KiB resident" | tee "$out/idle.txt"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min) at the start, $(nproc) cores" | tee "$out/load.txt"
 for proto in h1 h2; do
+  # The floor beside the saturation runs it is compared with, before and after them, so a
+  # change in the machine's load during the phase shows as two different floors.
+  CONTENT_TYPE=text/plain bench "floor-$proto" "$proto" 0 validate none
   for endpoint in validate mutate; do
     bench "fixed-$proto-$endpoint" "$proto" 2000 "$endpoint" mix
     bench "max-$proto-$endpoint" "$proto" 0 "$endpoint" typical
   done
+  CONTENT_TYPE=text/plain bench "floor-$proto-after" "$proto" 0 validate none
   bench "worst-$proto-validate" "$proto" 0 validate worst
 done
 

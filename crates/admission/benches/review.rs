@@ -1,5 +1,5 @@
-//! A whole review as the server runs it: request bytes in, response bytes out.
-//! `cargo bench -p jobwarden-admission`.
+//! A whole review as the server runs it: request bytes in, response bytes out, with the
+//! jobwarden binary's allocator (mimalloc). `cargo bench -p jobwarden-admission --bench review`.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -7,6 +7,9 @@ use std::path::Path;
 use criterion::{Criterion, criterion_group, criterion_main};
 use jobwarden_admission::{Context, Reviewer, Webhook};
 use serde_json::Value;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn request(prefix: &str) -> Option<(Webhook, Vec<u8>)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases");

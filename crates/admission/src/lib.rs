@@ -1,10 +1,14 @@
 //! The webhook as a pure function: AdmissionReview v1 bytes in, AdmissionReview v1 bytes out.
-//! Decode, pick the rule set by operation and subresource, turn errors into a denial shaped like
-//! kube-apiserver's, compute the JSON Patch on the raw object. No sockets here and no Job rule:
-//! the server calls this, and this calls `jobwarden_rules`.
+//! Read the body once, strictly, into a tree borrowing from it (`json_tree`), decode the typed
+//! views the rules read (`job_view`), pick the rule set by operation and subresource, turn
+//! errors into a denial shaped like kube-apiserver's, write the JSON Patch from the decisions
+//! (`patch`). No sockets here and no Job rule: the server calls this, and this calls
+//! `jobwarden_rules`.
 
+mod job_view;
+mod json_tree;
+mod patch;
 pub mod policy;
-mod strict_json;
 pub mod wire;
 
 use std::collections::BTreeMap;
@@ -12,9 +16,13 @@ use std::fmt;
 
 use base64::Engine as _;
 use jobwarden_rules::field::invalid_message;
-use jobwarden_rules::{FieldError, JOB_KIND_GROUP, JobObject, defaults, rule_names};
+use jobwarden_rules::{FieldError, JOB_KIND_GROUP, defaults, rule_names};
+use serde::Deserialize as _;
 use serde_json::Value;
 
+use job_view::Raw;
+use json_tree::Item;
+use patch::SpecPatch;
 pub use policy::Policy;
 use wire::{Cause, Empty, Request, Response, ReviewOut, Status, StatusDetails};
 
@@ -112,6 +120,13 @@ pub struct Reviewer {
     pub policy: Policy,
 }
 
+/// The objects of a request, JSON null read as absent.
+#[derive(Clone, Copy)]
+struct Objects<'t, 'a> {
+    new: Option<Item<'t, 'a>>,
+    old: Option<Item<'t, 'a>>,
+}
+
 /// The decision before it is encoded.
 struct Decision {
     denial: Option<Status>,
@@ -156,41 +171,57 @@ impl Reviewer {
         body: &[u8],
         ctx: &Context<'_>,
     ) -> Result<Reviewed, Unreadable> {
-        let mut envelope =
-            strict_json::from_slice(body).map_err(|e| Unreadable::NotJson(e.to_string()))?;
-        let field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-        let (api_version, kind) = (field(&envelope, "apiVersion"), field(&envelope, "kind"));
+        let tree = json_tree::parse(body).map_err(|e| Unreadable::NotJson(e.to_string()))?;
+        let envelope = tree.root();
+        let (api_version, kind) = (
+            text(Some(envelope), "apiVersion"),
+            text(Some(envelope), "kind"),
+        );
         if api_version != wire::API_VERSION || kind != wire::KIND {
-            return Err(Unreadable::NotAdmissionReview { api_version, kind });
+            return Err(Unreadable::NotAdmissionReview {
+                api_version: api_version.to_owned(),
+                kind: kind.to_owned(),
+            });
         }
-        let request = envelope
-            .get_mut("request")
-            .map(Value::take)
-            .unwrap_or(Value::Null);
-        let uid = field(&request, "uid");
+        let request = envelope.get("request");
+        let uid = text(request, "uid");
         if uid.is_empty() {
             return Err(Unreadable::NoUid);
         }
         let mut summary = Summary {
-            uid: uid.clone(),
+            uid: uid.to_owned(),
             kind: String::new(),
-            namespace: field(&request, "namespace"),
-            name: field(&request, "name"),
-            operation: field(&request, "operation"),
-            sub_resource: field(&request, "subResource"),
-            dry_run: request.get("dryRun").and_then(Value::as_bool) == Some(true),
+            namespace: text(request, "namespace").to_owned(),
+            name: text(request, "name").to_owned(),
+            operation: text(request, "operation").to_owned(),
+            sub_resource: text(request, "subResource").to_owned(),
+            dry_run: request
+                .and_then(|r| r.get("dryRun"))
+                .and_then(|d| d.as_bool())
+                == Some(true),
             verdict: Verdict::Allowed,
         };
-        let decision = match Request::from_value(request) {
-            Ok(request) => {
+        // The tree reads as a `serde_json::Value` would; should it ever refuse what a `Value`
+        // reads, the `Value` decides, so the request is read, or refused in the words of
+        // serde_json, as it always was.
+        let typed = match request.map(Request::deserialize) {
+            Some(Ok(typed)) => Ok(typed),
+            _ => Request::deserialize(request.map_or(Value::Null, |r| r.to_value())),
+        };
+        let decision = match typed {
+            Ok(typed) => {
                 summary.kind = format!(
                     "{}/{}",
-                    request.resource.resource,
-                    request.sub_resource.as_deref().unwrap_or("")
+                    typed.resource.resource,
+                    typed.sub_resource.as_deref().unwrap_or("")
                 )
                 .trim_end_matches('/')
                 .to_owned();
-                self.decide(webhook, &request, ctx)
+                let objects = Objects {
+                    new: request.and_then(|r| r.get_set("object")),
+                    old: request.and_then(|r| r.get_set("oldObject")),
+                };
+                self.decide(webhook, &typed, objects, ctx)
             }
             Err(e) => Decision::deny(bad_request(format!(
                 "cannot read the AdmissionReview request: {e}"
@@ -207,7 +238,7 @@ impl Reviewer {
             api_version: wire::API_VERSION,
             kind: wire::KIND,
             response: Response {
-                uid: &uid,
+                uid,
                 allowed,
                 status: decision.denial,
                 patch_type: decision.patch.as_ref().map(|_| "JSONPatch"),
@@ -217,7 +248,9 @@ impl Reviewer {
                 warnings: decision.warnings,
             },
         };
-        let mut body = serde_json::to_vec(&out).unwrap_or_default();
+        let mut body = Vec::with_capacity(256);
+        // Writing plain structs and strings into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut body, &out);
         body.push(b'\n');
         Ok(Reviewed {
             body,
@@ -226,7 +259,13 @@ impl Reviewer {
         })
     }
 
-    fn decide(&self, webhook: Webhook, request: &Request, ctx: &Context<'_>) -> Decision {
+    fn decide(
+        &self,
+        webhook: Webhook,
+        request: &Request,
+        objects: Objects<'_, '_>,
+        ctx: &Context<'_>,
+    ) -> Decision {
         let is_job = request.kind.group == "batch"
             && request.kind.kind == "Job"
             && request.resource.resource == "jobs";
@@ -235,60 +274,68 @@ impl Reviewer {
         }
         let sub_resource = request.sub_resource.as_deref().unwrap_or("");
         match (webhook, request.operation.as_str(), sub_resource) {
-            (Webhook::Mutate, "CREATE" | "UPDATE", "") => self.mutate(request, ctx),
+            (Webhook::Mutate, "CREATE" | "UPDATE", "") => self.mutate(request, objects.new, ctx),
             (Webhook::Validate, "CREATE" | "UPDATE", "")
-            | (Webhook::Validate, "UPDATE", "status") => self.validate(request),
+            | (Webhook::Validate, "UPDATE", "status") => self.validate(request, objects),
             _ => Decision::ignore(),
         }
     }
 
-    fn mutate(&self, request: &Request, ctx: &Context<'_>) -> Decision {
+    /// The defaults and policy settings, written as a JSON Patch of the fields they set. Each
+    /// is `add` where the field is absent and `replace` where it is present (null, or another
+    /// value), in the order of the field names: the patch a diff of the two objects gives.
+    fn mutate(
+        &self,
+        request: &Request,
+        object: Option<Item<'_, '_>>,
+        ctx: &Context<'_>,
+    ) -> Decision {
         // A mutating webhook never denies: whatever is wrong with the object, the validating
         // webhook (and the apiserver) will say so.
-        let Some(object) = request.object.as_ref().filter(|o| o.is_object()) else {
+        let Some(object) = object.filter(|o| o.is_object()) else {
             return Decision::allow();
         };
-        let mut mutated = object.clone();
-        defaults::pod_replacement_policy(&mut mutated);
+        let spec = object.get("spec").filter(|s| s.is_object());
+        let mut patch = SpecPatch::default();
         let mut warnings = Vec::new();
+        if let Some(spec) = spec
+            && spec.get_set("podReplacementPolicy").is_none()
+        {
+            let policy =
+                defaults::pod_replacement_policy_for(spec.get_set("podFailurePolicy").is_some());
+            patch.set(spec, "podReplacementPolicy", Value::from(policy));
+        }
         let namespace = request.namespace.as_deref().unwrap_or("");
+        let creating = request.operation == "CREATE";
         let labels = match ctx.namespace_labels {
-            Some(lookup)
-                if request.operation == "CREATE" && self.policy.needs_namespace_labels() =>
-            {
-                lookup(namespace)
-            }
+            Some(lookup) if creating && self.policy.needs_namespace_labels() => lookup(namespace),
             _ => None,
         };
-        if request.operation == "CREATE"
+        if creating
             && self
                 .policy
                 .suspend_on_create
                 .matches(namespace, labels.as_ref())
-            && let Some(spec) = mutated.get_mut("spec").and_then(Value::as_object_mut)
-            && spec.get("suspend") != Some(&Value::Bool(true))
+            && let Some(spec) = spec
+            && spec.get("suspend").and_then(|s| s.as_bool()) != Some(true)
         {
-            spec.insert("suspend".into(), Value::Bool(true));
+            patch.set(spec, "suspend", Value::Bool(true));
             warnings.push(format!(
                 "spec.suspend: set to true by jobwarden: Jobs in namespace {namespace:?} are created suspended"
             ));
         }
-        if request.operation == "CREATE"
+        if creating
             && let Some(reason) = self.delegation_reason(object, namespace, labels.as_ref())
-            && let Some(spec) = mutated.get_mut("spec").and_then(Value::as_object_mut)
+            && let Some(spec) = spec
         {
             let name = &self.policy.controller_name;
-            spec.insert("managedBy".into(), Value::String(name.clone()));
+            patch.set(spec, "managedBy", Value::String(name.clone()));
             warnings.push(format!(
                 "spec.managedBy: set to {name:?} by jobwarden: {reason}"
             ));
         }
-        let patch = json_patch::diff(object, &mutated);
-        let patch = (!patch.0.is_empty())
-            .then(|| serde_json::to_vec(&patch).ok())
-            .flatten();
         Decision {
-            patch,
+            patch: patch.into_bytes(),
             warnings,
             ..Decision::allow()
         }
@@ -297,7 +344,7 @@ impl Reviewer {
     /// Why a new Job without `spec.managedBy` is delegated to jobwarden's controller, if it is.
     fn delegation_reason(
         &self,
-        object: &Value,
+        object: Item<'_, '_>,
         namespace: &str,
         labels: Option<&BTreeMap<String, String>>,
     ) -> Option<String> {
@@ -306,8 +353,9 @@ impl Reviewer {
             return None;
         }
         if object
-            .pointer("/spec/managedBy")
-            .is_some_and(|m| !m.is_null())
+            .get("spec")
+            .and_then(|s| s.get_set("managedBy"))
+            .is_some()
         {
             return None;
         }
@@ -317,34 +365,46 @@ impl Reviewer {
             ));
         }
         let names_rules = delegate.jobs_naming_rules
-            && JobObject::parse(object).is_ok_and(|job| rule_names::names_any_rule(&job));
+            && job_view::decode(object, Raw::RulesOnly)
+                .is_ok_and(|(raw, views)| rule_names::names_any_rule(&views.with_raw(&raw)));
         names_rules.then(|| {
             "the Job names its pod failure policy rules, which only jobwarden's controller honours"
                 .to_owned()
         })
     }
 
-    fn validate(&self, request: &Request) -> Decision {
-        let Some(object) = request.object.as_ref() else {
+    fn validate(&self, request: &Request, objects: Objects<'_, '_>) -> Decision {
+        let Some(object) = objects.new else {
             return Decision::deny(bad_request("request.object is required".to_owned()));
         };
-        let new = match JobObject::parse(object) {
-            Ok(job) => job,
+        let is_status = request.sub_resource.as_deref() == Some("status");
+        let creating = request.operation == "CREATE";
+        // A spec update compares the pod templates as raw JSON: it gets the whole objects.
+        let raw = if creating || is_status {
+            Raw::RulesOnly
+        } else {
+            Raw::Whole
+        };
+        let (new_raw, new) = match job_view::decode(object, raw) {
+            Ok(decoded) => decoded,
             Err(e) => return Decision::deny(bad_request(format!("object: {e}"))),
         };
-        let old = match (request.operation.as_str(), request.old_object.as_ref()) {
-            ("CREATE", _) => None,
-            (_, Some(old)) => match JobObject::parse(old) {
-                Ok(job) => Some(job),
+        let (old_raw, old) = match (creating, objects.old) {
+            (true, _) => (None, None),
+            (false, Some(old)) => match job_view::decode(old, raw) {
+                Ok((raw, views)) => (Some(raw), Some(views)),
                 Err(e) => return Decision::deny(bad_request(format!("oldObject: {e}"))),
             },
-            (_, None) => {
+            (false, None) => {
                 return Decision::deny(bad_request(
                     "request.oldObject is required for UPDATE".to_owned(),
                 ));
             }
         };
-        let is_status = request.sub_resource.as_deref() == Some("status");
+        let new = new.with_raw(&new_raw);
+        let old = old
+            .zip(old_raw.as_ref())
+            .map(|(views, raw)| views.with_raw(raw));
         let errors = match (&old, is_status) {
             (None, _) => jobwarden_rules::validate_create(&new),
             (Some(old), false) => jobwarden_rules::validate_update(&new, old),
@@ -391,6 +451,13 @@ impl Reviewer {
             ..Decision::allow()
         }
     }
+}
+
+/// The string member `key` of an object; empty when absent or not a string.
+fn text<'t>(item: Option<Item<'t, '_>>, key: &str) -> &'t str {
+    item.and_then(|i| i.get(key))
+        .and_then(|v| v.as_str())
+        .unwrap_or("")
 }
 
 /// A 422 denial, shaped as kube-apiserver rejects an invalid Job.

@@ -1,8 +1,8 @@
 //! The AdmissionReview v1 wire format, as much of it as jobwarden reads and writes. The object
-//! and old object stay raw JSON: patches are computed on them so no unknown field is lost.
+//! and old object are not part of `Request`: they are read from the request's JSON tree, so
+//! that no field of theirs, known to this build or not, is lost.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 pub const KIND: &str = "AdmissionReview";
@@ -55,32 +55,8 @@ pub struct Request {
     pub operation: String,
     #[serde(default)]
     pub user_info: UserInfo,
-    /// Moved out of the envelope before the rest is decoded (`Request::from_value`), so the
-    /// object trees are never copied.
-    #[serde(skip)]
-    pub object: Option<Value>,
-    #[serde(skip)]
-    pub old_object: Option<Value>,
     #[serde(default)]
     pub dry_run: Option<bool>,
-}
-
-impl Request {
-    /// Decodes a request, moving `object` and `oldObject` into place rather than rebuilding
-    /// them: a Job can be megabytes, and the review reads it as it came.
-    pub fn from_value(mut request: Value) -> Result<Request, serde_json::Error> {
-        let mut take = |key: &str| {
-            request
-                .get_mut(key)
-                .map(Value::take)
-                .filter(|v| !v.is_null())
-        };
-        let (object, old_object) = (take("object"), take("oldObject"));
-        let mut decoded = Request::deserialize(request)?;
-        decoded.object = object;
-        decoded.old_object = old_object;
-        Ok(decoded)
-    }
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -35,12 +35,18 @@ pub fn pod_replacement_policy(job: &mut Value) -> bool {
     let Some(spec) = spec_mut(job) else {
         return false;
     };
-    let policy = if is_set(spec, "podFailurePolicy") {
+    let policy = pod_replacement_policy_for(is_set(spec, "podFailurePolicy"));
+    set_if_absent(spec, "podReplacementPolicy", json!(policy))
+}
+
+/// The `podReplacementPolicy` an unset field defaults to, by whether `podFailurePolicy` is set:
+/// what `pod_replacement_policy` writes, for a caller that writes a patch instead.
+pub fn pod_replacement_policy_for(has_pod_failure_policy: bool) -> &'static str {
+    if has_pod_failure_policy {
         "Failed"
     } else {
         "TerminatingOrFailed"
-    };
-    set_if_absent(spec, "podReplacementPolicy", json!(policy))
+    }
 }
 
 /// Everything upstream's `SetDefaults_Job` does, in its order.

@@ -48,7 +48,7 @@ pub fn validate(job: &JobObject<'_>, path: &FieldPath) -> ErrorList {
         ));
     }
     let containers = container_names(job);
-    let raw_rules = job.raw.pointer("/spec/podFailurePolicy/rules");
+    let raw_rules = super::member(job.raw, &["spec", "podFailurePolicy", "rules"]);
     for (i, rule) in policy.rules.iter().enumerate() {
         let raw_rule = raw_rules.and_then(|r| r.get(i));
         errs.extend(validate_rule(
@@ -91,7 +91,7 @@ fn validate_rule(
         _ => {}
     }
     if let Some(on_exit_codes) = &rule.on_exit_codes {
-        let raw_values = raw_rule.and_then(|r| r.pointer("/onExitCodes/values"));
+        let raw_values = raw_rule.and_then(|r| super::member(r, &["onExitCodes", "values"]));
         errs.extend(validate_on_exit_codes(
             on_exit_codes,
             raw_values,

@@ -20,8 +20,7 @@ const ANNOTATIONS: FieldPath<'static> = FieldPath::new("metadata.annotations");
 const RULES: FieldPath<'static> = FieldPath::new("spec.podFailurePolicy.rules");
 
 fn raw_rules<'a>(job: &'a JobObject<'_>) -> &'a [Value] {
-    job.raw
-        .pointer("/spec/podFailurePolicy/rules")
+    super::member(job.raw, &["spec", "podFailurePolicy", "rules"])
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)
 }

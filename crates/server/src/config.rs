@@ -4,7 +4,6 @@
 //! surfacing as odd verdicts later.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -13,6 +12,7 @@ use jobwarden_admission::Policy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::limits::Limits;
+use crate::listen::ListenAddr;
 
 /// Log line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -26,13 +26,16 @@ pub enum LogFormat {
 /// Flags of `jobwarden serve`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// Address of the HTTPS admission listener (/mutate, /validate).
-    #[arg(long, env = "JOBWARDEN_LISTEN", default_value = "0.0.0.0:8443")]
-    pub listen: SocketAddr,
+    /// Address of the HTTPS admission listener (/mutate, /validate): HOST:PORT exactly as
+    /// given, or :PORT for the port on IPv6 and IPv4 (`[::]` dual-stack; `0.0.0.0` on a host
+    /// without IPv6).
+    #[arg(long, env = "JOBWARDEN_LISTEN", default_value = ":8443")]
+    pub listen: ListenAddr,
 
-    /// Address of the plain-HTTP listener for /healthz, /readyz and /metrics.
-    #[arg(long, env = "JOBWARDEN_METRICS_LISTEN", default_value = "0.0.0.0:8080")]
-    pub metrics_listen: SocketAddr,
+    /// Address of the plain-HTTP listener for /healthz, /readyz and /metrics; written like
+    /// --listen.
+    #[arg(long, env = "JOBWARDEN_METRICS_LISTEN", default_value = ":8080")]
+    pub metrics_listen: ListenAddr,
 
     /// PEM certificate chain served to kube-apiserver (a cert-manager Secret's `tls.crt`).
     /// Re-read when it changes on disk.
@@ -153,6 +156,13 @@ pub struct LimitArgs {
     #[arg(long, env = "JOBWARDEN_MAX_BODY_BYTES", default_value_t = Limits::default().max_body_bytes)]
     pub max_body_bytes: usize,
 
+    /// Bytes of request bodies held in memory at once, all requests together (at least
+    /// --max-body-bytes). A request reserves its body's bytes before reading them (the declared
+    /// Content-Length at once) and waits, within the request timeout, while they are taken;
+    /// 503 when none are freed in time.
+    #[arg(long, env = "JOBWARDEN_MAX_BUFFERED_BODY_BYTES", default_value_t = Limits::default().max_buffered_body_bytes)]
+    pub max_buffered_body_bytes: usize,
+
     /// Seconds a request may take from its headers to its response (answered 408 after).
     #[arg(long, env = "JOBWARDEN_REQUEST_TIMEOUT_SECONDS", default_value_t = 10,
           value_parser = clap::value_parser!(u64).range(1..=300))]
@@ -198,6 +208,7 @@ impl LimitArgs {
     pub fn limits(&self) -> Limits {
         Limits {
             max_body_bytes: self.max_body_bytes,
+            max_buffered_body_bytes: self.max_buffered_body_bytes,
             request_timeout: Duration::from_secs(self.request_timeout_seconds),
             header_timeout: Duration::from_secs(self.header_timeout_seconds),
             tls_handshake_timeout: Duration::from_secs(self.tls_handshake_timeout_seconds),
@@ -316,8 +327,18 @@ mod tests {
     #[test]
     fn defaults_are_the_empty_policy() {
         let a = args(&[]);
-        assert_eq!(a.listen.to_string(), "0.0.0.0:8443");
-        assert_eq!(a.metrics_listen.to_string(), "0.0.0.0:8080");
+        assert_eq!(a.listen, ListenAddr::AllFamilies { port: 8443 });
+        assert_eq!(a.metrics_listen, ListenAddr::AllFamilies { port: 8080 });
+        let exact = args(&["--listen", "0.0.0.0:9443", "--metrics-listen", "[::1]:9080"]);
+        assert_eq!(
+            exact.listen,
+            ListenAddr::Exact("0.0.0.0:9443".parse().unwrap())
+        );
+        assert_eq!(
+            exact.metrics_listen,
+            ListenAddr::Exact("[::1]:9080".parse().unwrap())
+        );
+        assert!(Cli::try_parse_from(["jobwarden", "--dev", "--listen", "8443"]).is_err());
         assert_eq!(a.policy().unwrap(), Policy::default());
     }
 

@@ -7,14 +7,17 @@
 //! optionally, a [`ControllerHook`] that starts the reconcile loop. Tests and embedders use
 //! [`start`] with [`Settings`] directly.
 
+mod body_budget;
 mod config;
 pub mod dev_cert;
 mod health;
 mod https;
 mod limits;
+mod listen;
 mod logging;
 mod metrics;
 mod namespaces;
+mod request_body;
 mod routes;
 mod server;
 mod shutdown;
@@ -30,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 pub use config::{LimitArgs, LogFormat, ServeArgs, load_policy_file};
 pub use health::Health;
 pub use limits::Limits;
+pub use listen::ListenAddr;
 pub use logging::{LoggingGuard, init_logging};
 pub use metrics::Metrics;
 pub use namespaces::NamespaceLabels;

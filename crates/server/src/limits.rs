@@ -1,7 +1,8 @@
 //! Resource limits of the admission listener and where each is enforced: TLS handshake and
 //! header timeouts and HTTP/2 hardening on the connection (hyper), the request deadline and the
-//! concurrency limit around each request (tower-http, tokio), the body cap in `routes.rs`.
-//! Nothing a client sends may hold a connection, a task or memory without bound.
+//! concurrency limit around each request (tower-http, tokio), the body cap and the body memory
+//! budget in `request_body.rs`. Nothing a client sends may hold a connection, a task or memory
+//! without bound.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,12 +14,24 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::sync::Semaphore;
 
+/// The default body budget: two maximum-size UPDATE reviews (7 MiB) at once, one per core of
+/// the 2-core pod (a review is CPU-bound: more large ones at once would only wait for a core
+/// while holding their memory), while ordinary Jobs (2–5 KiB; 64 in flight take under 1 MiB)
+/// never wait for it. A review's working memory comes on top, measured at 4–5 times the body
+/// for a large create and up to 25 times for a spec update whose pod template is tens of
+/// thousands of tiny JSON values (BENCHMARKS.md, "Memory of large reviews").
+pub const DEFAULT_MAX_BUFFERED_BODY_BYTES: usize = 16 * 1024 * 1024;
+
 /// Limits of the admission listener.
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// Largest request body, in bytes (413 beyond). kube-apiserver refuses requests over 3 MiB,
     /// and an UPDATE review carries both the object and the old object, plus the envelope.
     pub max_body_bytes: usize,
+    /// Bytes of request bodies buffered at once, all requests together: what each request
+    /// reserves before buffering its body (503 when none is freed before its deadline). At
+    /// least `max_body_bytes`, so that any acceptable body can be read.
+    pub max_buffered_body_bytes: usize,
     /// From request headers to response, including reading the body (408 beyond).
     pub request_timeout: Duration,
     /// Time to send request headers; also how long a connection may go without a request in
@@ -40,6 +53,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_body_bytes: 7 * 1024 * 1024,
+            max_buffered_body_bytes: DEFAULT_MAX_BUFFERED_BODY_BYTES,
             request_timeout: Duration::from_secs(10),
             header_timeout: Duration::from_secs(30),
             tls_handshake_timeout: Duration::from_secs(10),
@@ -112,4 +126,26 @@ pub(crate) async fn limit_concurrency(
         )
             .into_response(),
     }
+}
+
+/// When the request must be answered by.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadline(pub tokio::time::Instant);
+
+impl Deadline {
+    pub(crate) fn after(timeout: Duration) -> Deadline {
+        Deadline(tokio::time::Instant::now() + timeout)
+    }
+}
+
+/// Stamps the request with its deadline. Runs before the timeout layer starts its clock, so
+/// whatever waits inside against this deadline (the body budget) gives up no later than the
+/// timeout layer would, and answers with its own reason.
+pub(crate) async fn stamp_deadline(
+    State(timeout): State<Duration>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    request.extensions_mut().insert(Deadline::after(timeout));
+    next.run(request).await
 }

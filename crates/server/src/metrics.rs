@@ -34,7 +34,7 @@ pub struct RequestLabels {
     /// CREATE, UPDATE, DELETE, CONNECT, or `unknown` when the body was not readable.
     pub operation: &'static str,
     /// allowed, patched, ignored, denied_<code>, or why no review happened
-    /// (unreadable, too_large, bad_content_type).
+    /// (unreadable, too_large, over_budget, bad_content_type).
     pub verdict: String,
 }
 
@@ -49,6 +49,7 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     duration: Family<EndpointLabels, Histogram>,
     in_flight: Gauge,
+    body_bytes: Gauge,
     certificate_reloads: Counter,
     certificate_reload_failures: Counter,
     certificate_expiry: Gauge<f64, AtomicU64>,
@@ -64,6 +65,7 @@ impl Metrics {
                 Histogram::new(exponential_buckets(0.0001, 2.0, 15))
             }),
             in_flight: Gauge::default(),
+            body_bytes: Gauge::default(),
             certificate_reloads: Counter::default(),
             certificate_reload_failures: Counter::default(),
             certificate_expiry: Gauge::default(),
@@ -84,6 +86,12 @@ impl Metrics {
             "admission_requests_in_flight",
             "Admission requests being read or reviewed",
             metrics.in_flight.clone(),
+        );
+        r.register_with_unit(
+            "admission_request_body",
+            "Bytes of request bodies being read or reviewed, held in the body budget (--max-buffered-body-bytes)",
+            Unit::Bytes,
+            metrics.body_bytes.clone(),
         );
         r.register(
             "tls_certificate_reloads",
@@ -121,6 +129,11 @@ impl Metrics {
     pub(crate) fn in_flight(&self) -> InFlight {
         self.in_flight.inc();
         InFlight(self.in_flight.clone())
+    }
+
+    /// The gauge the body budget keeps up to date.
+    pub(crate) fn body_bytes(&self) -> Gauge {
+        self.body_bytes.clone()
     }
 
     pub(crate) fn certificate_loaded(&self, first: bool, not_after: i64) {

@@ -1,25 +1,26 @@
-//! The admission routes, `POST /mutate` and `POST /validate`: read the body within its cap,
-//! refuse JSON that reads two ways (a repeated key), hand it to `jobwarden_admission::Reviewer`,
+//! The admission routes, `POST /mutate` and `POST /validate`: read the body within its cap and
+//! the shared body budget (`request_body.rs`), hand it to `jobwarden_admission::Reviewer`,
 //! send back the exact bytes it returns, and write one log line and the metrics for each
 //! request. No Job rule lives here.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use jobwarden_admission::{Context, Reviewed, Reviewer, Unreadable, Verdict, Webhook};
 use tower_http::timeout::TimeoutLayer;
 
-use crate::limits::{ConcurrencyLimit, Limits, limit_concurrency};
+use crate::body_budget::BodyBudget;
+use crate::limits::{ConcurrencyLimit, Deadline, Limits, limit_concurrency, stamp_deadline};
 use crate::metrics::{Metrics, verdict_label};
 use crate::namespaces::NamespaceLabels;
+use crate::request_body::{self, ReadBody};
 
 /// Bodies above this size are reviewed on the blocking pool, so one large object does not
 /// stall the other requests sharing the worker thread.
@@ -31,6 +32,8 @@ pub(crate) struct AdmissionState {
     pub metrics: Arc<Metrics>,
     pub namespaces: Option<NamespaceLabels>,
     pub max_body_bytes: usize,
+    pub body_budget: BodyBudget,
+    pub request_timeout: Duration,
 }
 
 pub(crate) fn router(state: AdmissionState, limits: &Limits) -> Router {
@@ -42,11 +45,14 @@ pub(crate) fn router(state: AdmissionState, limits: &Limits) -> Router {
             ConcurrencyLimit::new(limits.max_concurrent_requests),
             limit_concurrency,
         ))
-        // Outermost, so the wait for a concurrency slot counts against the deadline too.
+        // Outside the concurrency limit, so the wait for a slot counts against the deadline too.
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             limits.request_timeout,
         ))
+        // Outermost: the deadline the handler sees is never later than the timeout layer's, so
+        // a request waiting for body budget gets its own answer rather than a bare 408.
+        .layer(from_fn_with_state(limits.request_timeout, stamp_deadline))
 }
 
 async fn mutate(State(state): State<AdmissionState>, request: Request) -> Response {
@@ -59,9 +65,11 @@ async fn validate(State(state): State<AdmissionState>, request: Request) -> Resp
 
 /// A request that got no review, with the HTTP status that says why.
 #[derive(Debug)]
-enum Rejection {
+pub(crate) enum Rejection {
     UnsupportedMediaType(String),
     TooLarge(usize),
+    /// The body budget (its total, in bytes) stayed full until the request's deadline.
+    OverBudget(usize),
     BodyUnreadable(String),
     Empty,
     Unreadable(Unreadable),
@@ -73,6 +81,7 @@ impl Rejection {
         match self {
             Rejection::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Rejection::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Rejection::OverBudget(_) => StatusCode::SERVICE_UNAVAILABLE,
             Rejection::BodyUnreadable(_) | Rejection::Empty | Rejection::Unreadable(_) => {
                 StatusCode::BAD_REQUEST
             }
@@ -84,6 +93,7 @@ impl Rejection {
         match self {
             Rejection::UnsupportedMediaType(_) => "bad_content_type",
             Rejection::TooLarge(_) => "too_large",
+            Rejection::OverBudget(_) => "over_budget",
             Rejection::BodyUnreadable(_) | Rejection::Empty | Rejection::Unreadable(_) => {
                 "unreadable"
             }
@@ -99,6 +109,9 @@ impl Rejection {
             Rejection::TooLarge(max) => {
                 format!("request body is larger than the limit of {max} bytes")
             }
+            Rejection::OverBudget(total) => format!(
+                "request bodies being read hold all {total} bytes the server may buffer (--max-buffered-body-bytes), and not enough was freed before the request deadline; retry"
+            ),
             Rejection::BodyUnreadable(e) => format!("cannot read the request body: {e}"),
             Rejection::Empty => "request body is empty".to_owned(),
             Rejection::Unreadable(e) => e.to_string(),
@@ -111,8 +124,25 @@ async fn answer(state: AdmissionState, webhook: Webhook, request: Request) -> Re
     let started = Instant::now();
     let _in_flight = state.metrics.in_flight();
     let (parts, body) = request.into_parts();
-    let outcome = match read_body(&parts.headers, body, state.max_body_bytes).await {
-        Ok(body) => review(&state, webhook, body).await,
+    let deadline = parts
+        .extensions
+        .get::<Deadline>()
+        .map_or_else(|| Deadline::after(state.request_timeout).0, |d| d.0);
+    let read = request_body::read(
+        &parts.headers,
+        body,
+        state.max_body_bytes,
+        &state.body_budget,
+        deadline,
+    )
+    .await;
+    let outcome = match read {
+        Ok(ReadBody { bytes, reservation }) => {
+            let reviewed = review(&state, webhook, bytes).await;
+            // Held until the review is done with the body.
+            drop(reservation);
+            reviewed
+        }
         Err(rejection) => Err(rejection),
     };
     let seconds = started.elapsed().as_secs_f64();
@@ -146,34 +176,6 @@ async fn answer(state: AdmissionState, webhook: Webhook, request: Request) -> Re
                 .into_response()
         }
     }
-}
-
-async fn read_body(headers: &HeaderMap, body: Body, max: usize) -> Result<Bytes, Rejection> {
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-        .unwrap_or_default();
-    let essence = content_type.split(';').next().unwrap_or("").trim();
-    if !essence.eq_ignore_ascii_case("application/json") {
-        return Err(Rejection::UnsupportedMediaType(content_type));
-    }
-    // Refuse a declared oversize body before reading any of it.
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|len| len > max as u64) {
-        return Err(Rejection::TooLarge(max));
-    }
-    let bytes = match Limited::new(body, max).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<LengthLimitError>() => return Err(Rejection::TooLarge(max)),
-        Err(e) => return Err(Rejection::BodyUnreadable(e.to_string())),
-    };
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(Rejection::Empty);
-    }
-    Ok(bytes)
 }
 
 async fn review(

@@ -10,15 +10,16 @@ use std::time::Duration;
 use anyhow::Context as _;
 use jobwarden_admission::{Policy, Reviewer};
 use prometheus_client::registry::Registry;
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
+use crate::body_budget::BodyBudget;
 use crate::health::{self, Health};
 use crate::https;
 use crate::limits::Limits;
+use crate::listen::{self, ListenAddr};
 use crate::metrics::Metrics;
 use crate::namespaces::NamespaceLabels;
 use crate::routes::{self, AdmissionState};
@@ -39,8 +40,8 @@ pub enum TlsSource {
 /// Everything the server needs, already validated.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub listen: SocketAddr,
-    pub metrics_listen: SocketAddr,
+    pub listen: ListenAddr,
+    pub metrics_listen: ListenAddr,
     pub tls: TlsSource,
     pub policy: Policy,
     pub limits: Limits,
@@ -94,6 +95,14 @@ pub async fn start(
     mut registry: Registry,
     client: Option<kube::Client>,
 ) -> anyhow::Result<RunningServer> {
+    let limits = &settings.limits;
+    if limits.max_buffered_body_bytes < limits.max_body_bytes {
+        anyhow::bail!(
+            "--max-buffered-body-bytes ({}) must be at least --max-body-bytes ({}), or a body of the largest size could never be read",
+            limits.max_buffered_body_bytes,
+            limits.max_body_bytes
+        );
+    }
     let metrics = Arc::new(Metrics::register(&mut registry));
     let registry = Arc::new(registry);
     let needs_namespaces = settings.policy.needs_namespace_labels();
@@ -132,17 +141,14 @@ pub async fn start(
     let tls_config = tls_reload::server_config(store.clone()).context("cannot configure TLS")?;
     let acceptor = TlsAcceptor::from(Arc::new(tls_config));
 
-    let listener = TcpListener::bind(settings.listen)
-        .await
+    let listener = listen::bind(settings.listen)
         .with_context(|| format!("cannot listen on {} (--listen)", settings.listen))?;
-    let metrics_listener = TcpListener::bind(settings.metrics_listen)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot listen on {} (--metrics-listen)",
-                settings.metrics_listen
-            )
-        })?;
+    let metrics_listener = listen::bind(settings.metrics_listen).with_context(|| {
+        format!(
+            "cannot listen on {} (--metrics-listen)",
+            settings.metrics_listen
+        )
+    })?;
     let https_addr = listener.local_addr()?;
     let metrics_addr = metrics_listener.local_addr()?;
 
@@ -168,12 +174,18 @@ pub async fn start(
         _ => None,
     };
 
+    let body_budget = BodyBudget::new(
+        settings.limits.max_buffered_body_bytes,
+        metrics.body_bytes(),
+    );
     let app = routes::router(
         AdmissionState {
             reviewer: Arc::new(Reviewer::new(settings.policy.clone())),
             metrics,
             namespaces,
             max_body_bytes: settings.limits.max_body_bytes,
+            body_budget,
+            request_timeout: settings.limits.request_timeout,
         },
         &settings.limits,
     );

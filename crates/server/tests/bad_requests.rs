@@ -6,7 +6,7 @@ mod support;
 
 use bytes::Bytes;
 use jobwarden_admission::Webhook;
-use support::{Answer, Conn, Harness, Proto, expected, full, job_review};
+use support::{Answer, Conn, Harness, Proto, Refusal, expected, full, job_review};
 
 /// Sends `body` with `content_type` to /validate.
 async fn post(conn: &mut Conn, content_type: &str, body: impl Into<Bytes>) -> Answer {
@@ -134,11 +134,23 @@ async fn a_valid_review_of_the_wrong_shape_is_denied_with_its_uid() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_body_gets_413_and_the_server_keeps_answering() {
     let harness = Harness::start_with(|s| s.limits.max_body_bytes = 64 * 1024).await;
-    let oversized = vec![b' '; 64 * 1024 + 1];
+    let oversized = Bytes::from(vec![b' '; 64 * 1024 + 1]);
     for proto in [Proto::Http2, Proto::Http1] {
         let mut conn = harness.client().connect(proto).await.unwrap();
-        let answer = post(&mut conn, "application/json", oversized.clone()).await;
-        assert_refused(&answer, 413, "larger than the limit of 65536 bytes");
+        let request = conn
+            .request("POST", "/validate")
+            .header("content-type", "application/json")
+            .header("content-length", oversized.len())
+            .body(full(oversized.clone()))
+            .unwrap();
+        // Refused from the Content-Length without reading the body: the client sees the 413,
+        // or, when the close overtakes it, the connection closed under its body.
+        match conn.send_refusable(request).await.unwrap() {
+            Refusal::Answered(answer) => {
+                assert_refused(&answer, 413, "larger than the limit of 65536 bytes")
+            }
+            Refusal::Closed => {}
+        }
         // HTTP/1.1 cannot reuse a connection whose request body was left unread; a new
         // connection must work.
         let mut conn = harness.client().connect(proto).await.unwrap();
@@ -166,6 +178,17 @@ async fn an_oversized_body_gets_413_and_the_server_keeps_answering() {
     sending.await.unwrap();
     let mut conn = harness.client().connect(Proto::Http2).await.unwrap();
     still_answers(&mut conn, "after-streamed-oversize").await;
+    // The server's own count: all three were refused for their size, none reviewed.
+    let metrics = harness.server.metrics_addr();
+    let too_large = "jobwarden_admission_requests_total{endpoint=\"validate\",operation=\"unknown\",verdict=\"too_large\"}";
+    assert!(
+        support::eventually(3000, || async {
+            support::metric(metrics, too_large).await == 3.0
+        })
+        .await,
+        "{} refused as too large, want 3",
+        support::metric(metrics, too_large).await
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

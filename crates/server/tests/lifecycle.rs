@@ -108,7 +108,7 @@ async fn rotation_on_disk_is_picked_up_without_a_failed_request() {
     let metrics = harness.server.metrics_addr();
     // Rotate once requests are flowing.
     assert!(
-        support::eventually(500, || async {
+        support::eventually(3000, || async {
             metric(metrics, "jobwarden_admission_requests_total{").await >= 20.0
         })
         .await
@@ -136,7 +136,7 @@ async fn rotation_on_disk_is_picked_up_without_a_failed_request() {
     wait_for(&mut reloads, |c| c.loaded >= 2).await;
     let seen = metric(metrics, "jobwarden_admission_requests_total{").await;
     assert!(
-        support::eventually(500, || async {
+        support::eventually(3000, || async {
             metric(metrics, "jobwarden_admission_requests_total{").await >= seen + 20.0
         })
         .await
@@ -291,7 +291,7 @@ async fn shutdown_finishes_in_flight_requests_then_stops() {
     tx.send_data(Bytes::copy_from_slice(head)).await.unwrap();
     let response = tokio::spawn(async move { conn.send(request).await });
     assert!(
-        support::eventually(500, || async {
+        support::eventually(3000, || async {
             metric(metrics, "jobwarden_admission_requests_in_flight").await == 1.0
         })
         .await,
@@ -300,7 +300,7 @@ async fn shutdown_finishes_in_flight_requests_then_stops() {
 
     harness.server.shutdown_token().cancel();
     assert!(
-        support::eventually(500, || async {
+        support::eventually(3000, || async {
             http_get(metrics, "/readyz").await.0 == 503
         })
         .await,

@@ -319,6 +319,60 @@ impl Conn {
     }
 }
 
+/// What became of a request that the server may refuse before reading its body (a declared
+/// `Content-Length` over the limit): the contract is an answer, or the connection closed under
+/// a client still sending the body. Never a review.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The server's answer reached the client.
+    Answered(Answer),
+    /// The server closed the connection (HTTP/1.1) or reset the stream (HTTP/2) while the
+    /// client was still writing the body; whatever it answered was lost with the connection.
+    Closed,
+}
+
+impl Conn {
+    /// Sends a request the server may refuse unread. Any error other than the connection or
+    /// stream being closed under the request is returned as it came.
+    pub async fn send_refusable(
+        &mut self,
+        request: hyper::Request<Body>,
+    ) -> hyper::Result<Refusal> {
+        match self.send(request).await {
+            Ok(answer) => Ok(Refusal::Answered(answer)),
+            Err(error) if closed_under_request(&error) => Ok(Refusal::Closed),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// Whether `error` says the peer closed the connection, or reset the stream, under a request:
+/// judged from the error's kind and its causes, never from its message.
+pub fn closed_under_request(error: &hyper::Error) -> bool {
+    if error.is_closed() || error.is_incomplete_message() || error.is_canceled() {
+        return true;
+    }
+    let mut cause = std::error::Error::source(error);
+    while let Some(current) = cause {
+        if let Some(io) = current.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::*;
+            if matches!(
+                io.kind(),
+                BrokenPipe | ConnectionReset | ConnectionAborted | UnexpectedEof
+            ) {
+                return true;
+            }
+        }
+        if let Some(h2) = current.downcast_ref::<h2::Error>()
+            && (h2.is_reset() || h2.is_go_away())
+        {
+            return true;
+        }
+        cause = current.source();
+    }
+    false
+}
+
 /// GET over plain HTTP (the metrics listener).
 pub async fn http_get(addr: SocketAddr, path: &str) -> (StatusCode, String) {
     let tcp = TcpStream::connect(addr).await.unwrap();
@@ -346,7 +400,9 @@ pub async fn metric(addr: SocketAddr, prefix: &str) -> f64 {
         .sum()
 }
 
-/// Polls `check` up to `attempts` times, 20 ms apart; true as soon as it holds.
+/// Polls `check` up to `attempts` times, 20 ms apart; true as soon as it holds. Callers give
+/// a minute (3000) or so: on a busy machine a debug build can be slow, and a passing check
+/// returns at once anyway.
 pub async fn eventually<F, Fut>(attempts: u32, mut check: F) -> bool
 where
     F: FnMut() -> Fut,
