@@ -34,7 +34,7 @@ enum Command {
     /// in-cluster config, like kubectl).
     Audit(audit::AuditArgs),
     /// Run the admission webhook (HTTPS) and, when a cluster is reachable, the Job controller.
-    Serve(Box<jobwarden_server::ServeArgs>),
+    Serve(Box<serve::ServeCommand>),
 }
 
 /// How `check` and `audit` print what they find.

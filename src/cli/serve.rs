@@ -1,28 +1,59 @@
-//! `jobwarden serve`: the webhook server, with the reconcile loop handed to it as a hook so the
-//! server crate never depends on the controller crate.
+//! `jobwarden serve`: the webhook server, with the reconcile loop (and the in-process audit over
+//! its Job cache) handed to it as a hook, so the server crate never depends on the controller
+//! crate. Here the process connects to the cluster: each face gets a client of its own, named in
+//! its User-Agent, the controller's with a client-side request rate limit.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use jobwarden_audit::{AuditConfig, KubeEventSink, PeriodicAudit};
+use jobwarden_controller::client::{self, RateLimit};
+use jobwarden_controller::job_cache::CachedJob;
+use jobwarden_controller::kube_api::EventReporter;
 use jobwarden_server::{ControllerHook, ControllerStart, ServeArgs};
+use kube::runtime::reflector::Store;
+use serde_json::Value;
+use tokio::sync::watch;
 
 use super::Outcome;
 
-pub fn run(args: ServeArgs) -> Outcome {
+/// `serve`'s flags: the server's, and the controller's below.
+#[derive(Debug, clap::Args)]
+pub struct ServeCommand {
+    #[command(flatten)]
+    pub server: ServeArgs,
+    #[command(flatten)]
+    pub controller: ControllerArgs,
+}
+
+/// The reconcile loop's flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ControllerArgs {
+    /// Jobs the reconcile loop syncs at once (kube-controller-manager's
+    /// --concurrent-job-syncs).
+    #[arg(long, env = "JOBWARDEN_CONCURRENT_JOB_SYNCS", default_value_t = 5,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub concurrent_job_syncs: u16,
+
+    /// Requests per second the reconcile loop sends the API server on average (its
+    /// client-side limit, as --kube-api-qps is kube-controller-manager's); 0 for none.
+    #[arg(long, env = "JOBWARDEN_KUBE_API_QPS", default_value_t = 50.0)]
+    pub kube_api_qps: f64,
+
+    /// Requests the reconcile loop may send at once above the average rate.
+    #[arg(long, env = "JOBWARDEN_KUBE_API_BURST", default_value_t = 100)]
+    pub kube_api_burst: u32,
+
+    /// Seconds between two passes of the in-process audit over the controller's Job cache
+    /// (on the leader only); 0 turns it off.
+    #[arg(long, env = "JOBWARDEN_AUDIT_INTERVAL_SECONDS", default_value_t = 600)]
+    pub audit_interval_seconds: u64,
+}
+
+pub fn run(command: ServeCommand) -> Outcome {
+    let ServeCommand { server, controller } = command;
     // Held until `run` returns, so the last lines (the drain) are flushed before exit.
-    let _logging = jobwarden_server::init_logging(args.log_format);
-    let start_controller: ControllerHook = Box::new(|start: ControllerStart<'_>| {
-        let metrics = jobwarden_controller::register_metrics(start.registry);
-        let config = jobwarden_controller::ControllerConfig {
-            controller_name: start.controller_name,
-            // In a cluster this is the pod's own namespace, where the RBAC grants Leases.
-            lease_namespace: start.client.default_namespace().to_owned(),
-            ..Default::default()
-        };
-        Box::pin(jobwarden_controller::run(
-            start.client,
-            config,
-            metrics,
-            start.shutdown,
-        ))
-    });
+    let _logging = jobwarden_server::init_logging(server.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -33,7 +64,16 @@ pub fn run(args: ServeArgs) -> Outcome {
             return Outcome::Rejected;
         }
     };
-    match runtime.block_on(jobwarden_server::run(args, Some(start_controller))) {
+    let served = runtime.block_on(async move {
+        let config = cluster_config(&server).await;
+        let webhook_client = match &config {
+            Some(c) => Some(client::client(c.clone(), "webhook", None)?),
+            None => None,
+        };
+        let hook = config.map(|c| controller_hook(c, controller));
+        jobwarden_server::run(server, webhook_client, hook).await
+    });
+    match served {
         Ok(()) => Outcome::Ok,
         Err(e) => {
             tracing::error!(error = %format!("{e:#}"), "jobwarden serve stopped");
@@ -41,4 +81,82 @@ pub fn run(args: ServeArgs) -> Outcome {
             Outcome::Rejected
         }
     }
+}
+
+/// The cluster's configuration, in-cluster or from the kubeconfig, as kubectl finds it; none
+/// with `--dev`, which promises no cluster (a developer's current context must not get a
+/// controller writing to it by surprise).
+async fn cluster_config(server: &ServeArgs) -> Option<kube::Config> {
+    if server.dev {
+        return None;
+    }
+    match kube::Config::infer().await {
+        Ok(config) => Some(config),
+        Err(error) => {
+            tracing::info!(%error, "no cluster configuration found: serving without the reconcile loop or namespace labels");
+            None
+        }
+    }
+}
+
+fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook {
+    Box::new(move |start: ControllerStart<'_>| {
+        let metrics = jobwarden_controller::register_metrics(start.registry);
+        let audit_metrics = jobwarden_audit::register_metrics(start.registry);
+        let policy = start.policy;
+        let shutdown = start.shutdown;
+        Box::pin(async move {
+            let name = policy.controller_name.clone();
+            let limit = RateLimit {
+                qps: args.kube_api_qps,
+                burst: args.kube_api_burst,
+            };
+            let client = client::client(config, &name, Some(limit))?;
+            let controller_config = jobwarden_controller::ControllerConfig {
+                controller_name: name.clone(),
+                // In a cluster this is the pod's own namespace, where the RBAC grants Leases.
+                lease_namespace: client.default_namespace().to_owned(),
+                concurrent_syncs: args.concurrent_job_syncs,
+                ..Default::default()
+            };
+            let (jobs_tx, jobs) = watch::channel(None);
+            let (stop_audit, audit_stopped) = watch::channel(false);
+            if args.audit_interval_seconds > 0 {
+                let reporter = EventReporter {
+                    component: "jobwarden.io/audit".to_owned(),
+                    instance: controller_config.identity.clone(),
+                };
+                // The leader's Job cache, once synced; `None` on a replica that is not leading.
+                let snapshot = move || {
+                    jobs.borrow().as_ref().map(|store: &Store<CachedJob>| {
+                        store.state().iter().map(|j| j.value()).collect::<Vec<Value>>()
+                    })
+                };
+                let audit = PeriodicAudit::new(
+                    Arc::new(policy),
+                    snapshot,
+                    KubeEventSink::new(client.clone(), reporter),
+                    audit_metrics,
+                    AuditConfig {
+                        interval: Duration::from_secs(args.audit_interval_seconds),
+                        ..AuditConfig::default()
+                    },
+                );
+                let mut stopped = audit_stopped;
+                tokio::spawn(audit.run(async move {
+                    let _ = stopped.wait_for(|s| *s).await;
+                }));
+            }
+            let result = jobwarden_controller::run_sharing_jobs(
+                client,
+                controller_config,
+                metrics,
+                shutdown,
+                jobs_tx,
+            )
+            .await;
+            let _ = stop_audit.send(true);
+            result
+        })
+    })
 }

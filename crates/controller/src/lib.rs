@@ -73,8 +73,10 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::reflector::Store;
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
+use tokio::sync::watch;
 
 pub use metrics::{ControllerMetrics, register_metrics};
 
@@ -128,6 +130,18 @@ pub async fn run(
     metrics: ControllerMetrics,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    run_sharing_jobs(client, config, metrics, shutdown, watch::Sender::new(None)).await
+}
+
+/// [`run`], publishing the Job cache in `jobs` while leading and once it has synced (`None`
+/// otherwise): the in-process audit reads it, and lists nothing of its own.
+pub async fn run_sharing_jobs(
+    client: Client,
+    config: ControllerConfig,
+    metrics: ControllerMetrics,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    jobs: watch::Sender<Option<Store<CachedJob>>>,
+) -> anyhow::Result<()> {
     let lease = leader::LeaseSettings {
         namespace: config.lease_namespace.clone(),
         name: config.lease_name.clone(),
@@ -140,8 +154,11 @@ pub async fn run(
         client.clone(),
         lease,
         shutdown,
-        move |leading| {
+        |leading| {
             leader_gauge.set(i64::from(leading));
+            if !leading {
+                jobs.send_replace(None);
+            }
         },
         |stop| {
             // Each term starts from fresh caches: a new leader lists what the old one watched.
@@ -163,7 +180,12 @@ pub async fn run(
                 Arc::new(k8s_openapi::jiff::Timestamp::now),
                 loop_config,
                 stop,
-                |_store| {},
+                {
+                    let jobs = jobs.clone();
+                    move |store| {
+                        jobs.send_replace(Some(store));
+                    }
+                },
             )
         },
     )

@@ -74,18 +74,25 @@ enum Wake {
     Batched(ObjectRef<CachedJob>),
 }
 
-/// Runs the loop until `stop` resolves, then lets the syncs in flight finish. `on_store` is
-/// handed the Job cache as soon as it exists (the in-process audit reads it).
+/// Runs the loop until `stop` resolves, then lets the syncs in flight finish. `on_synced` is
+/// handed the Job cache once it holds every Job (the in-process audit reads it).
 pub async fn run_loop<A: ClusterApi + 'static>(
     controller: Arc<JobController<A>>,
     sources: Sources,
     clock: Clock,
     config: LoopConfig,
     stop: impl Future<Output = ()> + Send + 'static,
-    on_store: impl FnOnce(Store<CachedJob>),
+    on_synced: impl FnOnce(Store<CachedJob>) + Send + 'static,
 ) {
     let (store, writer) = reflector::store::<CachedJob>();
-    on_store(store.clone());
+    let synced = tokio::spawn({
+        let store = store.clone();
+        async move {
+            if store.wait_until_ready().await.is_ok() {
+                on_synced(store);
+            }
+        }
+    });
     let (orphan_tx, mut orphan_rx) = mpsc::unbounded_channel::<OrphanCandidate>();
 
     let job_wakes = {
@@ -160,6 +167,7 @@ pub async fn run_loop<A: ClusterApi + 'static>(
     })
     .await;
     orphans.abort();
+    synced.abort();
 }
 
 fn job_ref(job: &CachedJob) -> ObjectRef<CachedJob> {

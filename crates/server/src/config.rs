@@ -43,8 +43,8 @@ pub struct ServeArgs {
         long,
         env = "JOBWARDEN_TLS_CERT",
         requires = "tls_key",
-        required_unless_present = "dev",
-        conflicts_with = "dev"
+        required_unless_present_any = ["dev", "no_webhook"],
+        conflicts_with_all = ["dev", "no_webhook"]
     )]
     pub tls_cert: Option<PathBuf>,
 
@@ -53,7 +53,7 @@ pub struct ServeArgs {
         long,
         env = "JOBWARDEN_TLS_KEY",
         requires = "tls_cert",
-        conflicts_with = "dev"
+        conflicts_with_all = ["dev", "no_webhook"]
     )]
     pub tls_key: Option<PathBuf>,
 
@@ -81,9 +81,16 @@ pub struct ServeArgs {
     #[arg(long, env = "JOBWARDEN_CONTROLLER_NAME")]
     pub controller_name: Option<String>,
 
-    /// Do not run the reconcile loop, even when a cluster is reachable.
-    #[arg(long, env = "JOBWARDEN_NO_CONTROLLER")]
+    /// Do not run the reconcile loop, even when a cluster is reachable: the webhook replicas
+    /// of a two-Deployment install.
+    #[arg(long, env = "JOBWARDEN_NO_CONTROLLER", conflicts_with = "no_webhook")]
     pub no_controller: bool,
+
+    /// Run only the reconcile loop (and /healthz, /readyz, /metrics): no HTTPS listener, no
+    /// certificate, no namespace watch. The controller Deployment of a two-Deployment install,
+    /// so the webhook's availability never depends on the controller's memory.
+    #[arg(long, env = "JOBWARDEN_NO_WEBHOOK", conflicts_with = "dev")]
+    pub no_webhook: bool,
 
     /// A `spec.managedBy` value new Jobs may name besides jobwarden's and the built-in
     /// controller's. Repeat or comma-separate. When none is given, any value is allowed (with a
@@ -348,6 +355,19 @@ mod tests {
         assert!(Cli::try_parse_from(["jobwarden", "--tls-cert", "c"]).is_err());
         assert!(Cli::try_parse_from(["jobwarden", "--tls-cert", "c", "--tls-key", "k"]).is_ok());
         assert!(Cli::try_parse_from(["jobwarden", "--dev", "--tls-cert", "c"]).is_err());
+    }
+
+    #[test]
+    fn the_controller_alone_needs_no_certificate() {
+        let a = Cli::try_parse_from(["jobwarden", "--no-webhook"]).unwrap().serve;
+        assert!(a.no_webhook && a.tls_cert.is_none());
+        for bad in [
+            vec!["jobwarden", "--no-webhook", "--tls-cert", "c", "--tls-key", "k"],
+            vec!["jobwarden", "--no-webhook", "--no-controller"],
+            vec!["jobwarden", "--no-webhook", "--dev"],
+        ] {
+            assert!(Cli::try_parse_from(&bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

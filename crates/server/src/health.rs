@@ -33,6 +33,16 @@ impl Health {
         }
     }
 
+    /// Readiness for `--no-webhook`: no certificate, listener or namespace watch to wait for.
+    pub(crate) fn without_webhook() -> Self {
+        Health {
+            certificate_loaded: AtomicBool::new(true),
+            accepting: AtomicBool::new(true),
+            namespaces_synced: AtomicBool::new(true),
+            draining: AtomicBool::new(false),
+        }
+    }
+
     pub(crate) fn set_certificate_loaded(&self) {
         self.certificate_loaded.store(true, Ordering::SeqCst);
     }

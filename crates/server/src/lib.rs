@@ -9,6 +9,7 @@
 
 mod body_budget;
 mod config;
+mod controller_only;
 pub mod dev_cert;
 mod health;
 mod https;
@@ -45,10 +46,9 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// What the reconcile loop is started with.
 pub struct ControllerStart<'a> {
-    /// A client for the cluster the webhook found (in-cluster or kubeconfig).
-    pub client: kube::Client,
-    /// The `spec.managedBy` value the loop answers to (the same one the webhook's policy uses).
-    pub controller_name: String,
+    /// The policy the webhook enforces (the in-process audit holds stored Jobs to it); its
+    /// `controller_name` is the `spec.managedBy` value the loop answers to.
+    pub policy: jobwarden_admission::Policy,
     /// The registry served at /metrics: register the controller's metrics here, before the
     /// returned future first runs.
     pub registry: &'a mut Registry,
@@ -57,43 +57,42 @@ pub struct ControllerStart<'a> {
 }
 
 /// Starts the reconcile loop: called once, only when a cluster is reachable and
-/// `--no-controller` is not set. The returned future runs beside the webhook; if it fails, the
-/// webhook drains and [`run`] returns that error (so the pod restarts).
+/// `--no-controller` is not set. The returned future runs beside the webhook (or alone, with
+/// `--no-webhook`); if it fails, the process stops and [`run`] returns that error (so the pod
+/// restarts).
 pub type ControllerHook =
     Box<dyn for<'a> FnOnce(ControllerStart<'a>) -> BoxFuture<anyhow::Result<()>> + Send>;
 
 /// How long the reconcile loop gets to stop after the webhook has drained.
 const CONTROLLER_STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Runs `jobwarden serve` until SIGTERM or SIGINT, then drains and returns.
-pub async fn run(args: ServeArgs, controller: Option<ControllerHook>) -> anyhow::Result<()> {
+/// Runs `jobwarden serve` until SIGTERM or SIGINT, then drains and returns. `cluster` is the
+/// client for the cluster, `None` without one (and with `--dev`, which promises none): the
+/// namespace watch uses it, and whether there is one decides whether the controller starts.
+pub async fn run(
+    args: ServeArgs,
+    cluster: Option<kube::Client>,
+    controller: Option<ControllerHook>,
+) -> anyhow::Result<()> {
     // kube's client builds its TLS config from the process-wide provider; the server names its
     // own. An error here only means a provider is installed already.
     let _ = rustls::crypto::ring::default_provider().install_default();
 
     let policy = args.policy()?;
+    let client = cluster.filter(|_| !args.dev);
+    if args.no_webhook {
+        let (Some(_), Some(hook)) = (&client, controller) else {
+            anyhow::bail!("--no-webhook runs only the reconcile loop, which needs a cluster (in-cluster or a kubeconfig)");
+        };
+        return controller_only::run(&args, policy, hook).await;
+    }
     let (settings, dev) = settings_from_args(&args, policy.clone())?;
-
-    // --dev promises no cluster: a developer's current kubeconfig context must not get a
-    // controller writing to it by surprise.
-    let client = if args.dev {
-        None
-    } else {
-        match kube::Client::try_default().await {
-            Ok(client) => Some(client),
-            Err(error) => {
-                tracing::info!(%error, "no cluster configuration found: serving without the reconcile loop or namespace labels");
-                None
-            }
-        }
-    };
 
     let mut registry = Registry::default();
     let controller_stop = CancellationToken::new();
     let controller_future = match (&client, controller) {
-        (Some(client), Some(hook)) if !args.no_controller => Some(hook(ControllerStart {
-            client: client.clone(),
-            controller_name: policy.controller_name.clone(),
+        (Some(_), Some(hook)) if !args.no_controller => Some(hook(ControllerStart {
+            policy: policy.clone(),
             registry: &mut registry,
             shutdown: Box::pin(controller_stop.clone().cancelled_owned()),
         })),
