@@ -37,12 +37,12 @@ fn objects(out: &Output) -> Vec<Value> {
 
 #[test]
 fn one_object_per_error_with_the_file() {
-    let out = check(&["-o", "json", "tests/fixtures/train.yaml"], None);
+    let out = check(&["-o", "json", "examples/check/train.yaml"], None);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         objects(&out),
         [json!({
-            "file": "tests/fixtures/train.yaml",
+            "file": "examples/check/train.yaml",
             "namespace": null,
             "name": "train",
             "uid": null,

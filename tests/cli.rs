@@ -35,12 +35,12 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn check_reports_every_error_kubectl_style() {
-    let out = jobwarden(&["check", "tests/fixtures/train.yaml"], None);
+    let out = jobwarden(&["check", "examples/check/train.yaml"], None);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
-        "tests/fixtures/train.yaml: Job \"train\": spec.successPolicy.rules[0].succeededIndexes: Invalid value: \"5-2\": error parsing succeededIndexes: too large index: \"5\"\n\
-         tests/fixtures/train.yaml: Job \"leader-worker\": valid\n"
+        "examples/check/train.yaml: Job \"train\": spec.successPolicy.rules[0].succeededIndexes: Invalid value: \"5-2\": error parsing succeededIndexes: too large index: \"5\"\n\
+         examples/check/train.yaml: Job \"leader-worker\": valid\n"
     );
     assert!(stderr(&out).contains("skipping a ConfigMap"));
 }
@@ -120,7 +120,7 @@ fn check_unreadable_input_exits_2() {
             vec![
                 "check",
                 "--old",
-                "tests/fixtures/train.yaml",
+                "examples/check/train.yaml",
                 "tests/fixtures/valid.json",
             ],
             None,

@@ -129,7 +129,11 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
                 // The leader's Job cache, once synced; `None` on a replica that is not leading.
                 let snapshot = move || {
                     jobs.borrow().as_ref().map(|store: &Store<CachedJob>| {
-                        store.state().iter().map(|j| j.value()).collect::<Vec<Value>>()
+                        store
+                            .state()
+                            .iter()
+                            .map(|j| j.value())
+                            .collect::<Vec<Value>>()
                     })
                 };
                 let audit = PeriodicAudit::new(

@@ -359,10 +359,19 @@ mod tests {
 
     #[test]
     fn the_controller_alone_needs_no_certificate() {
-        let a = Cli::try_parse_from(["jobwarden", "--no-webhook"]).unwrap().serve;
+        let a = Cli::try_parse_from(["jobwarden", "--no-webhook"])
+            .unwrap()
+            .serve;
         assert!(a.no_webhook && a.tls_cert.is_none());
         for bad in [
-            vec!["jobwarden", "--no-webhook", "--tls-cert", "c", "--tls-key", "k"],
+            vec![
+                "jobwarden",
+                "--no-webhook",
+                "--tls-cert",
+                "c",
+                "--tls-key",
+                "k",
+            ],
             vec!["jobwarden", "--no-webhook", "--no-controller"],
             vec!["jobwarden", "--no-webhook", "--dev"],
         ] {

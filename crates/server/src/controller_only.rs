@@ -11,9 +11,15 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
 use crate::health::{self, Health};
-use crate::{CONTROLLER_STOP_TIMEOUT, ControllerHook, ControllerStart, ServeArgs, listen, shutdown};
+use crate::{
+    CONTROLLER_STOP_TIMEOUT, ControllerHook, ControllerStart, ServeArgs, listen, shutdown,
+};
 
-pub(crate) async fn run(args: &ServeArgs, policy: Policy, hook: ControllerHook) -> anyhow::Result<()> {
+pub(crate) async fn run(
+    args: &ServeArgs,
+    policy: Policy,
+    hook: ControllerHook,
+) -> anyhow::Result<()> {
     let mut registry = Registry::default();
     let stop = CancellationToken::new();
     let controller = hook(ControllerStart {
@@ -22,8 +28,12 @@ pub(crate) async fn run(args: &ServeArgs, policy: Policy, hook: ControllerHook) 
         shutdown: Box::pin(stop.clone().cancelled_owned()),
     });
     let health = Arc::new(Health::without_webhook());
-    let listener = listen::bind(args.metrics_listen)
-        .with_context(|| format!("cannot listen on {} (--metrics-listen)", args.metrics_listen))?;
+    let listener = listen::bind(args.metrics_listen).with_context(|| {
+        format!(
+            "cannot listen on {} (--metrics-listen)",
+            args.metrics_listen
+        )
+    })?;
     let addr = listener.local_addr()?;
     let ops_stop = CancellationToken::new();
     let ops = tokio::spawn(

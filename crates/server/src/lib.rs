@@ -82,7 +82,9 @@ pub async fn run(
     let client = cluster.filter(|_| !args.dev);
     if args.no_webhook {
         let (Some(_), Some(hook)) = (&client, controller) else {
-            anyhow::bail!("--no-webhook runs only the reconcile loop, which needs a cluster (in-cluster or a kubeconfig)");
+            anyhow::bail!(
+                "--no-webhook runs only the reconcile loop, which needs a cluster (in-cluster or a kubeconfig)"
+            );
         };
         return controller_only::run(&args, policy, hook).await;
     }
