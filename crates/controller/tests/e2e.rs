@@ -327,6 +327,26 @@ async fn indexed_job_runs_to_completion() {
         let index = annotation(pod, "batch.kubernetes.io/job-completion-index").unwrap_or("");
         let hostname = pod.spec.as_ref().and_then(|s| s.hostname.clone());
         assert_eq!(hostname, Some(format!("idx-{index}")));
+        assert_eq!(
+            pod.labels()
+                .get("batch.kubernetes.io/job-completion-index")
+                .map(String::as_str),
+            Some(index)
+        );
+        // As upstream's addCompletionIndexEnvVariable: read from the label.
+        let index_env = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers.first())
+            .and_then(|c| c.env.as_ref())
+            .and_then(|env| env.iter().find(|e| e.name == "JOB_COMPLETION_INDEX"))
+            .and_then(|e| e.value_from.as_ref())
+            .and_then(|v| v.field_ref.as_ref())
+            .map(|f| f.field_path.clone());
+        assert_eq!(
+            index_env.as_deref(),
+            Some("metadata.labels['batch.kubernetes.io/job-completion-index']")
+        );
         env.finish_pod(pod, 0).await;
     }
     let job = env
@@ -397,10 +417,15 @@ async fn suspend_then_resume() {
         condition(&job, "Suspended").map(|c| c.1),
         Some("JobSuspended".to_owned())
     );
+    // Upstream clears startTime in the write that sets Suspended=True (v1.36's
+    // MutableSchedulingDirectivesForSuspendedJobs), so the same Job object shows both.
+    assert_eq!(
+        job.status.as_ref().and_then(|s| s.start_time.clone()),
+        None,
+        "startTime is cleared with Suspended=True"
+    );
     env.wait_active_pods("pausable", 0).await;
-    let started_before = job.status.as_ref().and_then(|s| s.start_time.clone());
 
-    tokio::time::sleep(Duration::from_secs(1)).await;
     let resume = json!({"spec": {"suspend": false}});
     env.jobs()
         .patch("pausable", &PatchParams::default(), &Patch::Merge(&resume))
@@ -415,10 +440,12 @@ async fn suspend_then_resume() {
         condition(&job, "Suspended").map(|c| c.1),
         Some("JobResumed".to_owned())
     );
-    let started_after = job.status.as_ref().and_then(|s| s.start_time.clone());
     assert!(
-        started_after > started_before,
-        "startTime is reset on resume"
+        job.status
+            .as_ref()
+            .and_then(|s| s.start_time.clone())
+            .is_some(),
+        "startTime is set again on resume"
     );
     // The success before the suspension still counts: one pod is left to run.
     let pods = env.wait_active_pods("pausable", 1).await;
@@ -635,5 +662,50 @@ async fn backoff_limit_per_index_fails_an_index_not_the_job() {
     assert_eq!(status.completed_indexes.as_deref(), Some("0"));
     assert_eq!(counter(status.failed), 1);
     env.no_finalizers_left("idx").await;
+    env.teardown().await;
+}
+
+#[tokio::test]
+async fn a_pod_deleted_while_running_holds_its_replacement_back_after_it_is_gone() {
+    let Some(env) = setup("backoffmemory").await else {
+        return;
+    };
+    env.create(&env.job(
+        "once",
+        json!({"completions": 1, "parallelism": 1, "backoffLimit": 3}),
+    ))
+    .await;
+    let pods = env.wait_active_pods("once", 1).await;
+    let running = json!({"status": {"phase": "Running"}});
+    env.pods()
+        .patch_status(
+            &pods[0].name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&running),
+        )
+        .await
+        .expect("the pod runs");
+    // Deleted while running: it counts as failed, loses its tracking finalizer, and (never
+    // scheduled, so no grace period) is gone at once.
+    let deleted_at = k8s_openapi::jiff::Timestamp::now();
+    env.pods()
+        .delete(&pods[0].name_any(), &DeleteParams::default())
+        .await
+        .expect("deleted");
+    env.wait_job("once", "the failure counted", |j| {
+        counter(j.status.as_ref().and_then(|s| s.failed)) == 1
+    })
+    .await;
+    let replacement = env.wait_active_pods("once", 1).await;
+    let created = replacement[0]
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0)
+        .expect("a creation time");
+    // Upstream's back-off record outlives the pod: no replacement before its 10 s. (The
+    // creation time has whole seconds, hence 9.)
+    let waited = created.duration_since(deleted_at);
+    assert!(waited.as_secs() >= 9, "replaced after {waited:?}");
     env.teardown().await;
 }
