@@ -1,0 +1,260 @@
+//! Each test's own namespace and controller, the kubelet's part, and reading a Job back.
+
+use std::time::Duration;
+
+use jobwarden_controller::{ControllerConfig, ControllerMetrics};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config, ResourceExt};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub const TIMEOUT: Duration = Duration::from_secs(90);
+
+pub struct Env {
+    pub client: Client,
+    pub ns: String,
+    pub controller: String,
+    pub metrics: ControllerMetrics,
+    pub stop: Option<oneshot::Sender<()>>,
+    pub task: Option<JoinHandle<anyhow::Result<()>>>,
+}
+
+pub async fn setup(scenario: &str) -> Option<Env> {
+    let Ok(path) = std::env::var("JOBWARDEN_E2E_KUBECONFIG") else {
+        eprintln!("skipping {scenario}: JOBWARDEN_E2E_KUBECONFIG is not set");
+        return None;
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let kubeconfig = Kubeconfig::read_from(path).expect("the kubeconfig reads");
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("the kubeconfig is usable");
+    let client = Client::try_from(config).expect("a client");
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() % 1_000_000)
+        .unwrap_or(0);
+    let ns = format!("jobwarden-e2e-{scenario}-{stamp}");
+    let namespace: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace");
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("the namespace is created");
+    let controller = format!("jobwarden.io/e2e-{scenario}");
+    let config = ControllerConfig {
+        controller_name: controller.clone(),
+        lease_namespace: ns.clone(),
+        lease_name: "jobwarden-e2e".to_owned(),
+        identity: format!("e2e-{scenario}"),
+        ..Default::default()
+    };
+    let (stop, stopped) = oneshot::channel::<()>();
+    let metrics = ControllerMetrics::default();
+    let task = tokio::spawn(jobwarden_controller::run(
+        client.clone(),
+        config,
+        metrics.clone(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    Some(Env {
+        client,
+        ns,
+        controller,
+        metrics,
+        stop: Some(stop),
+        task: Some(task),
+    })
+}
+
+impl Env {
+    pub fn jobs(&self) -> Api<Job> {
+        Api::namespaced(self.client.clone(), &self.ns)
+    }
+
+    pub fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), &self.ns)
+    }
+
+    /// A Job whose pods never get scheduled, delegated to this test's controller.
+    pub fn job(&self, name: &str, spec: Value) -> Job {
+        let mut job = json!({
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name},
+            "spec": {
+                "managedBy": self.controller,
+                "template": {"spec": {
+                    "schedulerName": "jobwarden-e2e-nobody",
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "busybox"}],
+                }},
+            },
+        });
+        if let (Some(target), Some(extra)) = (job["spec"].as_object_mut(), spec.as_object()) {
+            for (k, v) in extra {
+                target.insert(k.clone(), v.clone());
+            }
+        }
+        serde_json::from_value(job).expect("test Job")
+    }
+
+    pub async fn create(&self, job: &Job) -> Job {
+        self.jobs()
+            .create(&PostParams::default(), job)
+            .await
+            .expect("the Job is created")
+    }
+
+    pub async fn job_pods(&self, name: &str) -> Vec<Pod> {
+        let job = self.jobs().get(name).await.expect("the Job exists");
+        let uid = job.uid().unwrap_or_default();
+        self.pods()
+            .list(
+                &ListParams::default().labels(&format!("batch.kubernetes.io/controller-uid={uid}")),
+            )
+            .await
+            .expect("pods list")
+            .items
+    }
+
+    /// Waits until `f` holds for the Job, returning it.
+    pub async fn wait_job(&self, name: &str, what: &str, f: impl Fn(&Job) -> bool) -> Job {
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        loop {
+            let job = self.jobs().get(name).await.expect("the Job exists");
+            if f(&job) {
+                return job;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {what}: {:?}",
+                job.status
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// Waits until the Job has exactly `n` active (not terminal, not deleted) pods.
+    pub async fn wait_active_pods(&self, name: &str, n: usize) -> Vec<Pod> {
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        loop {
+            let active: Vec<Pod> = self
+                .job_pods(name)
+                .await
+                .into_iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none() && !terminal(p))
+                .collect();
+            if active.len() == n {
+                return active;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {n} active pods, have {}",
+                active.len()
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// The kubelet's part: the pod runs, then its container exits with `code`.
+    pub async fn finish_pod(&self, pod: &Pod, code: i32) {
+        let name = pod.name_any();
+        let running = json!({"status": {"phase": "Running"}});
+        self.pods()
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&running))
+            .await
+            .expect("the pod runs");
+        let now = k8s_openapi::jiff::Timestamp::now().to_string();
+        let phase = if code == 0 { "Succeeded" } else { "Failed" };
+        let done = json!({"status": {
+            "phase": phase,
+            "containerStatuses": [{
+                "name": "main", "image": "busybox", "imageID": "", "ready": false,
+                "restartCount": 0,
+                "state": {"terminated": {"exitCode": code, "startedAt": now, "finishedAt": now}},
+            }],
+        }});
+        self.pods()
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&done))
+            .await
+            .expect("the pod ends");
+    }
+
+    pub async fn no_finalizers_left(&self, name: &str) {
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        loop {
+            let held = self
+                .job_pods(name)
+                .await
+                .iter()
+                .filter(|p| {
+                    p.finalizers()
+                        .iter()
+                        .any(|f| f == "jobwarden.io/job-tracking")
+                })
+                .count();
+            if held == 0 {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "pods keep the finalizer"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    pub async fn teardown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let result = tokio::time::timeout(Duration::from_secs(30), task).await;
+            assert!(
+                matches!(result, Ok(Ok(Ok(())))),
+                "the controller stopped and released its Lease: {result:?}"
+            );
+        }
+        let _ = Api::<Namespace>::all(self.client.clone())
+            .delete(&self.ns, &DeleteParams::default())
+            .await;
+    }
+}
+
+/// A status counter as the API server returns it: `active`, `succeeded` and `failed` are Go
+/// `int32`s with `omitempty`, so a zero is not there at all.
+pub fn counter(v: Option<i32>) -> i32 {
+    v.unwrap_or(0)
+}
+
+pub fn terminal(p: &Pod) -> bool {
+    matches!(
+        p.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+pub fn condition(job: &Job, type_: &str) -> Option<(String, String)> {
+    job.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone().unwrap_or_default()))
+}
+
+pub fn is_true(job: &Job, type_: &str) -> bool {
+    condition(job, type_).is_some_and(|(s, _)| s == "True")
+}
+
+pub fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+    pod.annotations().get(key).map(String::as_str)
+}
