@@ -270,6 +270,7 @@ fn active_deadline() {
         .requeue_after(10),
     ]);
 }
+
 #[test]
 fn suspend_and_resume() {
     let suspended = (SUSPENDED, "True", REASON_JOB_SUSPENDED);

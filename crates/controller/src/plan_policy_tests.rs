@@ -14,6 +14,11 @@ fn exit_rule(action: &str, codes: &[i32]) -> Value {
     json!({"action": action, "onExitCodes": {"containerName": "c", "operator": "In", "values": codes}})
 }
 
+/// An exit code rule without `containerName`: init containers match too.
+fn any_container_exit_rule(action: &str, codes: &[i32]) -> Value {
+    json!({"action": action, "onExitCodes": {"operator": "In", "values": codes}})
+}
+
 fn condition_rule(action: &str, type_: &str) -> Value {
     json!({"action": action, "onPodConditions": [{"type": type_, "status": "True"}]})
 }
@@ -39,42 +44,130 @@ fn named_rules() -> JobBuilder {
 #[test]
 fn fail_job_rules_fail_the_job_with_the_rule_name() {
     table([
-row("exit code 2: FailureTarget PodFailurePolicy_ExitCode2 with upstream's message", named_rules(), [pod("a").exit_code(2, 5)], 10).conditions(&[(FAILURE_TARGET, "True", "PodFailurePolicy_ExitCode2")]).messages(&[
-                "Container c for pod ns/a failed with exit code 2 matching FailJob rule at index 0",
-            ]).uncounted_failed(&["a"]).removes_finalizers(&["a"]).creates(&[]).not_finished(),
-
-row("exit code 3: PodFailurePolicy_ExitCode3", named_rules(), [pod("a").exit_code(3, 5)], 10).conditions(&[(FAILURE_TARGET, "True", "PodFailurePolicy_ExitCode3")]).messages(&[
-                "Container c for pod ns/a failed with exit code 3 matching FailJob rule at index 1",
-            ]),
-
-row("an unnamed rule gives its index", JobBuilder::non_indexed(1, 1).pod_failure_policy(json!([exit_rule("FailJob", &[2]),exit_rule("FailJob", &[3])])).rule_names(&[Some("ExitCode2"), None]).started(0), [pod("a").exit_code(3, 5)], 10).conditions(&[(FAILURE_TARGET, "True", "PodFailurePolicy_1")]),
-
-row("no names at all: every rule is named by its index", JobBuilder::non_indexed(1, 1).pod_failure_policy(json!([exit_rule("FailJob", &[2])])).started(0), [pod("a").exit_code(2, 5)], 10).conditions(&[(FAILURE_TARGET, "True", "PodFailurePolicy_0")]),
-
-row("a name field on the rule (forward compatible)", JobBuilder::non_indexed(1, 1).pod_failure_policy(json!([named("Fatal", exit_rule("FailJob", &[2]))])).started(0), [pod("a").exit_code(2, 5)], 10).conditions(&[(FAILURE_TARGET, "True", "PodFailurePolicy_Fatal")]),
-
-row("a pod condition rule, upstream's message", JobBuilder::non_indexed(1, 1).pod_failure_policy(json!([condition_rule("FailJob", "ConfigIssue")])).rule_names(&[Some("BadConfig")]).started(0), [pod("a").failed_at(5).pod_condition("ConfigIssue", "True")], 10).conditions(&[(FAILURE_TARGET, "True", "PodFailurePolicy_BadConfig")]).messages(&[
-                "Pod ns/a has condition ConfigIssue matching FailJob rule at index 0",
-            ]),
-
-row("an init container's exit code matches too", JobBuilder::non_indexed(1, 1).pod_failure_policy(json!([{"action": "FailJob","onExitCodes": {"operator": "In", "values": [42]}}])).started(0), [pod("a").init_exit_code(42, 5)], 10).messages(&[
-                "Container init for pod ns/a failed with exit code 42 matching FailJob rule at index 0",
-            ]),
-
-row("the other pods are deleted and, as the Job is failing, counted failed", JobBuilder::non_indexed(3, 2).pod_failure_policy(json!([exit_rule("FailJob", &[2])])).rule_names(&[Some("ExitCode2")]).started(0), [pod("a").exit_code(2, 5), pod("b").ready()], 10).deletes(&[("b", JobFinishing)]).uncounted_failed(&["a", "b"]).active(0).ready(0).terminating(1),
-
-row("FailureTarget stored, nothing left: Failed with the same reason and message", named_rules().failed(1).condition(FAILURE_TARGET, "True", "PodFailurePolicy_ExitCode2", 10), [pod("a").exit_code(2, 5).no_finalizer()], 20).conditions(&[
-                (FAILURE_TARGET, "True", "PodFailurePolicy_ExitCode2"),
-                (FAILED, "True", "PodFailurePolicy_ExitCode2"),
-            ]).events(&["PodFailurePolicy_ExitCode2"]).finished("PodFailurePolicy_ExitCode2").no_completion_time(),
-
-row("a terminating pod is not failed yet (podReplacementPolicy: Failed): no rule applies", JobBuilder::non_indexed(1, 1).pod_failure_policy(json!([condition_rule("FailJob", "DisruptionTarget")])).started(0), [
-            pod("a")
+        row(
+            "exit code 2: FailureTarget PodFailurePolicy_ExitCode2 with upstream's message",
+            named_rules(),
+            [pod("a").exit_code(2, 5)],
+            10,
+        )
+        .conditions(&[(FAILURE_TARGET, "True", "PodFailurePolicy_ExitCode2")])
+        .messages(&[
+            "Container c for pod ns/a failed with exit code 2 matching FailJob rule at index 0",
+        ])
+        .uncounted_failed(&["a"])
+        .removes_finalizers(&["a"])
+        .creates(&[])
+        .not_finished(),
+        row(
+            "exit code 3: PodFailurePolicy_ExitCode3",
+            named_rules(),
+            [pod("a").exit_code(3, 5)],
+            10,
+        )
+        .conditions(&[(FAILURE_TARGET, "True", "PodFailurePolicy_ExitCode3")])
+        .messages(&[
+            "Container c for pod ns/a failed with exit code 3 matching FailJob rule at index 1",
+        ]),
+        row(
+            "an unnamed rule gives its index",
+            JobBuilder::non_indexed(1, 1)
+                .pod_failure_policy(json!([
+                    exit_rule("FailJob", &[2]),
+                    exit_rule("FailJob", &[3])
+                ]))
+                .rule_names(&[Some("ExitCode2"), None])
+                .started(0),
+            [pod("a").exit_code(3, 5)],
+            10,
+        )
+        .conditions(&[(FAILURE_TARGET, "True", "PodFailurePolicy_1")]),
+        row(
+            "no names at all: every rule is named by its index",
+            JobBuilder::non_indexed(1, 1)
+                .pod_failure_policy(json!([exit_rule("FailJob", &[2])]))
+                .started(0),
+            [pod("a").exit_code(2, 5)],
+            10,
+        )
+        .conditions(&[(FAILURE_TARGET, "True", "PodFailurePolicy_0")]),
+        row(
+            "a name field on the rule (forward compatible)",
+            JobBuilder::non_indexed(1, 1)
+                .pod_failure_policy(json!([named("Fatal", exit_rule("FailJob", &[2]))]))
+                .started(0),
+            [pod("a").exit_code(2, 5)],
+            10,
+        )
+        .conditions(&[(FAILURE_TARGET, "True", "PodFailurePolicy_Fatal")]),
+        row(
+            "a pod condition rule, upstream's message",
+            JobBuilder::non_indexed(1, 1)
+                .pod_failure_policy(json!([condition_rule("FailJob", "ConfigIssue")]))
+                .rule_names(&[Some("BadConfig")])
+                .started(0),
+            [pod("a").failed_at(5).pod_condition("ConfigIssue", "True")],
+            10,
+        )
+        .conditions(&[(FAILURE_TARGET, "True", "PodFailurePolicy_BadConfig")])
+        .messages(&["Pod ns/a has condition ConfigIssue matching FailJob rule at index 0"]),
+        row(
+            "an init container's exit code matches too",
+            JobBuilder::non_indexed(1, 1)
+                .pod_failure_policy(json!([any_container_exit_rule("FailJob", &[42])]))
+                .started(0),
+            [pod("a").init_exit_code(42, 5)],
+            10,
+        )
+        .messages(&[
+            "Container init for pod ns/a failed with exit code 42 matching FailJob rule at index 0",
+        ]),
+        row(
+            "the other pods are deleted and, as the Job is failing, counted failed",
+            JobBuilder::non_indexed(3, 2)
+                .pod_failure_policy(json!([exit_rule("FailJob", &[2])]))
+                .rule_names(&[Some("ExitCode2")])
+                .started(0),
+            [pod("a").exit_code(2, 5), pod("b").ready()],
+            10,
+        )
+        .deletes(&[("b", JobFinishing)])
+        .uncounted_failed(&["a", "b"])
+        .active(0)
+        .ready(0)
+        .terminating(1),
+        row(
+            "FailureTarget stored, nothing left: Failed with the same reason and message",
+            named_rules().failed(1).condition(
+                FAILURE_TARGET,
+                "True",
+                "PodFailurePolicy_ExitCode2",
+                10,
+            ),
+            [pod("a").exit_code(2, 5).no_finalizer()],
+            20,
+        )
+        .conditions(&[
+            (FAILURE_TARGET, "True", "PodFailurePolicy_ExitCode2"),
+            (FAILED, "True", "PodFailurePolicy_ExitCode2"),
+        ])
+        .events(&["PodFailurePolicy_ExitCode2"])
+        .finished("PodFailurePolicy_ExitCode2")
+        .no_completion_time(),
+        row(
+            "a terminating pod is not failed yet (podReplacementPolicy: Failed): no rule applies",
+            JobBuilder::non_indexed(1, 1)
+                .pod_failure_policy(json!([condition_rule("FailJob", "DisruptionTarget")]))
+                .started(0),
+            [pod("a")
                 .running()
                 .pod_condition("DisruptionTarget", "True")
-                .deleting_at(5),
-        ], 10).conditions(&[]).terminating(1).creates(&[]),
-]);
+                .deleting_at(5)],
+            10,
+        )
+        .conditions(&[])
+        .terminating(1)
+        .creates(&[]),
+    ]);
 }
 
 #[test]

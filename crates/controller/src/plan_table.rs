@@ -219,7 +219,7 @@ impl Row {
 
     /// The string at `path` in every pod created, in order (`None` where it is absent).
     pub fn created_pods_have(mut self, path: &[&'static str], values: &[Option<&str>]) -> Row {
-        let want = values.iter().map(|v| v.map(Value::from)).collect();
+        let want = values.iter().map(|v| v.map(|v| Json(v.into()))).collect();
         let path = path.to_vec();
         self.created.push(CreatedField { path, want });
         self
@@ -243,10 +243,10 @@ impl Row {
         let mut out = self.want.mismatches(&Seen::of(&p, parsed.status.clone()));
         out.extend(status_rules_broken(&job, &p));
         for field in &self.created {
-            let got: Vec<Option<Value>> = p
+            let got: Vec<Option<Json>> = p
                 .create
                 .iter()
-                .map(|c| lookup(&c.pod, &field.path).cloned())
+                .map(|c| lookup(&c.pod, &field.path).cloned().map(Json))
                 .collect();
             if got != field.want {
                 let label = format!("created_pods_have {}", field.path.join("."));
@@ -351,7 +351,17 @@ plan_fields! {
 /// The JSON at `path` in every pod the plan creates.
 struct CreatedField {
     path: Vec<&'static str>,
-    want: Vec<Option<Value>>,
+    want: Vec<Option<Json>>,
+}
+
+/// JSON shown as JSON in a mismatch.
+#[derive(Clone, PartialEq)]
+struct Json(Value);
+
+impl Debug for Json {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
 }
 
 impl Seen {
@@ -489,12 +499,15 @@ impl<T: Difference> Difference for Option<T> {}
 impl Difference for Clock {}
 impl Difference for Duration {}
 impl Difference for u32 {}
-impl Difference for Value {}
+impl Difference for Json {}
 impl Difference for (String, DeleteReason) {}
 impl Difference for (String, String, String) {}
 
 impl<T: Difference> Difference for Vec<T> {
     fn notes(want: &Self, got: &Self) -> Vec<String> {
+        if want.len() <= 1 && got.len() <= 1 {
+            return Vec::new();
+        }
         let missing: Vec<&T> = want.iter().filter(|w| !got.contains(w)).collect();
         let unexpected: Vec<&T> = got.iter().filter(|g| !want.contains(g)).collect();
         let mut notes = Vec::new();
