@@ -19,8 +19,9 @@ use crate::plan::{DeleteReason, InFlight, Plan, PlanConfig, plan};
 use crate::pods::CachedPod;
 use crate::testing::{JobBuilder, PodBuilder, T0, at};
 
-/// One case of a table. Unset expectations are not checked, except `skipped`: every row says
-/// whether the Job is skipped (not, unless `.skipped()`).
+/// One case of a table. Unset expectations are not checked, with two exceptions: every row
+/// says whether the Job is skipped (not, unless `.skipped()`), and every planned status must
+/// pass the status rules the executor checks before it writes.
 pub struct Row {
     name: &'static str,
     line: &'static Location<'static>,
