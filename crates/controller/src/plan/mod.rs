@@ -235,11 +235,6 @@ fn awaiting_replacement<'a>(
     }
 }
 
-// The table tests name upstream's reasons and messages as the old single-file `plan` let
-// them: through `super::*`.
-#[cfg(test)]
-use jobwarden_rules::well_known::*;
-
 #[cfg(test)]
 #[path = "../plan_tests.rs"]
 mod tests;
