@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::{array, kind, name, str_at, strings, yaml_docs};
+use crate::objects::{array, kind, name, str_at, strings, yaml_docs};
 
 const KNOWN: [&str; 9] = [
     "apiVersion",
@@ -40,7 +40,7 @@ pub fn build(dir: &Path) -> Vec<Value> {
     for key in k.as_object().expect("a mapping").keys() {
         assert!(
             KNOWN.contains(&key.as_str()),
-            "{}: tests/deploy.rs does not replay kustomize's `{key}`; teach it before using it",
+            "{}: tests/deploy/kustomize.rs does not replay kustomize's `{key}`; teach it before using it",
             file.display()
         );
     }
@@ -161,7 +161,7 @@ fn only_keys(v: &Value, allowed: &[&str]) {
     for key in v.as_object().expect("a mapping").keys() {
         assert!(
             allowed.contains(&key.as_str()),
-            "tests/deploy.rs does not replay `{key}` in {v}"
+            "tests/deploy/kustomize.rs does not replay `{key}` in {v}"
         );
     }
 }
