@@ -13,14 +13,33 @@ use jobwarden_controller::simulation::{
 };
 use serde_json::Value;
 
+use super::Outcome;
 use super::check::check_create;
 use super::input;
-use super::{Outcome, OutputFormat};
 
 /// The largest Job or scenario file read: kube-apiserver's own request limit (3 MiB).
 const MAX_INPUT: u64 = 3 * 1024 * 1024;
 
+const OUTCOMES: &str = "\
+An OUTCOME is one of succeeded, failed, exit:CODE, disrupted, deleted, running, with any of
+exit:CONTAINER=CODE, condition:TYPE[=STATUS], after:DURATION (10s unless given), comma-separated.
+PODS are completion indexes (Indexed Jobs) or positions in creation order from 0 (NonIndexed),
+written like succeededIndexes (3, 1-5, 0,2,4-6); ATTEMPTS count an index's pods from 1.
+
+Exit status: 0 the Job finished, 1 the Job is invalid, 2 unreadable input or a Job that cannot
+be simulated, 3 the story stopped before the Job finished. See docs/simulate.md.";
+
+/// How the story is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum StoryFormat {
+    /// The story for people: a line per step, then the final status as YAML.
+    Text,
+    /// The same story as one JSON document, for scripts.
+    Json,
+}
+
 #[derive(Debug, Args)]
+#[command(after_help = OUTCOMES)]
 pub struct SimulateArgs {
     /// The Job manifest (YAML or JSON; `-` reads stdin). It must hold exactly one batch/v1 Job.
     job: String,
@@ -37,9 +56,8 @@ pub struct SimulateArgs {
     /// file's default].
     #[arg(long, value_name = "OUTCOME")]
     default: Option<String>,
-    /// `text`: the story for people; `json`: the same story as one JSON document.
-    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text)]
-    output: OutputFormat,
+    #[arg(short = 'o', long, value_enum, default_value_t = StoryFormat::Text)]
+    output: StoryFormat,
     /// Stop when nothing has ended the Job after this much virtual time.
     #[arg(long, value_name = "DURATION", default_value = "24h")]
     max_time: String,
@@ -112,8 +130,8 @@ pub fn run(args: &SimulateArgs) -> Outcome {
         }
     };
     let out = match args.output {
-        OutputFormat::Text => text::render(&story),
-        OutputFormat::Json => match serde_json::to_string_pretty(&story) {
+        StoryFormat::Text => text::render(&story),
+        StoryFormat::Json => match serde_json::to_string_pretty(&story) {
             Ok(json) => json + "\n",
             Err(e) => {
                 eprintln!("jobwarden simulate: cannot encode the story: {e}");

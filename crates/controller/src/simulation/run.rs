@@ -131,7 +131,6 @@ pub fn simulate(
     };
     let indexed = parsed.is_indexed();
     let suspended = parsed.is_suspended();
-    drop(parsed);
 
     let config = PlanConfig {
         rule_named_reasons: runner.controller == Controller::Jobwarden,
@@ -168,22 +167,7 @@ pub fn simulate(
         }
         let wake = requeue.map(|w| wait_until(now, w)).filter(|w| *w > now);
         if let Some(until) = wake {
-            let cause = if deadline_at(&observer.job, CLOCK_START) == Some(until) {
-                WaitCause::ActiveDeadline
-            } else {
-                WaitCause::BackOff
-            };
-            if !waits_told.contains(&(cause, until)) {
-                waits_told.push((cause, until));
-                observer.steps.push(Step {
-                    at: now,
-                    what: Happening::Waiting(Waiting {
-                        seconds: until - now,
-                        until,
-                        cause,
-                    }),
-                });
-            }
+            tell_wait(&mut observer, &mut waits_told, now, until);
         }
         let next = [observer.book.next_end(now), wake]
             .into_iter()
@@ -209,29 +193,11 @@ pub fn simulate(
         now = next;
     };
 
-    let final_job = cluster
+    let final_status = cluster
         .with(|s| s.job(&namespace, &name))
-        .unwrap_or(Value::Null);
-    let final_status = final_job.get("status").cloned().unwrap_or(json!({}));
-    let terminal = |t: &str| {
-        final_status["conditions"].as_array().and_then(|cs| {
-            cs.iter()
-                .find(|c| c["type"] == t && c["status"] == "True")
-                .map(|c| c["reason"].as_str().unwrap_or("").to_owned())
-        })
-    };
-    let (condition, reason) = match (terminal("Complete"), terminal("Failed")) {
-        (Some(r), _) => (Some("Complete".to_owned()), Some(r)),
-        (None, Some(r)) => (Some("Failed".to_owned()), Some(r)),
-        (None, None) => (None, None),
-    };
-    let end = End {
-        finished: stopped.is_none(),
-        condition,
-        reason,
-        stopped,
-        at: now,
-    };
+        .and_then(|j| j.get("status").cloned())
+        .unwrap_or(json!({}));
+    let end = ending(&final_status, stopped, now);
     Ok(Story {
         job: JobName { namespace, name },
         runner,
@@ -245,6 +211,50 @@ pub fn simulate(
         end,
         final_status,
     })
+}
+
+/// Tells a wait the controller asked for, once per cause and end.
+fn tell_wait(observer: &mut Observer, told: &mut Vec<(WaitCause, u64)>, now: u64, until: u64) {
+    let cause = if deadline_at(&observer.job, CLOCK_START) == Some(until) {
+        WaitCause::ActiveDeadline
+    } else {
+        WaitCause::BackOff
+    };
+    if told.contains(&(cause, until)) {
+        return;
+    }
+    told.push((cause, until));
+    observer.steps.push(Step {
+        at: now,
+        what: Happening::Waiting(Waiting {
+            seconds: until - now,
+            until,
+            cause,
+        }),
+    });
+}
+
+/// How the story ended, from the status it ended with.
+fn ending(final_status: &Value, stopped: Option<String>, at: u64) -> End {
+    let terminal = |t: &str| {
+        final_status["conditions"].as_array().and_then(|cs| {
+            cs.iter()
+                .find(|c| c["type"] == t && c["status"] == "True")
+                .map(|c| c["reason"].as_str().unwrap_or("").to_owned())
+        })
+    };
+    let (condition, reason) = match (terminal("Complete"), terminal("Failed")) {
+        (Some(r), _) => (Some("Complete".to_owned()), Some(r)),
+        (None, Some(r)) => (Some("Failed".to_owned()), Some(r)),
+        (None, None) => (None, None),
+    };
+    End {
+        finished: stopped.is_none(),
+        condition,
+        reason,
+        stopped,
+        at,
+    }
 }
 
 fn nothing_more(suspended: bool, running_for_ever: usize) -> String {
