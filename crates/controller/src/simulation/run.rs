@@ -24,8 +24,11 @@ use jobwarden_rules::well_known::{
     BUILT_IN_CONTROLLER_NAME, JOBWARDEN_CONTROLLER_NAME, TRACKING_FINALIZER,
 };
 
-/// Kubelet-and-controller rounds at one moment before the moment is declared unsettled.
-const MAX_ROUNDS_PER_MOMENT: usize = 100;
+/// Kubelet-and-controller rounds at one moment before the moment is declared unsettled, and
+/// how many more each pod created in it allows (pods that end as they start take a few rounds
+/// each: start, end, count, replace); the pod limit bounds the whole.
+const MAX_ROUNDS_PER_MOMENT: u64 = 100;
+const MORE_ROUNDS_PER_POD: u64 = 10;
 /// Syncs in one round: each writes, or the round is over.
 const MAX_SYNCS_PER_ROUND: usize = 1000;
 
@@ -299,7 +302,19 @@ impl Run<'_> {
             ))
             .unwrap_or(CLOCK_START);
         self.cluster.write(|s| s.now = at);
-        for _round in 0..MAX_ROUNDS_PER_MOMENT {
+        let created_before = observer.book.created();
+        let mut rounds: u64 = 0;
+        loop {
+            let created = observer.book.created().saturating_sub(created_before);
+            if rounds
+                >= MAX_ROUNDS_PER_MOMENT.saturating_add(created.saturating_mul(MORE_ROUNDS_PER_POD))
+            {
+                return Err(format!(
+                    "the pods and the controller were still changing things at {} after {rounds} rounds",
+                    seconds::format(now)
+                ));
+            }
+            rounds += 1;
             let before = observer.events_seen;
             let book = &observer.book;
             let decided = kubelet.step(|p| book.decide(p));
@@ -314,10 +329,6 @@ impl Run<'_> {
                 return Ok(requeue);
             }
         }
-        Err(format!(
-            "the pods and the controller were still changing things at {} after {MAX_ROUNDS_PER_MOMENT} rounds",
-            seconds::format(now)
-        ))
     }
 
     /// Syncs until a sync writes nothing; returns that sync's wait.

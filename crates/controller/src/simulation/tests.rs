@@ -903,6 +903,19 @@ fn an_invalid_job_or_an_unfitting_scenario_is_refused() {
 }
 
 #[test]
+fn pods_that_end_as_they_start_all_run_in_one_moment() {
+    let j = job(
+        "instant",
+        json!({"completions": 300, "parallelism": 1, "completionMode": "Indexed"}),
+    );
+    let story = tell(&j, &scenario("succeeded,after:0s", &[]));
+    assert!(story.end.finished, "{:?}", story.end);
+    assert_eq!(story.end.at, 0);
+    assert_eq!(story.final_status["succeeded"], 300);
+    assert_eq!(story.final_status["completedIndexes"], "0-299");
+}
+
+#[test]
 fn unused_entries_are_reported() {
     let story = tell(
         &job("one", json!({})),
