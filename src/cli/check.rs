@@ -198,12 +198,13 @@ fn as_submitted(raw: &Value) -> Value {
 }
 
 /// What validation found: the errors, and upstream's warnings (advice, never a denial).
-struct Verdict {
-    errors: ErrorList,
-    warnings: Vec<String>,
+pub(super) struct Verdict {
+    pub(super) errors: ErrorList,
+    pub(super) warnings: Vec<String>,
 }
 
-fn check_create(raw: &Value) -> Result<Verdict, jobwarden_rules::DecodeError> {
+/// Also `simulate`'s check of the Job it is about to run.
+pub(super) fn check_create(raw: &Value) -> Result<Verdict, jobwarden_rules::DecodeError> {
     let mut job = as_submitted(raw);
     defaults::prepare_for_create(&mut job);
     let job = JobObject::parse(&job)?;

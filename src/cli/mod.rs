@@ -1,12 +1,14 @@
 //! The command line: `check` and `review` run the rules offline; `audit` runs them over the
-//! Jobs stored in a cluster; `serve` runs the webhook and the reconcile loop. Exit codes follow
-//! the contract in DESIGN.md: 0 fine, 1 denied or invalid, 2 unreadable input.
+//! Jobs stored in a cluster; `simulate` runs the controller offline over scripted pod outcomes;
+//! `serve` runs the webhook and the reconcile loop. Exit codes follow the contract in DESIGN.md:
+//! 0 fine, 1 denied or invalid, 2 unreadable input (and for `simulate`, 3 unfinished).
 
 mod audit;
 mod check;
 mod input;
 mod review;
 mod serve;
+mod simulate;
 
 use std::process::ExitCode;
 
@@ -33,6 +35,9 @@ enum Command {
     /// List the Jobs stored in a cluster that the rules would deny today (kubeconfig or
     /// in-cluster config, like kubectl).
     Audit(audit::AuditArgs),
+    /// Run a Job manifest offline through the controller's own sync, its pods ending as a
+    /// scenario says, and print the Job's story.
+    Simulate(simulate::SimulateArgs),
     /// Run the admission webhook (HTTPS) and, when a cluster is reachable, the Job controller.
     Serve(Box<serve::ServeCommand>),
 }
@@ -46,13 +51,15 @@ pub enum OutputFormat {
     Json,
 }
 
-/// Exit statuses: `check`, `review` and `audit` use all three (`audit`: 2 when the cluster could
-/// not be read); `serve` exits 1 when it cannot run.
+/// Exit statuses: `check`, `review` and `audit` use the first three (`audit`: 2 when the cluster
+/// could not be read); `simulate` also 3, when the story stopped before the Job finished;
+/// `serve` exits 1 when it cannot run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Outcome {
     Ok = 0,
     Rejected = 1,
     Unreadable = 2,
+    Unfinished = 3,
 }
 
 impl From<Outcome> for ExitCode {
@@ -67,6 +74,7 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Review(args) => review::run(&args),
         Command::Audit(args) => audit::run(&args),
+        Command::Simulate(args) => simulate::run(&args),
         Command::Serve(args) => serve::run(*args),
     };
     outcome.into()

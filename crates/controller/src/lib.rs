@@ -60,6 +60,7 @@ pub mod pod_failure_policy;
 pub mod pod_template;
 pub mod pods;
 pub mod reconcile;
+pub mod simulation;
 pub mod status_patch;
 pub mod success_policy;
 
