@@ -8,7 +8,7 @@ use jobwarden_rules::{JobObject, defaults};
 
 use super::pods::{controller_uid, pod_ref};
 use super::stored::{metadata_mut, normalize, well_formed};
-use super::{Change, State, key, meta_key, parse, restore_metadata, set, str_at};
+use super::{Change, State, key, meta_key, parse, restore_metadata, set, str_at, text};
 use crate::cluster_api::ApiError;
 use crate::plan::PodRef;
 
@@ -136,10 +136,10 @@ impl State {
             .jobs
             .remove(&key(namespace, name))
             .ok_or(ApiError::NotFound)?;
-        self.job_log.push(Change::Deleted, job.clone());
-        let uid = str_at(&parse(&job), &["metadata", "uid"])
-            .unwrap_or("")
-            .to_owned();
+        let mut last = parse(&job);
+        last["metadata"]["resourceVersion"] = json!(self.next_revision());
+        self.job_log.push(Change::Deleted, text(&last));
+        let uid = str_at(&last, &["metadata", "uid"]).unwrap_or("").to_owned();
         let owned: Vec<PodRef> = self
             .pods()
             .iter()

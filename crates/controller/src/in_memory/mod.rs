@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::jiff::Timestamp;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::cluster_api::{ApiError, EventRecord, JobRef};
 
@@ -326,9 +326,13 @@ impl State {
         self.pod_log.push(change, t);
     }
 
+    /// Removes a pod whose removal was given the current revision: like kube-apiserver, the
+    /// DELETED event carries the deletion's resourceVersion, not the pod's last one.
     fn remove_pod(&mut self, namespace: &str, name: &str, last: &Value) {
         self.pods.remove(&key(namespace, name));
-        let last = text(last);
+        let mut last = last.clone();
+        last["metadata"]["resourceVersion"] = json!(self.revision.to_string());
+        let last = text(&last);
         if self.keep_history {
             self.removed_pods.push(last.clone());
         }

@@ -236,6 +236,7 @@ impl Observer {
     /// Reads every change since the last look, writing the steps at second `at`.
     pub(super) fn look(&mut self, at: u64) {
         let first_new = self.steps.len();
+        let mut changes = Vec::new();
         for resource in [Resource::Jobs, Resource::Pods] {
             let id = match resource {
                 Resource::Jobs => self.job_watch,
@@ -249,11 +250,24 @@ impl Observer {
                 self.events_seen += events.len() as u64;
                 for e in events {
                     let v: Value = serde_json::from_str(&e.object).unwrap_or(Value::Null);
-                    match resource {
-                        Resource::Jobs => self.job_changed(v, at),
-                        Resource::Pods => self.pod_changed(&v, e.change, at),
-                    }
+                    changes.push((resource, e.change, v));
                 }
+            }
+        }
+        // Two watches, one history: the cluster's resourceVersion orders every write across
+        // both (as etcd's revision does), so a pod's creation is told before the status write
+        // that counts it.
+        let revision = |v: &Value| {
+            v["metadata"]["resourceVersion"]
+                .as_str()
+                .and_then(|rv| rv.parse::<u64>().ok())
+                .unwrap_or(u64::MAX)
+        };
+        changes.sort_by_key(|(_, _, v)| revision(v));
+        for (resource, change, v) in changes {
+            match resource {
+                Resource::Jobs => self.job_changed(v, at),
+                Resource::Pods => self.pod_changed(&v, change, at),
             }
         }
         // The controller's pod cache is a hash map, so the order it deletes several pods in
