@@ -1,31 +1,16 @@
 //! `jobwarden check -o json`: one JSON object per error, the shape `audit -o json` prints plus
 //! the file, so a CI system can annotate the manifest; nothing for a valid Job.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::{Value, json};
 
+#[path = "support/run.rs"]
+mod run;
+use run::jobwarden;
+
 fn check(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_jobwarden"))
-        .arg("check")
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("jobwarden starts");
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input)
-            .expect("write stdin");
-    }
-    drop(child.stdin.take());
-    child.wait_with_output().expect("jobwarden finishes")
+    jobwarden(&[&["check"], args].concat(), stdin)
 }
 
 fn objects(out: &Output) -> Vec<Value> {

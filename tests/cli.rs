@@ -1,37 +1,9 @@
 //! The command line as users run it: the built binary, real files and stdin, exit codes and
 //! output lines.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
-
-fn jobwarden(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_jobwarden"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("jobwarden starts");
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input)
-            .expect("write stdin");
-    }
-    drop(child.stdin.take());
-    child.wait_with_output().expect("jobwarden finishes")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+#[path = "support/run.rs"]
+mod run;
+use run::{jobwarden, stderr, stdout};
 
 #[test]
 fn check_reports_every_error_kubectl_style() {

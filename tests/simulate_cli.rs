@@ -3,48 +3,15 @@
 //! to (KEP-3998 stories 1 and 2, KEP-4443's named rules, per-index back-off), exit statuses,
 //! and inputs that are wrong or hostile, none of which may panic.
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-fn jobwarden(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_jobwarden"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("jobwarden starts");
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input)
-            .expect("write stdin");
-    }
-    drop(child.stdin.take());
-    let out = child.wait_with_output().expect("jobwarden finishes");
-    assert!(
-        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
-        "jobwarden {args:?} panicked: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+#[path = "support/run.rs"]
+mod run;
+use run::{jobwarden, stderr, stdout};
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A Job as the e2e tests build it (`crates/controller/tests/e2e.rs`), delegated to jobwarden.
+/// A Job as the e2e tests build it (`crates/controller/tests/e2e/`), delegated to jobwarden.
 fn e2e_job(name: &str, spec: Value) -> Value {
     let mut job = json!({
         "apiVersion": "batch/v1",

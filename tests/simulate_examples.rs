@@ -5,7 +5,15 @@
 //! docs are edited by hand, from a blessed story).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+#[path = "support/run.rs"]
+mod run;
+use run::{stderr, stdout};
+
+fn jobwarden(args: &[&str]) -> Output {
+    run::jobwarden(args, None)
+}
 
 /// Each scenario in `examples/simulate/` and the example Job it is written for.
 const STORIES: &[(&str, &str)] = &[
@@ -27,18 +35,6 @@ const STORIES: &[(&str, &str)] = &[
         "backoff-limit-per-index",
     ),
 ];
-
-fn jobwarden(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jobwarden"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("jobwarden runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 fn bless() -> bool {
     std::env::var_os("JOBWARDEN_BLESS").is_some_and(|v| v == "1")
@@ -73,21 +69,21 @@ fn the_examples_tell_their_recorded_stories() {
     for (job, stem) in STORIES {
         let scenario = format!("examples/simulate/{stem}.scenario.yaml");
         let out = jobwarden(&["simulate", job, "--scenario", &scenario]);
-        assert_eq!(out.status.code(), Some(0), "{stem}: {}", text(&out.stderr));
-        assert_eq!(text(&out.stderr), "", "{stem}");
+        assert_eq!(out.status.code(), Some(0), "{stem}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{stem}");
         compare_with_recorded(
             &format!("examples/simulate/{stem}.story.txt"),
-            &text(&out.stdout),
+            &stdout(&out),
         );
 
         let out = jobwarden(&["simulate", job, "--scenario", &scenario, "-o", "json"]);
-        assert_eq!(out.status.code(), Some(0), "{stem}: {}", text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{stem}: {}", stderr(&out));
         let story: serde_json::Value =
             serde_json::from_slice(&out.stdout).expect("-o json prints one JSON document");
         assert_eq!(story["end"]["finished"], true, "{stem}");
         compare_with_recorded(
             &format!("examples/simulate/{stem}.story.json"),
-            &text(&out.stdout),
+            &stdout(&out),
         );
     }
 }
@@ -173,14 +169,14 @@ fn the_docs_show_what_simulate_prints() {
         for s in shown_commands(doc) {
             let args: Vec<&str> = s.args.iter().map(String::as_str).collect();
             let out = jobwarden(&args);
-            let got = text(&out.stdout);
+            let got = stdout(&out);
             assert_eq!(
                 out.status.code(),
                 Some(s.code),
                 "{}: jobwarden {}: {}",
                 s.doc,
                 args.join(" "),
-                text(&out.stderr)
+                stderr(&out)
             );
             if got != s.stdout {
                 let line = got

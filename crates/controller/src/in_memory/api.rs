@@ -1,11 +1,25 @@
 //! The in-memory cluster as a `ClusterApi`: each call counted as a request (verb, resource), or
 //! failed once the crash budget is spent.
 
+use std::future::{Ready, ready};
+
 use serde_json::Value;
 
-use super::{InMemoryCluster, Request, str_at};
+use super::{InMemoryCluster, Request, State, str_at};
 use crate::cluster_api::{ApiError, ClusterApi, EventRecord, JobRef};
 use crate::plan::PodRef;
+
+impl InMemoryCluster {
+    /// One request, answered at once: the in-memory API server has no network to wait on.
+    fn answer<R>(
+        &self,
+        verb: &'static str,
+        resource: &'static str,
+        f: impl FnOnce(&mut State) -> Result<R, ApiError>,
+    ) -> Ready<Result<R, ApiError>> {
+        ready(self.call(Request { verb, resource }, f))
+    }
+}
 
 impl ClusterApi for InMemoryCluster {
     fn patch_job_status(
@@ -14,14 +28,9 @@ impl ClusterApi for InMemoryCluster {
         name: &str,
         patch: &Value,
     ) -> impl Future<Output = Result<(), ApiError>> + Send {
-        let r = self.call(
-            Request {
-                verb: "patch",
-                resource: "jobs/status",
-            },
-            |s| s.patch_job_status(namespace, name, patch).map(drop),
-        );
-        std::future::ready(r)
+        self.answer("patch", "jobs/status", |s| {
+            s.patch_job_status(namespace, name, patch).map(drop)
+        })
     }
 
     fn remove_pod_finalizer(
@@ -29,14 +38,7 @@ impl ClusterApi for InMemoryCluster {
         namespace: &str,
         pod: &PodRef,
     ) -> impl Future<Output = Result<(), ApiError>> + Send {
-        let r = self.call(
-            Request {
-                verb: "patch",
-                resource: "pods",
-            },
-            |s| s.remove_pod_finalizer(namespace, pod),
-        );
-        std::future::ready(r)
+        self.answer("patch", "pods", |s| s.remove_pod_finalizer(namespace, pod))
     }
 
     fn delete_pod(
@@ -44,14 +46,7 @@ impl ClusterApi for InMemoryCluster {
         namespace: &str,
         pod: &PodRef,
     ) -> impl Future<Output = Result<(), ApiError>> + Send {
-        let r = self.call(
-            Request {
-                verb: "delete",
-                resource: "pods",
-            },
-            |s| s.delete_pod(namespace, pod),
-        );
-        std::future::ready(r)
+        self.answer("delete", "pods", |s| s.delete_pod(namespace, pod))
     }
 
     fn create_pod(
@@ -59,14 +54,7 @@ impl ClusterApi for InMemoryCluster {
         namespace: &str,
         pod: &Value,
     ) -> impl Future<Output = Result<String, ApiError>> + Send {
-        let r = self.call(
-            Request {
-                verb: "create",
-                resource: "pods",
-            },
-            |s| s.create_pod(namespace, pod),
-        );
-        std::future::ready(r)
+        self.answer("create", "pods", |s| s.create_pod(namespace, pod))
     }
 
     fn job_uid(
@@ -74,17 +62,10 @@ impl ClusterApi for InMemoryCluster {
         namespace: &str,
         name: &str,
     ) -> impl Future<Output = Result<Option<String>, ApiError>> + Send {
-        let r = self.call(
-            Request {
-                verb: "get",
-                resource: "jobs",
-            },
-            |s| {
-                Ok(s.job(namespace, name)
-                    .and_then(|j| str_at(&j, &["metadata", "uid"]).map(str::to_owned)))
-            },
-        );
-        std::future::ready(r)
+        self.answer("get", "jobs", |s| {
+            Ok(s.job(namespace, name)
+                .and_then(|j| str_at(&j, &["metadata", "uid"]).map(str::to_owned)))
+        })
     }
 
     fn create_event(
@@ -92,16 +73,9 @@ impl ClusterApi for InMemoryCluster {
         job: &JobRef,
         event: &EventRecord,
     ) -> impl Future<Output = Result<(), ApiError>> + Send {
-        let r = self.call(
-            Request {
-                verb: "create",
-                resource: "events",
-            },
-            |s| {
-                s.create_event(job, event);
-                Ok(())
-            },
-        );
-        std::future::ready(r)
+        self.answer("create", "events", |s| {
+            s.create_event(job, event);
+            Ok(())
+        })
     }
 }
