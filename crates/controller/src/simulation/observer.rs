@@ -32,6 +32,26 @@ struct BookedPod {
     gone: bool,
 }
 
+/// What the kubelet does with a pod its script decides, once it has run for `running_for`.
+pub(super) fn outcome(script: &PodScript, running_for: Duration) -> Outcome {
+    if running_for < script.after {
+        return Outcome::Run;
+    }
+    match &script.fate {
+        Fate::Runs => Outcome::Run,
+        Fate::Deleted => Outcome::Delete,
+        Fate::Ends {
+            default_exit,
+            exit_codes,
+            conditions,
+        } => Outcome::End {
+            default: *default_exit,
+            codes: exit_codes.clone(),
+            conditions: conditions.clone(),
+        },
+    }
+}
+
 /// The pods the scenario decides, by uid.
 pub(super) struct PodBook {
     scenario: Scenario,
@@ -109,22 +129,7 @@ impl PodBook {
         let Some(p) = self.pods.get(&seen.uid) else {
             return Outcome::Run;
         };
-        if seen.running_for < p.script.after {
-            return Outcome::Run;
-        }
-        match &p.script.fate {
-            Fate::Runs => Outcome::Run,
-            Fate::Deleted => Outcome::Delete,
-            Fate::Ends {
-                default_exit,
-                exit_codes,
-                conditions,
-            } => Outcome::End {
-                default: *default_exit,
-                codes: exit_codes.clone(),
-                conditions: conditions.clone(),
-            },
-        }
+        outcome(&p.script, seen.running_for)
     }
 
     pub(super) fn deleted_by_scenario(&mut self, uid: &str) {

@@ -9,7 +9,7 @@ mod keps;
 use super::scenario::*;
 use super::story::*;
 use super::*;
-use crate::in_memory::{InMemoryCluster, LoopRunConfig, Outcome, SeenPod, run_until_finished};
+use crate::in_memory::{InMemoryCluster, LoopRunConfig, SeenPod, run_until_finished};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -106,22 +106,7 @@ fn reconcile_loop_status(job: &Value, s: &Scenario) -> Value {
             i64::try_from(p.ordinal).unwrap_or(0) - 1
         };
         let (_, script) = s.script_for(PodKey { number, attempt: 1 });
-        if p.running_for < script.after {
-            return Outcome::Run;
-        }
-        match &script.fate {
-            Fate::Runs => Outcome::Run,
-            Fate::Deleted => Outcome::Delete,
-            Fate::Ends {
-                default_exit,
-                exit_codes,
-                conditions,
-            } => Outcome::End {
-                default: *default_exit,
-                codes: exit_codes.clone(),
-                conditions: conditions.clone(),
-            },
-        }
+        super::observer::outcome(script, p.running_for)
     };
     let report = runtime.block_on(run_until_finished(
         cluster.clone(),
