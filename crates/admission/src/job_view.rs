@@ -1,10 +1,10 @@
 //! A Job from the request's tree, as `jobwarden_rules::JobObject`: the typed views decoded
-//! straight from the tree, beside the raw JSON the rules read. For a create or a status update
-//! that raw JSON is not the whole object but the members the rules read as raw JSON
-//! (`RULES_RAW`), built from the tree; a rule that starts reading another member as raw JSON
-//! on a create or a status update must be added there (the recorded answers and the fuzz
-//! corpus, compared with the whole object, say so when one is missed). A spec update gets the
-//! whole object: its pod template is compared as raw JSON.
+//! straight from the tree, beside the raw JSON the rules read. That raw JSON is not the whole
+//! object but the members the rules read as raw JSON (`RULES_RAW`), and for a spec update the
+//! pod template too, which it compares as raw JSON; building only those from the tree keeps
+//! `metadata.managedFields` and the status out of a spec update's cost. A rule that starts
+//! reading another member as raw JSON must be added there (the recorded answers and the fuzz
+//! corpus, compared with the whole object, say so when one is missed).
 //!
 //! Decoding never differs from `JobObject::parse` on the whole object: when the tree cannot be
 //! read into the views, `JobObject::parse` itself runs on the object, so an error reads as it
@@ -31,8 +31,8 @@ const RULES_RAW: [(&str, &[&str]); 2] = [
 pub(crate) enum Raw {
     /// What a create or a status update reads.
     RulesOnly,
-    /// The whole object.
-    Whole,
+    /// That and `spec.template`, for a spec update.
+    WithTemplate,
 }
 
 /// The typed views of a Job, waiting for the raw JSON they are read beside.
@@ -60,11 +60,7 @@ impl Views {
 pub(crate) fn decode(object: Item<'_, '_>, raw: Raw) -> Result<(Value, Views), String> {
     match views(object) {
         Ok(views) => {
-            let raw = match raw {
-                Raw::RulesOnly => rules_raw(object),
-                Raw::Whole => object.to_value(),
-            };
-            Ok((raw, views))
+            Ok((rules_raw(object, raw), views))
         }
         Err(_) => {
             let whole = object.to_value();
@@ -113,22 +109,25 @@ fn part<T: Default + for<'de> Deserialize<'de>>(
     }
 }
 
-/// What the rules read as raw JSON on a create or a status update (see the module comment).
-fn rules_raw(object: Item<'_, '_>) -> Value {
-    let mut raw = Map::new();
+/// What the rules read as raw JSON (see the module comment).
+fn rules_raw(object: Item<'_, '_>, raw: Raw) -> Value {
+    let mut out = Map::new();
     for (part, members) in RULES_RAW {
         let Some(item) = object.get(part) else {
             continue;
         };
         let value = if item.is_object() {
+            let template = (part == "spec" && raw == Raw::WithTemplate).then_some("template");
             let read = members
                 .iter()
-                .filter_map(|m| Some(((*m).to_owned(), item.get(m)?.to_value())));
+                .copied()
+                .chain(template)
+                .filter_map(|m| Some((m.to_owned(), item.get(m)?.to_value())));
             Value::Object(read.collect())
         } else {
             item.to_value()
         };
-        raw.insert((*part).to_owned(), value);
+        out.insert(part.to_owned(), value);
     }
-    Value::Object(raw)
+    Value::Object(out)
 }

@@ -379,11 +379,11 @@ impl Reviewer {
         };
         let is_status = request.sub_resource.as_deref() == Some("status");
         let creating = request.operation == "CREATE";
-        // A spec update compares the pod templates as raw JSON: it gets the whole objects.
+        // A spec update compares the pod templates as raw JSON.
         let raw = if creating || is_status {
             Raw::RulesOnly
         } else {
-            Raw::Whole
+            Raw::WithTemplate
         };
         let (new_raw, new) = match job_view::decode(object, raw) {
             Ok(decoded) => decoded,
