@@ -59,9 +59,7 @@ impl Views {
 /// `JobObject::parse`).
 pub(crate) fn decode(object: Item<'_, '_>, raw: Raw) -> Result<(Value, Views), String> {
     match views(object) {
-        Ok(views) => {
-            Ok((rules_raw(object, raw), views))
-        }
+        Ok(views) => Ok((rules_raw(object, raw), views)),
         Err(_) => {
             let whole = object.to_value();
             let views = match JobObject::parse(&whole) {
