@@ -12,7 +12,7 @@ use k8s_openapi::api::batch::v1::PodFailurePolicy;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 
-use super::scenario::{Fate, PodKey, PodScript, Scenario};
+use super::scenario::{PodKey, PodScript, Scenario};
 use super::story::*;
 use crate::in_memory::{Change, InMemoryCluster, Outcome, Resource, SeenPod};
 use crate::pod_failure_policy::{Action, match_pod};
@@ -37,19 +37,7 @@ pub(super) fn outcome(script: &PodScript, running_for: Duration) -> Outcome {
     if running_for < script.after {
         return Outcome::Run;
     }
-    match &script.fate {
-        Fate::Runs => Outcome::Run,
-        Fate::Deleted => Outcome::Delete,
-        Fate::Ends {
-            default_exit,
-            exit_codes,
-            conditions,
-        } => Outcome::End {
-            default: *default_exit,
-            codes: exit_codes.clone(),
-            conditions: conditions.clone(),
-        },
-    }
+    script.fate.clone()
 }
 
 /// The pods the scenario decides, by uid.
@@ -140,7 +128,7 @@ impl PodBook {
     pub(super) fn next_end(&self, now: u64) -> Option<u64> {
         self.pods
             .values()
-            .filter(|p| !p.ended && !p.deleted && !p.gone && p.script.fate != Fate::Runs)
+            .filter(|p| !p.ended && !p.deleted && !p.gone && p.script.fate != Outcome::Run)
             .filter_map(|p| {
                 let start = p.started?;
                 Some(start.saturating_add(p.script.after.as_secs()).max(now + 1))
@@ -152,7 +140,7 @@ impl PodBook {
     pub(super) fn running_for_ever(&self) -> usize {
         self.pods
             .values()
-            .filter(|p| !p.ended && !p.deleted && !p.gone && p.script.fate == Fate::Runs)
+            .filter(|p| !p.ended && !p.deleted && !p.gone && p.script.fate == Outcome::Run)
             .count()
     }
 

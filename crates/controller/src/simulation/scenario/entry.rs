@@ -166,9 +166,9 @@ pub fn parse_outcome(text: &str) -> Result<PodScript, String> {
     let ends = |default_exit: i32, mut conditions: Vec<(String, String)>| {
         conditions.sort();
         PodScript {
-            fate: Fate::Ends {
-                default_exit,
-                exit_codes: exit_codes.clone(),
+            fate: Outcome::End {
+                default: default_exit,
+                codes: exit_codes.clone(),
                 conditions,
             },
             after: after_or_default,
@@ -183,7 +183,7 @@ pub fn parse_outcome(text: &str) -> Result<PodScript, String> {
                 );
             }
             Ok(PodScript {
-                fate: Fate::Runs,
+                fate: Outcome::Run,
                 after: Duration::ZERO,
             })
         }
@@ -195,7 +195,7 @@ pub fn parse_outcome(text: &str) -> Result<PodScript, String> {
                 );
             }
             Ok(PodScript {
-                fate: Fate::Deleted,
+                fate: Outcome::Delete,
                 after: after_or_default,
             })
         }

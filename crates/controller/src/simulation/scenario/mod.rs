@@ -10,6 +10,7 @@ use jobwarden_rules::indexes::IndexSet;
 use serde_json::Value;
 
 use super::seconds;
+use crate::in_memory::Outcome;
 
 mod entry;
 pub use entry::{parse_entry, parse_outcome};
@@ -42,27 +43,13 @@ fn err<T>(message: impl Into<String>) -> Result<T, ScenarioError> {
     Err(ScenarioError(message.into()))
 }
 
-/// How a pod ends.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Fate {
-    /// It never ends on its own; only a deletion (the controller's) stops it.
-    Runs,
-    /// It ends: each container exits with its code in `exit_codes` (by name, init containers
-    /// included), the others with `default_exit`; the pod gets `conditions` (type, status).
-    Ends {
-        default_exit: i32,
-        exit_codes: Vec<(String, i32)>,
-        conditions: Vec<(String, String)>,
-    },
-    /// Someone deletes it (`kubectl delete pod`); the kubelet then kills it (exit code 143).
-    Deleted,
-}
-
 /// What becomes of one pod, and when.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodScript {
-    pub fate: Fate,
-    /// How long after the pod starts running its fate comes (ignored for `Runs`).
+    /// What the kubelet does once `after` has passed: `Run` for a pod that never ends on its
+    /// own (only a deletion, the controller's, stops it); `Delete` kills it with exit code 143.
+    pub fate: Outcome,
+    /// How long after the pod starts running its fate comes (ignored for `Run`).
     pub after: Duration,
 }
 
@@ -70,9 +57,9 @@ impl PodScript {
     /// The default default: every container exits 0, ten seconds after the pod starts.
     pub fn succeeds() -> PodScript {
         PodScript {
-            fate: Fate::Ends {
-                default_exit: 0,
-                exit_codes: Vec::new(),
+            fate: Outcome::End {
+                default: 0,
+                codes: Vec::new(),
                 conditions: Vec::new(),
             },
             after: DEFAULT_AFTER,
@@ -85,11 +72,11 @@ impl fmt::Display for PodScript {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let after = seconds::format(self.after.as_secs());
         match &self.fate {
-            Fate::Runs => f.write_str("running"),
-            Fate::Deleted => write!(f, "deleted,after:{after}"),
-            Fate::Ends {
-                default_exit,
-                exit_codes,
+            Outcome::Run => f.write_str("running"),
+            Outcome::Delete => write!(f, "deleted,after:{after}"),
+            Outcome::End {
+                default: default_exit,
+                codes: exit_codes,
                 conditions,
             } => {
                 if *default_exit == 0 && exit_codes.is_empty() && conditions.is_empty() {
@@ -251,9 +238,9 @@ impl Scenario {
             .map(|e| (format!("{:?}", e.text), &e.script))
             .chain(std::iter::once(("default".to_owned(), &self.default)));
         for (label, script) in scripts {
-            if let Fate::Ends {
-                default_exit,
-                exit_codes,
+            if let Outcome::End {
+                default: default_exit,
+                codes: exit_codes,
                 conditions,
             } = &script.fate
             {

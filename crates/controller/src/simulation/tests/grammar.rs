@@ -153,7 +153,7 @@ fn scenario_documents_good_and_hostile() {
                       "pods": ["0=succeeded,after:20s", "1@1=exit:3"]});
     let s = Scenario::from_document(&good).expect("reads");
     assert_eq!(s.description.as_deref(), Some("d"));
-    assert_eq!(s.default.fate, Fate::Runs);
+    assert_eq!(s.default.fate, Outcome::Run);
     assert_eq!(s.entries.len(), 2);
     assert_eq!(Scenario::from_document(&json!({})), Ok(Scenario::default()));
     assert_eq!(

@@ -9,7 +9,7 @@ mod keps;
 use super::scenario::*;
 use super::story::*;
 use super::*;
-use crate::in_memory::{InMemoryCluster, LoopRunConfig, SeenPod, run_until_finished};
+use crate::in_memory::{InMemoryCluster, LoopRunConfig, Outcome, SeenPod, run_until_finished};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
