@@ -3,15 +3,10 @@
 //! operator would run it. Checked: the verdict, every field path upstream named, the patch for
 //! mutate cases, and — where the case records it — upstream's full message, to the byte.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use base64::Engine as _;
 use serde_json::Value;
-
-fn cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/cases")
-}
 
 fn review(webhook: &str, request: &Value) -> (i32, Value) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_jobwarden"));
@@ -89,24 +84,17 @@ fn pointer_after_patch(object: &Value, response: &Value, pointer: &str) -> Optio
 
 #[test]
 fn every_conformance_case_agrees_with_kube_apiserver() {
-    let dir = cases_dir();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{} must exist: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
+    let cases = jobwarden_corpus::cases();
     assert!(
-        files.len() >= 190,
+        cases.len() >= 190,
         "expected the full corpus, found {}",
-        files.len()
+        cases.len()
     );
     let mut failures = Vec::new();
     let mut exact_messages = 0;
-    for file in &files {
-        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("?");
-        let case: Value =
-            serde_json::from_slice(&std::fs::read(file).expect("readable")).expect("case is JSON");
+    for recorded in &cases {
+        let name = &recorded.file;
+        let case = &recorded.value;
         let webhook = case["webhook"].as_str().unwrap_or("validate");
         let expect = &case["expect"];
         let (code, out) = review(webhook, &case["review"]);
@@ -165,7 +153,7 @@ fn every_conformance_case_agrees_with_kube_apiserver() {
         failures.is_empty(),
         "{} of {} cases fail:\n{}",
         failures.len(),
-        files.len(),
+        cases.len(),
         failures.join("\n")
     );
     assert!(
@@ -174,6 +162,6 @@ fn every_conformance_case_agrees_with_kube_apiserver() {
     );
     println!(
         "{} cases agree; {exact_messages} messages identical to kube-apiserver's",
-        files.len()
+        cases.len()
     );
 }

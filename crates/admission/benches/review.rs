@@ -2,32 +2,21 @@
 //! jobwarden binary's allocator (mimalloc). `cargo bench -p jobwarden-admission --bench review`.
 
 use std::hint::black_box;
-use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use jobwarden_admission::{Context, Reviewer, Webhook};
-use serde_json::Value;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn request(prefix: &str) -> Option<(Webhook, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases");
-    let path = std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(prefix))
-        })?;
-    let case: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
-    let webhook = if case["webhook"] == "mutate" {
+    let case = jobwarden_corpus::case(prefix)?;
+    let webhook = if case.webhook() == "mutate" {
         Webhook::Mutate
     } else {
         Webhook::Validate
     };
-    Some((webhook, serde_json::to_vec(&case["review"]).ok()?))
+    Some((webhook, serde_json::to_vec(case.review()).ok()?))
 }
 
 fn review(c: &mut Criterion) {

@@ -12,10 +12,8 @@
 //! `--mutate` or `--validate` to override the case's own webhook.
 
 use std::hint::black_box;
-use std::path::Path;
 
 use jobwarden_admission::{Context, Reviewer, Webhook};
-use serde_json::Value;
 
 // The allocator of the jobwarden binary, so the profile is of the review as the server runs it.
 #[global_allocator]
@@ -30,26 +28,16 @@ fn main() -> Result<(), String> {
         Some(n) => n.parse().map_err(|e| format!("count {n:?}: {e}"))?,
         None => 1000,
     };
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases");
-    let path = std::fs::read_dir(&dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(prefix.as_str()))
-        })
-        .ok_or_else(|| format!("no case starts with {prefix:?}"))?;
-    let text = std::fs::read(&path).map_err(|e| e.to_string())?;
-    let case: Value = serde_json::from_slice(&text).map_err(|e| e.to_string())?;
-    let body = serde_json::to_vec(&case["review"]).map_err(|e| e.to_string())?;
+    let case =
+        jobwarden_corpus::case(prefix).ok_or_else(|| format!("no case starts with {prefix:?}"))?;
+    let body = serde_json::to_vec(case.review()).map_err(|e| e.to_string())?;
     let webhook = match (
         args.iter().any(|a| a == "--mutate"),
         args.iter().any(|a| a == "--validate"),
     ) {
         (true, _) => Webhook::Mutate,
         (_, true) => Webhook::Validate,
-        _ if case["webhook"] == "mutate" => Webhook::Mutate,
+        _ if case.webhook() == "mutate" => Webhook::Mutate,
         _ => Webhook::Validate,
     };
     let reviewer = Reviewer::default();
@@ -62,7 +50,7 @@ fn main() -> Result<(), String> {
     }
     println!(
         "{}: {count} reviews ({webhook}), {bytes} bytes answered",
-        path.display()
+        case.file
     );
     Ok(())
 }

@@ -6,29 +6,11 @@
 //! rewrites the file (for a deliberate change of answers, reviewed in the diff).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use jobwarden_admission::policy::{Delegation, Identities, NamespaceMatch};
 use jobwarden_admission::{Context, Policy, Reviewer, Webhook};
 use serde_json::{Value, json};
-
-fn corpus() -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|p| {
-            let case: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
-            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-            (name, serde_json::to_vec(&case["review"]).unwrap())
-        })
-        .collect()
-}
 
 /// Every policy option on, namespaces chosen by a label every namespace has.
 fn everything_on() -> Policy {
@@ -65,14 +47,15 @@ fn answers() -> Vec<Value> {
         ("everything", Reviewer::new(everything_on()), with_labels),
     ];
     let mut out = Vec::new();
-    for (case, body) in corpus() {
+    for case in jobwarden_corpus::cases() {
+        let body = serde_json::to_vec(case.review()).unwrap();
         for (policy, reviewer, ctx) in &policies {
             for webhook in [Webhook::Validate, Webhook::Mutate] {
                 let answer = match reviewer.review(webhook, &body, ctx) {
                     Ok(reviewed) => String::from_utf8(reviewed.body).unwrap(),
                     Err(unreadable) => format!("unreadable: {unreadable}"),
                 };
-                out.push(json!({"case": case, "policy": policy, "webhook": webhook.to_string(), "answer": answer}));
+                out.push(json!({"case": case.stem(), "policy": policy, "webhook": webhook.to_string(), "answer": answer}));
             }
         }
     }

@@ -2,7 +2,6 @@
 //! worst-case 64 KiB `succeededIndexes`. `cargo bench -p jobwarden-rules`.
 
 use std::hint::black_box;
-use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use jobwarden_rules::{
@@ -16,41 +15,21 @@ struct Case {
     status: bool,
 }
 
+/// The cases the validating webhook answers, by file stem.
 fn load_cases() -> Vec<(String, Case)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases");
-    let mut cases = Vec::new();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("no conformance cases at {}", dir.display());
-        return cases;
-    };
-    let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    paths.sort();
-    for path in paths {
-        let Ok(text) = std::fs::read(&path) else {
-            continue;
-        };
-        let Ok(case) = serde_json::from_slice::<Value>(&text) else {
-            continue;
-        };
-        if case["webhook"] != "validate" {
-            continue;
-        }
-        let request = &case["review"]["request"];
-        let name = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or("?")
-            .to_owned();
-        cases.push((
-            name,
-            Case {
+    jobwarden_corpus::cases()
+        .into_iter()
+        .filter(|case| case.webhook() == "validate")
+        .map(|case| {
+            let request = case.request();
+            let rules_case = Case {
                 object: request["object"].clone(),
                 old: request.get("oldObject").filter(|o| !o.is_null()).cloned(),
-                status: request["subResource"] == "status",
-            },
-        ));
-    }
-    cases
+                status: case.is_status(),
+            };
+            (case.stem().to_owned(), rules_case)
+        })
+        .collect()
 }
 
 fn run(case: &Case) -> usize {

@@ -10,19 +10,19 @@ use support::{Harness, Proto, expected};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_case_gets_the_same_answer_as_review() {
-    let cases = support::conformance_cases();
+    let cases = jobwarden_corpus::cases();
     assert!(!cases.is_empty(), "no conformance case found");
     let harness = Harness::start().await;
     for proto in [Proto::Http1, Proto::Http2] {
         let mut conn = harness.client().connect(proto).await.unwrap();
-        for (path, case) in &cases {
-            let name = path.file_name().unwrap().to_string_lossy();
-            let (webhook, route) = match case["webhook"].as_str() {
+        for case in &cases {
+            let name = &case.file;
+            let (webhook, route) = match case.value["webhook"].as_str() {
                 Some("mutate") => (Webhook::Mutate, "/mutate"),
                 Some("validate") => (Webhook::Validate, "/validate"),
                 other => panic!("{name}: unknown webhook {other:?}"),
             };
-            let body = serde_json::to_vec(&case["review"]).unwrap();
+            let body = serde_json::to_vec(case.review()).unwrap();
             let answer = conn.post_json(route, body.clone()).await.unwrap();
             assert_eq!(
                 answer.status,
@@ -38,11 +38,12 @@ async fn every_case_gets_the_same_answer_as_review() {
             );
             let response = &answer.json()["response"];
             assert_eq!(
-                response["uid"], case["review"]["request"]["uid"],
+                response["uid"],
+                case.review()["request"]["uid"],
                 "{name}: uid not echoed"
             );
             assert_eq!(
-                response["allowed"], case["expect"]["allowed"],
+                response["allowed"], case.value["expect"]["allowed"],
                 "{name} over {proto:?}: verdict differs from kube-apiserver's"
             );
         }

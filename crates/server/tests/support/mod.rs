@@ -7,7 +7,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -415,30 +415,6 @@ where
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     false
-}
-
-/// The conformance cases (`tests/conformance/cases/*.json`).
-pub fn conformance_cases() -> Vec<(PathBuf, serde_json::Value)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases");
-    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
-        panic!(
-            "the corpus {} is part of the repository: {e}",
-            dir.display()
-        )
-    });
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|p| {
-            let text = std::fs::read(&p).unwrap();
-            let case = serde_json::from_slice(&text).unwrap();
-            (p, case)
-        })
-        .collect()
 }
 
 /// A valid Job create review, for tests that need any answerable request.
