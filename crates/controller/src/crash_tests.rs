@@ -9,7 +9,9 @@ use jobwarden_rules::JobObject;
 use serde_json::Value;
 
 use crate::executor::{ApplyError, apply};
-use crate::in_memory::{InMemoryCluster, Kubelet, Outcome as PodOutcome, Replica, Resource};
+use crate::in_memory::{
+    InMemoryCluster, Kubelet, Outcome as PodOutcome, Replica, Resource, meta_key,
+};
 use crate::plan::PlanConfig;
 use crate::testing::*;
 use jobwarden_rules::well_known::{COMPLETION_INDEX_KEY, TRACKING_FINALIZER};
@@ -133,14 +135,7 @@ fn run(job: Value, script: Script, crash_after: Option<usize>, lag: Lag) -> Run 
     let created = cluster
         .write(|s| s.create_job(job))
         .expect("the Job is valid");
-    let ns = created["metadata"]["namespace"]
-        .as_str()
-        .unwrap_or("")
-        .to_owned();
-    let name = created["metadata"]["name"]
-        .as_str()
-        .unwrap_or("")
-        .to_owned();
+    let (ns, name) = meta_key(&created);
     cluster.with(|s| s.budget = crash_after);
     let config = PlanConfig::default();
     let mut replica = Replica::start(cluster.clone(), config.clone());

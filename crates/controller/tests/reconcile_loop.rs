@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jobwarden_controller::in_memory::{
-    InMemoryCluster, LoopRunConfig, Outcome, Request, SeenPod, run_until_finished,
+    InMemoryCluster, LoopRunConfig, Outcome, Request, SeenPod, meta_key, run_until_finished,
 };
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
@@ -35,8 +35,7 @@ fn cluster_with(jobs: Vec<Value>) -> (Arc<InMemoryCluster>, Vec<(String, String)
         .into_iter()
         .map(|j| {
             let created = cluster.write(|s| s.create_job(j)).expect("a valid Job");
-            let f = |k: &str| created["metadata"][k].as_str().unwrap_or("").to_owned();
-            (f("namespace"), f("name"))
+            meta_key(&created)
         })
         .collect();
     (cluster, names)

@@ -359,7 +359,8 @@ impl State {
     }
 }
 
-fn meta_key(v: &Value) -> (String, String) {
+/// The namespace (`default` when unset) and name of an object, as the store keys it.
+pub fn meta_key(v: &Value) -> (String, String) {
     (
         str_at(v, &["metadata", "namespace"])
             .unwrap_or("default")

@@ -9,7 +9,9 @@ mod keps;
 use super::scenario::*;
 use super::story::*;
 use super::*;
-use crate::in_memory::{InMemoryCluster, LoopRunConfig, Outcome, SeenPod, run_until_finished};
+use crate::in_memory::{
+    InMemoryCluster, LoopRunConfig, Outcome, SeenPod, meta_key, run_until_finished,
+};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -90,14 +92,7 @@ fn reconcile_loop_status(job: &Value, s: &Scenario) -> Value {
     let created = cluster
         .write(|st| st.create_job(job.clone()))
         .expect("a valid Job");
-    let ns = created["metadata"]["namespace"]
-        .as_str()
-        .unwrap_or("")
-        .to_owned();
-    let name = created["metadata"]["name"]
-        .as_str()
-        .unwrap_or("")
-        .to_owned();
+    let (ns, name) = meta_key(&created);
     let indexed = created["spec"]["completionMode"] == "Indexed";
     let decide = |p: &SeenPod| {
         let number = if indexed {
