@@ -328,9 +328,8 @@ impl State {
 
     /// Removes a pod whose removal was given the current revision: like kube-apiserver, the
     /// DELETED event carries the deletion's resourceVersion, not the pod's last one.
-    fn remove_pod(&mut self, namespace: &str, name: &str, last: &Value) {
+    fn remove_pod(&mut self, namespace: &str, name: &str, mut last: Value) {
         self.pods.remove(&key(namespace, name));
-        let mut last = last.clone();
         last["metadata"]["resourceVersion"] = json!(self.revision.to_string());
         let last = text(&last);
         if self.keep_history {

@@ -67,7 +67,7 @@ impl State {
         };
         if grace == 0 && finalizers(&p).is_empty() {
             self.next_revision();
-            self.remove_pod(namespace, &pod.name, &p);
+            self.remove_pod(namespace, &pod.name, p);
             return Ok(());
         }
         let at = self
@@ -101,7 +101,7 @@ impl State {
         normalize(&mut p);
         self.next_revision();
         if self.collectable(&p) {
-            self.remove_pod(namespace, &pod.name, &p);
+            self.remove_pod(namespace, &pod.name, p);
             return Ok(());
         }
         p["metadata"]["resourceVersion"] = json!(self.revision.to_string());
@@ -134,7 +134,7 @@ impl State {
         }
         self.next_revision();
         if self.collectable(&p) {
-            self.remove_pod(namespace, name, &p);
+            self.remove_pod(namespace, name, p);
             return Ok(());
         }
         p["metadata"]["resourceVersion"] = json!(self.revision.to_string());
