@@ -16,7 +16,7 @@ use super::seconds;
 use super::story::*;
 use super::{Limits, SimulationError};
 use crate::cluster_api::ApiError;
-use crate::in_memory::{InMemoryCluster, Kubelet, Outcome, Replica};
+use crate::in_memory::{InMemoryCluster, Kubelet, Outcome, Replica, meta_key};
 use crate::plan::PlanConfig;
 use jobwarden_rules::JobObject;
 use jobwarden_rules::rule_names::effective_names;
@@ -123,11 +123,7 @@ pub fn simulate(
     scenario
         .check_against(&shape(&parsed))
         .map_err(SimulationError::Scenario)?;
-    let namespace = created["metadata"]["namespace"]
-        .as_str()
-        .unwrap_or("default")
-        .to_owned();
-    let name = parsed.name().to_owned();
+    let (namespace, name) = meta_key(&created);
     let policy = PolicyView {
         policy: parsed.spec.pod_failure_policy.clone(),
         rule_names: effective_names(&parsed),
