@@ -8,8 +8,13 @@
 
 use tracing_appender::non_blocking::WorkerGuard;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::format::JsonFields;
+use tracing_subscriber::fmt::time::SystemTime;
 
 use crate::config::LogFormat;
+use json_lines::JsonLines;
+
+mod json_lines;
 
 /// Keeps the log writer running; dropping it flushes what is buffered. Hold it until exit.
 #[must_use = "dropping the guard stops the log writer"]
@@ -25,9 +30,8 @@ pub fn init_logging(format: LogFormat) -> LoggingGuard {
     let installed = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
+            .fmt_fields(JsonFields::new())
+            .event_format(JsonLines::<SystemTime>::default())
             .try_init(),
     };
     // Only "already installed" can fail, and then this writer is not the one in use.
