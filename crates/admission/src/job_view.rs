@@ -1,8 +1,9 @@
 //! A Job from the request's tree, as `jobwarden_rules::JobObject`: the typed views decoded
-//! straight from the tree, beside the raw JSON the rules read. That raw JSON is not the whole
-//! object but the members the rules read as raw JSON (`RULES_RAW`), and for a spec update the
-//! pod template too, which it compares as raw JSON; building only those from the tree keeps
-//! `metadata.managedFields` and the status out of a spec update's cost. A rule that starts
+//! straight from the tree, beside the raw JSON the rules read, built from the tree when a rule
+//! first reads it. That raw JSON is not the whole object but the members the rules read as raw
+//! JSON (`RULES_RAW`), and for a spec update the pod template too, which it compares as raw
+//! JSON; building only those from the tree keeps `metadata.managedFields` and the status out of
+//! a spec update's cost. A rule that starts
 //! reading another member as raw JSON must be added there (the recorded answers and the fuzz
 //! corpus, compared with the whole object, say so when one is missed).
 //!
@@ -10,7 +11,9 @@
 //! read into the views, `JobObject::parse` itself runs on the object, so an error reads as it
 //! always has.
 
-use jobwarden_rules::{JobObject, TemplateView};
+use std::sync::OnceLock;
+
+use jobwarden_rules::{JobObject, RawJson, RawOnDemand, TemplateView};
 use k8s_openapi::api::batch::v1::{JobSpec, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
@@ -44,9 +47,9 @@ pub(crate) struct Views {
 }
 
 impl Views {
-    pub(crate) fn with_raw(self, raw: &Value) -> JobObject<'_> {
+    pub(crate) fn with_raw<'r>(self, raw: &'r RawFromTree<'_, '_>) -> JobObject<'r> {
         JobObject {
-            raw,
+            raw: RawJson::OnDemand(raw),
             metadata: self.metadata,
             spec: self.spec,
             status: self.status,
@@ -55,11 +58,33 @@ impl Views {
     }
 }
 
+/// The raw JSON the rules read of a Job, built from the tree only if a rule reads it: a valid
+/// create without a pod failure policy never does.
+pub(crate) struct RawFromTree<'t, 'a> {
+    object: Item<'t, 'a>,
+    raw: Raw,
+    built: OnceLock<Value>,
+}
+
+impl RawOnDemand for RawFromTree<'_, '_> {
+    fn raw(&self) -> &Value {
+        self.built.get_or_init(|| rules_raw(self.object, self.raw))
+    }
+}
+
 /// The raw JSON and the views of the Job `object`, or why it cannot be read (the message of
 /// `JobObject::parse`).
-pub(crate) fn decode(object: Item<'_, '_>, raw: Raw) -> Result<(Value, Views), String> {
+pub(crate) fn decode<'t, 'a>(
+    object: Item<'t, 'a>,
+    raw: Raw,
+) -> Result<(RawFromTree<'t, 'a>, Views), String> {
+    let mut source = RawFromTree {
+        object,
+        raw,
+        built: OnceLock::new(),
+    };
     match views(object) {
-        Ok(views) => Ok((rules_raw(object, raw), views)),
+        Ok(views) => Ok((source, views)),
         Err(_) => {
             let whole = object.to_value();
             let views = match JobObject::parse(&whole) {
@@ -71,7 +96,8 @@ pub(crate) fn decode(object: Item<'_, '_>, raw: Raw) -> Result<(Value, Views), S
                 },
                 Err(e) => return Err(e.to_string()),
             };
-            Ok((whole, views))
+            source.built = OnceLock::from(whole);
+            Ok((source, views))
         }
     }
 }

@@ -123,7 +123,7 @@ fn validate_generated_selector(job: &JobObject<'_>, require_prefixed_labels: boo
     if selector::matches(job.spec.selector.as_ref(), expected) == Some(false) {
         errs.push(FieldError::invalid(
             &FieldPath::new("spec").child("selector"),
-            BadValue::Json(go_json::label_selector(job.raw.pointer("/spec/selector"))),
+            BadValue::Json(go_json::label_selector(job.raw().pointer("/spec/selector"))),
             "`selector` not auto-generated",
         ));
     }

@@ -22,8 +22,8 @@ fn str_or_null(v: Option<&str>) -> BadValue {
 
 /// Whether a pointer-valued object field changed: set vs unset, or different content.
 fn object_changed(new: &JobObject<'_>, old: &JobObject<'_>, pointer: &str) -> bool {
-    let present = |j: &JobObject<'_>| j.raw.pointer(pointer).is_some_and(|v| !v.is_null());
-    present(new) != present(old) || !semantic::equal_at(new.raw, old.raw, pointer)
+    let present = |j: &JobObject<'_>| j.raw().pointer(pointer).is_some_and(|v| !v.is_null());
+    present(new) != present(old) || !semantic::equal_at(new.raw(), old.raw(), pointer)
 }
 
 pub fn validate_spec_update(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorList {
@@ -50,7 +50,7 @@ pub fn validate_spec_update(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorLi
     if object_changed(new, old, "/spec/selector") {
         errs.push(FieldError::immutable(
             &spec.child("selector"),
-            BadValue::Json(go_json::label_selector(new.raw.pointer("/spec/selector"))),
+            BadValue::Json(go_json::label_selector(new.raw().pointer("/spec/selector"))),
         ));
     }
     errs.extend(template_update::validate(new, old));
@@ -64,7 +64,7 @@ pub fn validate_spec_update(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorLi
         errs.push(FieldError::immutable(
             &spec.child("podFailurePolicy"),
             BadValue::Json(go_json::pod_failure_policy(
-                new.raw.pointer("/spec/podFailurePolicy"),
+                new.raw().pointer("/spec/podFailurePolicy"),
             )),
         ));
     }
@@ -84,7 +84,7 @@ pub fn validate_spec_update(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorLi
         errs.push(FieldError::immutable(
             &spec.child("successPolicy"),
             BadValue::Json(go_json::success_policy(
-                new.raw.pointer("/spec/successPolicy"),
+                new.raw().pointer("/spec/successPolicy"),
             )),
         ));
     }

@@ -24,6 +24,7 @@ pub mod well_known;
 use k8s_openapi::api::batch::v1::{JobSpec, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::Deserialize;
 use serde::de::value::MapDeserializer;
@@ -52,11 +53,51 @@ pub mod condition {
 /// `metadata.managedFields` is skipped.
 #[derive(Debug, Clone)]
 pub struct JobObject<'a> {
-    pub raw: &'a Value,
+    /// Read through [`JobObject::raw`].
+    pub raw: RawJson<'a>,
     pub metadata: ObjectMeta,
     pub spec: JobSpec,
     pub status: JobStatus,
     pub template: TemplateView,
+}
+
+/// A Job's raw JSON: given, or built the first time a rule reads it. Most rules read the typed
+/// views and look at the raw JSON only to word an error (Go's rendering of a bad value) or for
+/// a field our `k8s-openapi` lacks, so a webhook that builds the JSON from its request only on
+/// demand skips that work for most valid Jobs.
+#[derive(Clone, Copy)]
+pub enum RawJson<'a> {
+    Given(&'a Value),
+    OnDemand(&'a (dyn RawOnDemand + Sync)),
+}
+
+/// The raw JSON of a Job, built (once) when first asked for.
+pub trait RawOnDemand {
+    fn raw(&self) -> &Value;
+}
+
+impl<'a> RawJson<'a> {
+    pub fn get(&self) -> &'a Value {
+        match *self {
+            RawJson::Given(value) => value,
+            RawJson::OnDemand(source) => source.raw(),
+        }
+    }
+}
+
+impl<'a> From<&'a Value> for RawJson<'a> {
+    fn from(value: &'a Value) -> Self {
+        RawJson::Given(value)
+    }
+}
+
+impl fmt::Debug for RawJson<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RawJson::Given(value) => value.fmt(f),
+            RawJson::OnDemand(_) => f.write_str("(built on demand)"),
+        }
+    }
 }
 
 /// What the rules read of `spec.template`.
@@ -129,7 +170,7 @@ impl<'a> JobObject<'a> {
             })?,
         };
         Ok(JobObject {
-            raw,
+            raw: RawJson::Given(raw),
             metadata: decode_part(raw, "metadata", "managedFields")?,
             spec: decode_part(raw, "spec", "template")?,
             status: decode_part(raw, "status", "")?,
@@ -159,9 +200,14 @@ impl<'a> JobObject<'a> {
         self.has_condition(condition::COMPLETE) || self.has_condition(condition::FAILED)
     }
 
+    /// The whole raw JSON of the Job (what of it the caller provided).
+    pub fn raw(&self) -> &'a Value {
+        self.raw.get()
+    }
+
     /// The raw `spec.template`, or JSON null.
     pub fn raw_template(&self) -> &Value {
-        self.raw
+        self.raw()
             .get("spec")
             .and_then(|s| s.get("template"))
             .unwrap_or(&Value::Null)

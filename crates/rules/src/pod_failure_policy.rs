@@ -48,7 +48,7 @@ pub fn validate(job: &JobObject<'_>, path: &FieldPath) -> ErrorList {
         ));
     }
     let containers = container_names(job);
-    let raw_rules = super::member(job.raw, &["spec", "podFailurePolicy", "rules"]);
+    let raw_rules = super::member(job.raw(), &["spec", "podFailurePolicy", "rules"]);
     for (i, rule) in policy.rules.iter().enumerate() {
         let raw_rule = raw_rules.and_then(|r| r.get(i));
         errs.extend(validate_rule(

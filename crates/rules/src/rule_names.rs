@@ -20,7 +20,11 @@ const ANNOTATIONS: FieldPath<'static> = FieldPath::new("metadata.annotations");
 const RULES: FieldPath<'static> = FieldPath::new("spec.podFailurePolicy.rules");
 
 fn raw_rules<'a>(job: &'a JobObject<'_>) -> &'a [Value] {
-    super::member(job.raw, &["spec", "podFailurePolicy", "rules"])
+    // No policy, no rules: the raw JSON is not needed (nor built) to say so.
+    if job.spec.pod_failure_policy.is_none() {
+        return &[];
+    }
+    super::member(job.raw(), &["spec", "podFailurePolicy", "rules"])
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)
 }

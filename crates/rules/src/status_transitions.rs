@@ -234,7 +234,7 @@ fn validate_status(job: &JobObject<'_>, opts: &Options) -> ErrorList {
         errs.push(FieldError::invalid(
             &uncounted_path,
             BadValue::Json(go_json::uncounted_terminated_pods(
-                job.raw.pointer("/status/uncountedTerminatedPods"),
+                job.raw().pointer("/status/uncountedTerminatedPods"),
             )),
             "must be empty for finished job",
         ));

@@ -13,7 +13,7 @@ pub fn validate(job: &JobObject<'_>, path: &FieldPath) -> ErrorList {
         return errs;
     };
     if !job.is_indexed() {
-        let raw = job.raw.pointer("/spec/successPolicy");
+        let raw = job.raw().pointer("/spec/successPolicy");
         errs.push(FieldError::invalid(
             path,
             BadValue::Json(go_json::success_policy(raw)),
