@@ -273,7 +273,7 @@ impl Reviewer {
             return Decision::ignore();
         }
         let sub_resource = request.sub_resource.as_deref().unwrap_or("");
-        match (webhook, request.operation.as_str(), sub_resource) {
+        match (webhook, &*request.operation, sub_resource) {
             (Webhook::Mutate, "CREATE" | "UPDATE", "") => self.mutate(request, objects.new, ctx),
             (Webhook::Validate, "CREATE" | "UPDATE", "")
             | (Webhook::Validate, "UPDATE", "status") => self.validate(request, objects),

@@ -65,7 +65,7 @@ impl Identities {
     }
 
     pub fn contains(&self, user: &UserInfo) -> bool {
-        self.users.contains(&user.username)
+        self.users.iter().any(|u| *u == user.username)
             || self
                 .groups
                 .iter()

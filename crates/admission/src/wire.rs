@@ -2,59 +2,64 @@
 //! and old object are not part of `Request`: they are read from the request's JSON tree, so
 //! that no field of theirs, known to this build or not, is lost.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 pub const KIND: &str = "AdmissionReview";
 
+// The request's strings borrow from the body (they are copied only when they hold escapes).
+
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
-pub struct GroupVersionKind {
-    #[serde(default)]
-    pub group: String,
-    #[serde(default)]
-    pub version: String,
-    #[serde(default)]
-    pub kind: String,
+pub struct GroupVersionKind<'a> {
+    #[serde(default, borrow)]
+    pub group: Cow<'a, str>,
+    #[serde(default, borrow)]
+    pub version: Cow<'a, str>,
+    #[serde(default, borrow)]
+    pub kind: Cow<'a, str>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
-pub struct GroupVersionResource {
-    #[serde(default)]
-    pub group: String,
-    #[serde(default)]
-    pub version: String,
-    #[serde(default)]
-    pub resource: String,
+pub struct GroupVersionResource<'a> {
+    #[serde(default, borrow)]
+    pub group: Cow<'a, str>,
+    #[serde(default, borrow)]
+    pub version: Cow<'a, str>,
+    #[serde(default, borrow)]
+    pub resource: Cow<'a, str>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct UserInfo {
-    #[serde(default)]
-    pub username: String,
-    #[serde(default)]
-    pub uid: String,
+pub struct UserInfo<'a> {
+    #[serde(default, borrow)]
+    pub username: Cow<'a, str>,
+    #[serde(default, borrow)]
+    pub uid: Cow<'a, str>,
     #[serde(default)]
     pub groups: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Request {
-    pub uid: String,
-    #[serde(default)]
-    pub kind: GroupVersionKind,
-    #[serde(default)]
-    pub resource: GroupVersionResource,
-    #[serde(default)]
-    pub sub_resource: Option<String>,
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub namespace: Option<String>,
-    #[serde(default)]
-    pub operation: String,
-    #[serde(default)]
-    pub user_info: UserInfo,
+pub struct Request<'a> {
+    #[serde(borrow)]
+    pub uid: Cow<'a, str>,
+    #[serde(default, borrow)]
+    pub kind: GroupVersionKind<'a>,
+    #[serde(default, borrow)]
+    pub resource: GroupVersionResource<'a>,
+    #[serde(default, borrow)]
+    pub sub_resource: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub namespace: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub operation: Cow<'a, str>,
+    #[serde(default, borrow)]
+    pub user_info: UserInfo<'a>,
     #[serde(default)]
     pub dry_run: Option<bool>,
 }
