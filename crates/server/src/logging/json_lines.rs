@@ -5,10 +5,11 @@
 //!
 //! Why not tracing-subscriber's own: it sends every piece of the line through an `io::Write`
 //! adaptor that checks each piece for UTF-8 again, and renders every `%` field through
-//! `format_args!` into serde_json's `collect_str`. A review's line cost 26.0k instructions that
-//! way (filter, format and hand-off to the writer thread), a third as much as the typical
-//! create's review itself; with this writer it costs 13.3k (BENCHMARKS.md). json-subscriber,
-//! the drop-in replacement, measured slower than tracing-subscriber's.
+//! `format_args!` into serde_json's `collect_str`. A review's line cost 25k instructions in the
+//! server that way (filter, format and hand-off to the writer thread), a third as much as the
+//! typical create's review itself; with this writer it costs 13k (BENCHMARKS.md,
+//! `bench/profile_server.sh`). json-subscriber, the drop-in replacement, measured slower than
+//! tracing-subscriber's.
 
 use std::fmt::{self, Write};
 
