@@ -3,9 +3,9 @@
 //! first reads it. That raw JSON is not the whole object but the members the rules read as raw
 //! JSON (`RULES_RAW`), and for a spec update the pod template too, which it compares as raw
 //! JSON; building only those from the tree keeps `metadata.managedFields` and the status out of
-//! a spec update's cost. A rule that starts
-//! reading another member as raw JSON must be added there (the recorded answers and the fuzz
-//! corpus, compared with the whole object, say so when one is missed).
+//! a spec update's cost. A rule that starts reading another member as raw JSON must be added
+//! there (the recorded answers and the fuzz corpus, compared with the whole object, say so
+//! when one is missed).
 //!
 //! Decoding never differs from `JobObject::parse` on the whole object: when the tree cannot be
 //! read into the views, `JobObject::parse` itself runs on the object, so an error reads as it

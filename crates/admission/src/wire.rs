@@ -1,6 +1,7 @@
 //! The AdmissionReview v1 wire format, as much of it as jobwarden reads and writes. The object
 //! and old object are not part of `Request`: they are read from the request's JSON tree, so
-//! that no field of theirs, known to this build or not, is lost.
+//! that no field of theirs, known to this build or not, is lost. The request's strings borrow
+//! from the body; only a string with escapes in it is copied.
 
 use std::borrow::Cow;
 
@@ -8,8 +9,6 @@ use serde::{Deserialize, Serialize};
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 pub const KIND: &str = "AdmissionReview";
-
-// The request's strings borrow from the body (they are copied only when they hold escapes).
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
 pub struct GroupVersionKind<'a> {

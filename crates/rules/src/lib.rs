@@ -85,12 +85,6 @@ impl<'a> RawJson<'a> {
     }
 }
 
-impl<'a> From<&'a Value> for RawJson<'a> {
-    fn from(value: &'a Value) -> Self {
-        RawJson::Given(value)
-    }
-}
-
 impl fmt::Debug for RawJson<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -62,8 +62,7 @@ where
         event.record(&mut fields);
         fields.result?;
 
-        writer.write_str(",")?;
-        write_key(&mut writer, "target")?;
+        writer.write_str(",\"target\":")?;
         write_string(&mut writer, meta.target())?;
 
         // As tracing-subscriber: a list whenever the event has a span, of the current spans.
