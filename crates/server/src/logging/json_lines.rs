@@ -14,7 +14,7 @@
 use std::fmt::{self, Write};
 
 use tracing::field::{Field, Visit};
-use tracing::{Event, Level, Subscriber};
+use tracing::{Event, Subscriber};
 use tracing_subscriber::fmt::format::{JsonFields, Writer};
 use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormattedFields};
@@ -52,7 +52,7 @@ where
         writer.write_str("{\"timestamp\":\"")?;
         self.timer.format_time(&mut writer)?;
         writer.write_str("\",\"level\":\"")?;
-        writer.write_str(level_name(*meta.level()))?;
+        writer.write_str(meta.level().as_str())?;
         writer.write_char('"')?;
 
         let mut fields = Fields {
@@ -66,14 +66,11 @@ where
         write_string(&mut writer, meta.target())?;
 
         // As tracing-subscriber: a list whenever the event has a span, of the current spans.
-        let has_span = event
-            .parent()
-            .and_then(|id| ctx.span(id))
-            .or_else(|| ctx.lookup_current())
-            .is_some();
+        let current = ctx.lookup_current();
+        let has_span = current.is_some() || event.parent().and_then(|id| ctx.span(id)).is_some();
         if has_span {
             writer.write_str(",\"spans\":[")?;
-            if let Some(leaf) = ctx.lookup_current() {
+            if let Some(leaf) = current {
                 for (i, span) in leaf.scope().from_root().enumerate() {
                     if i > 0 {
                         writer.write_char(',')?;
@@ -88,16 +85,6 @@ where
             writer.write_char(']')?;
         }
         writer.write_str("}\n")
-    }
-}
-
-fn level_name(level: Level) -> &'static str {
-    match level {
-        Level::TRACE => "TRACE",
-        Level::DEBUG => "DEBUG",
-        Level::INFO => "INFO",
-        Level::WARN => "WARN",
-        Level::ERROR => "ERROR",
     }
 }
 
