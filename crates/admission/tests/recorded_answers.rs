@@ -2,11 +2,15 @@
 //! under a policy that turns every option on: the answer must be, byte for byte, what was
 //! recorded in `recorded/answers.jsonl`. The recording was made with the tree-based review that
 //! predates the borrowed decoding (issue 11), so a faster review can never change an answer.
+//! The inputs of the fuzz corpus (`fuzz/corpus/review`: hostile, broken and odd bodies) go
+//! through the same four reviews, and their answers are kept as hashes in
+//! `recorded/fuzz_answers.txt` (the answers themselves would be megabytes).
 //! `JOBWARDEN_RECORD_ANSWERS=1 cargo test -p jobwarden-admission --test recorded_answers`
-//! rewrites the file (for a deliberate change of answers, reviewed in the diff).
+//! rewrites both files (for a deliberate change of answers, reviewed in the diff).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::hash::Hasher as _;
+use std::path::{Path, PathBuf};
 
 use jobwarden_admission::policy::{Delegation, Identities, NamespaceMatch};
 use jobwarden_admission::{Context, Policy, Reviewer, Webhook};
@@ -37,7 +41,8 @@ fn everything_on() -> Policy {
     }
 }
 
-fn answers() -> Vec<Value> {
+/// The four reviews every recorded body goes through: (policy, webhook, answer).
+fn four_answers(body: &[u8]) -> Vec<(&'static str, String, String)> {
     let labels = |_: &str| Some(BTreeMap::from([("team".to_owned(), "batch".to_owned())]));
     let with_labels = Context {
         namespace_labels: Some(&labels),
@@ -47,16 +52,24 @@ fn answers() -> Vec<Value> {
         ("everything", Reviewer::new(everything_on()), with_labels),
     ];
     let mut out = Vec::new();
+    for (policy, reviewer, ctx) in &policies {
+        for webhook in [Webhook::Validate, Webhook::Mutate] {
+            let answer = match reviewer.review(webhook, body, ctx) {
+                Ok(reviewed) => String::from_utf8(reviewed.body).unwrap(),
+                Err(unreadable) => format!("unreadable: {unreadable}"),
+            };
+            out.push((*policy, webhook.to_string(), answer));
+        }
+    }
+    out
+}
+
+fn answers() -> Vec<Value> {
+    let mut out = Vec::new();
     for case in jobwarden_corpus::cases() {
         let body = serde_json::to_vec(case.review()).unwrap();
-        for (policy, reviewer, ctx) in &policies {
-            for webhook in [Webhook::Validate, Webhook::Mutate] {
-                let answer = match reviewer.review(webhook, &body, ctx) {
-                    Ok(reviewed) => String::from_utf8(reviewed.body).unwrap(),
-                    Err(unreadable) => format!("unreadable: {unreadable}"),
-                };
-                out.push(json!({"case": case.stem(), "policy": policy, "webhook": webhook.to_string(), "answer": answer}));
-            }
+        for (policy, webhook, answer) in four_answers(&body) {
+            out.push(json!({"case": case.stem(), "policy": policy, "webhook": webhook, "answer": answer}));
         }
     }
     out
@@ -64,9 +77,9 @@ fn answers() -> Vec<Value> {
 
 #[test]
 fn answers_are_the_recorded_bytes() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/recorded/answers.jsonl");
+    let file = recording("answers.jsonl");
     let now = answers();
-    if std::env::var_os("JOBWARDEN_RECORD_ANSWERS").is_some() {
+    if recording_wanted() {
         let text: String = now.iter().map(|a| format!("{a}\n")).collect();
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(&file, text).unwrap();
@@ -103,6 +116,77 @@ fn answers_are_the_recorded_bytes() {
     assert!(
         differ.is_empty(),
         "{} answers changed:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+}
+
+fn recording(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/recorded")
+        .join(name)
+}
+
+fn recording_wanted() -> bool {
+    std::env::var_os("JOBWARDEN_RECORD_ANSWERS").is_some()
+}
+
+/// FNV-1a of an answer: stable across builds and platforms, unlike std's hasher.
+fn answer_hash(answer: &str) -> String {
+    let mut hasher = fnv::FnvHasher::default();
+    hasher.write(answer.as_bytes());
+    format!("{:016x}", hasher.finish())
+}
+
+/// One line per fuzz input: its file name, then the hashes of its four answers in the order of
+/// `four_answers`. The body is the input less its first byte, as the fuzz target reads it.
+fn fuzz_answer_line(dir: &Path, name: &str) -> String {
+    let data = std::fs::read(dir.join(name))
+        .unwrap_or_else(|e| panic!("{name}: {e} (the corpus changed: record the answers again)"));
+    let body = data.get(1..).unwrap_or_default();
+    let hashes: Vec<String> = four_answers(body)
+        .iter()
+        .map(|(_, _, answer)| answer_hash(answer))
+        .collect();
+    format!("{name} {}", hashes.join(" "))
+}
+
+/// Only the inputs recorded are checked, so that a local fuzzing run adding inputs to the
+/// corpus does not fail the test; recording again takes them in.
+#[test]
+fn fuzz_corpus_answers_are_the_recorded_ones() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/review");
+    let file = recording("fuzz_answers.txt");
+    if recording_wanted() {
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        let text: String = names
+            .iter()
+            .map(|name| fuzz_answer_line(&dir, name) + "\n")
+            .collect();
+        std::fs::write(&file, text).unwrap();
+        return;
+    }
+    let recorded = std::fs::read_to_string(&file).unwrap();
+    let mut differ = Vec::new();
+    for line in recorded.lines() {
+        let name = line.split(' ').next().unwrap_or_default();
+        let now = fuzz_answer_line(&dir, name);
+        if now != line {
+            let body = std::fs::read(dir.join(name)).unwrap();
+            let answers = four_answers(body.get(1..).unwrap_or_default());
+            differ.push(format!(
+                "{name}\n  recorded: {line}\n  now:      {now}\n  answers now: {answers:?}"
+            ));
+        }
+    }
+    assert!(!recorded.is_empty(), "the recording lists no inputs");
+    assert!(
+        differ.is_empty(),
+        "{} fuzz inputs are answered differently:\n{}",
         differ.len(),
         differ.join("\n")
     );
