@@ -4,7 +4,9 @@
 //! predates the borrowed decoding (issue 11), so a faster review can never change an answer.
 //! The inputs of the fuzz corpus (`fuzz/corpus/review`: hostile, broken and odd bodies) go
 //! through the same four reviews, and their answers are kept as hashes in
-//! `recorded/fuzz_answers.txt` (the answers themselves would be megabytes).
+//! `recorded/fuzz_answers.txt` (the answers themselves would be megabytes). Those were recorded
+//! after issue 11's steps, whose answers to the same inputs had been compared, before and after
+//! each step, with the tree-based review's.
 //! `JOBWARDEN_RECORD_ANSWERS=1 cargo test -p jobwarden-admission --test recorded_answers`
 //! rewrites both files (for a deliberate change of answers, reviewed in the diff).
 
