@@ -11,26 +11,14 @@ use serde_json::{Value, json};
 mod run;
 use run::{jobwarden, stderr, stdout};
 
-/// A Job as the e2e tests build it (`crates/controller/tests/e2e/`), delegated to jobwarden.
+#[path = "../crates/controller/tests/e2e/delegated_job.rs"]
+mod delegated_job;
+use delegated_job::delegated_job;
+
+/// A Job as the e2e tests build it, delegated to jobwarden, in a namespace of its own.
 fn e2e_job(name: &str, spec: Value) -> Value {
-    let mut job = json!({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": "e2e"},
-        "spec": {
-            "managedBy": "jobwarden.io/job-controller",
-            "template": {"spec": {
-                "schedulerName": "jobwarden-e2e-nobody",
-                "restartPolicy": "Never",
-                "containers": [{"name": "main", "image": "busybox"}],
-            }},
-        },
-    });
-    if let (Some(target), Some(extra)) = (job["spec"].as_object_mut(), spec.as_object()) {
-        for (k, v) in extra {
-            target.insert(k.clone(), v.clone());
-        }
-    }
+    let mut job = delegated_job(name, "jobwarden.io/job-controller", spec);
+    job["metadata"]["namespace"] = json!("e2e");
     job
 }
 

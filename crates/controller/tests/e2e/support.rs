@@ -9,6 +9,8 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, ResourceExt};
 use serde_json::{Value, json};
+
+use crate::delegated_job::delegated_job;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -84,25 +86,7 @@ impl Env {
 
     /// A Job whose pods never get scheduled, delegated to this test's controller.
     pub fn job(&self, name: &str, spec: Value) -> Job {
-        let mut job = json!({
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": name},
-            "spec": {
-                "managedBy": self.controller,
-                "template": {"spec": {
-                    "schedulerName": "jobwarden-e2e-nobody",
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "main", "image": "busybox"}],
-                }},
-            },
-        });
-        if let (Some(target), Some(extra)) = (job["spec"].as_object_mut(), spec.as_object()) {
-            for (k, v) in extra {
-                target.insert(k.clone(), v.clone());
-            }
-        }
-        serde_json::from_value(job).expect("test Job")
+        serde_json::from_value(delegated_job(name, &self.controller, spec)).expect("test Job")
     }
 
     pub async fn create(&self, job: &Job) -> Job {
