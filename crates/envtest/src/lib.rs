@@ -73,7 +73,8 @@ struct Owned {
     shared: bool,
 }
 
-static SHARED: OnceLock<Option<ControlPlane>> = OnceLock::new();
+/// The shared control plane, or why it did not start (every test that asks is told).
+static SHARED: OnceLock<Result<Option<ControlPlane>, String>> = OnceLock::new();
 
 impl ControlPlane {
     /// This test binary's control plane: `JOBWARDEN_E2E_KUBECONFIG`'s cluster, else etcd and
@@ -84,20 +85,19 @@ impl ControlPlane {
         SHARED
             .get_or_init(|| {
                 if let Some(path) = std::env::var_os("JOBWARDEN_E2E_KUBECONFIG") {
-                    return Some(ControlPlane {
+                    return Ok(Some(ControlPlane {
                         kubeconfig: PathBuf::from(path),
                         owned: None,
-                    });
+                    }));
                 }
                 if !binaries_present() {
                     eprintln!("{}", skip_message());
-                    return None;
+                    return Ok(None);
                 }
-                match ControlPlane::launch(Options::default(), true) {
-                    Ok(plane) => Some(plane),
-                    Err(e) => panic!("the envtest control plane did not start: {e}"),
-                }
+                ControlPlane::launch(Options::default(), true).map(Some)
             })
+            .as_ref()
+            .unwrap_or_else(|e| panic!("the envtest control plane did not start: {e}"))
             .as_ref()
     }
 
@@ -106,6 +106,10 @@ impl ControlPlane {
     /// its own).
     pub fn shared_with_upstream() -> Option<&'static ControlPlane> {
         let plane = ControlPlane::shared()?;
+        if plane.owned.is_some() && !bin_dir().join("kube-controller-manager").is_file() {
+            eprintln!("{}", skip_message());
+            return None;
+        }
         if let Err(e) = plane.start_upstream_controller() {
             panic!("kube-controller-manager did not start: {e}");
         }
@@ -114,7 +118,8 @@ impl ControlPlane {
 
     /// A control plane of one's own, stopped and removed when dropped.
     pub fn start(options: Options) -> Result<ControlPlane, String> {
-        if !binaries_present() {
+        let kcm = bin_dir().join("kube-controller-manager");
+        if !binaries_present() || (options.upstream_controller && !kcm.is_file()) {
             return Err(skip_message());
         }
         let plane = ControlPlane::launch(options, false)?;
@@ -214,7 +219,11 @@ impl ControlPlane {
                     .unwrap_or_else(|e| e.into_inner())
                     .push(pid);
                 wait_for_service_accounts(&kubeconfig, pid).map_err(|e| {
-                    format!("{e}; the end of {}:\n{}", log.display(), process::tail(&log, 40))
+                    format!(
+                        "{e}; the end of {}:\n{}",
+                        log.display(),
+                        process::tail(&log, 40)
+                    )
                 })
             })
             .clone()
@@ -287,9 +296,10 @@ pub fn bin_dir() -> PathBuf {
     root.join("bin")
 }
 
-/// Whether etcd, kube-apiserver and kube-controller-manager are in [`bin_dir`].
+/// Whether etcd and kube-apiserver are in [`bin_dir`] (kube-controller-manager is looked for
+/// when it is asked for).
 pub fn binaries_present() -> bool {
-    ["etcd", "kube-apiserver", "kube-controller-manager"]
+    ["etcd", "kube-apiserver"]
         .iter()
         .all(|b| bin_dir().join(b).is_file())
 }
@@ -347,9 +357,17 @@ fn launch_on_keeper(options: Options, shared: bool) -> Result<ControlPlane, Stri
         ],
         &etcd_log,
     )?;
-    owned.pids.get_mut().unwrap_or_else(|e| e.into_inner()).push(etcd);
+    owned
+        .pids
+        .get_mut()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(etcd);
     wait_for_port(etcd_port, etcd).map_err(|e| {
-        format!("etcd: {e}; the end of {}:\n{}", etcd_log.display(), process::tail(&etcd_log, 40))
+        format!(
+            "etcd: {e}; the end of {}:\n{}",
+            etcd_log.display(),
+            process::tail(&etcd_log, 40)
+        )
     })?;
 
     let mut args = apiserver_args(&owned.pki, etcd_port, api_port);
@@ -400,7 +418,10 @@ fn apiserver_args(pki: &pki::Pki, etcd_port: u16, api_port: u16) -> Vec<String> 
         "--authorization-mode=Node,RBAC".to_owned(),
         "--service-cluster-ip-range=10.96.0.0/16".to_owned(),
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_owned(),
-        format!("--service-account-key-file={}", path(&pki.service_account_key)),
+        format!(
+            "--service-account-key-file={}",
+            path(&pki.service_account_public_key)
+        ),
         format!(
             "--service-account-signing-key-file={}",
             path(&pki.service_account_key)
@@ -434,7 +455,9 @@ fn wait_for_port(port: u16, pid: u32) -> Result<(), String> {
             return Err("exited".to_owned());
         }
         if started.elapsed() > START_TIMEOUT {
-            return Err(format!("not listening on port {port} after {START_TIMEOUT:?}"));
+            return Err(format!(
+                "not listening on port {port} after {START_TIMEOUT:?}"
+            ));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -530,7 +553,10 @@ fn remove_stale_folders() {
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("jobwarden-envtest-")) else {
+        let Some(rest) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("jobwarden-envtest-"))
+        else {
             continue;
         };
         let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {

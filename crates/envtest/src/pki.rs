@@ -17,6 +17,8 @@ pub struct Pki {
     pub apiserver_cert: PathBuf,
     pub apiserver_key: PathBuf,
     pub service_account_key: PathBuf,
+    /// Its public half: kube-apiserver reads public keys from PKIX PEM, not from PKCS#8.
+    pub service_account_public_key: PathBuf,
     /// The admin's and the controller manager's kubeconfigs.
     pub admin_kubeconfig: PathBuf,
     pub kcm_kubeconfig: PathBuf,
@@ -49,6 +51,7 @@ pub fn write(dir: &Path, server: &str) -> Result<Pki, String> {
         apiserver_cert: pki.join("apiserver.crt"),
         apiserver_key: pki.join("apiserver.key"),
         service_account_key: pki.join("sa.key"),
+        service_account_public_key: pki.join("sa.pub"),
         admin_kubeconfig: dir.join("admin.kubeconfig"),
         kcm_kubeconfig: dir.join("kcm.kubeconfig"),
     };
@@ -59,6 +62,10 @@ pub fn write(dir: &Path, server: &str) -> Result<Pki, String> {
     write(&files.apiserver_cert, &serving.cert)?;
     write(&files.apiserver_key, &serving.key)?;
     write(&files.service_account_key, &service_account.serialize_pem())?;
+    write(
+        &files.service_account_public_key,
+        &service_account.public_key_pem(),
+    )?;
     write(
         &files.admin_kubeconfig,
         &kubeconfig(server, &ca_pem, "kubernetes-admin", &admin),
