@@ -36,8 +36,9 @@
 //!
 //! # End-to-end tests
 //!
-//! `tests/e2e.rs` runs against a real cluster when `JOBWARDEN_E2E_KUBECONFIG` names a kubeconfig
-//! (and is skipped otherwise); see that file for what the cluster needs.
+//! `tests/e2e/` runs against a real kube-apiserver (the `jobwarden-envtest` harness, or the
+//! cluster `JOBWARDEN_E2E_KUBECONFIG` names) and compares jobwarden with upstream's Job
+//! controller side by side; see `tests/e2e/main.rs`.
 
 pub mod backoff;
 pub mod client;

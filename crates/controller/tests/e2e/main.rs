@@ -1,22 +1,21 @@
-//! End-to-end tests of the reconcile loop against a real cluster, playing the kubelet the way
-//! upstream's integration tests do: pods are never scheduled (an unknown `schedulerName`), and
-//! the test patches their phase and container exit codes itself.
+//! End-to-end tests of the reconcile loop against a real API server, playing the kubelet the
+//! way upstream's integration tests do: pods are never scheduled (an unknown `schedulerName`),
+//! and the test patches their phase and container exit codes itself.
 //!
-//! Run them with a kubeconfig for a disposable cluster, Kubernetes 1.32 or newer (for
-//! `spec.managedBy`), e.g. a kind cluster:
+//! They run on the test binary's own control plane (`jobwarden-envtest`: etcd and
+//! kube-apiserver v1.36.2, and kube-controller-manager for the differential test), started
+//! from `JOBWARDEN_ENVTEST_BIN` or kube-envtest's cache folder (docs/development.md), or on the
+//! cluster `JOBWARDEN_E2E_KUBECONFIG` names. Without either, every test prints one skip line
+//! and passes.
 //!
-//! ```sh
-//! kind create cluster --name jobwarden-e2e
-//! kind get kubeconfig --name jobwarden-e2e > /tmp/e2e.kubeconfig
-//! JOBWARDEN_E2E_KUBECONFIG=/tmp/e2e.kubeconfig cargo test -p jobwarden-controller --test e2e
-//! ```
-//!
-//! Without `JOBWARDEN_E2E_KUBECONFIG` every test prints a skip message and passes. Each test
-//! makes its own namespace and runs its own controller under its own controller name, so the
-//! tests run in parallel without touching each other's Jobs; the namespaces are deleted at the
-//! end.
+//! * `lifecycle` and `policies`: jobwarden alone. Each test makes its own namespace and runs
+//!   its own controller under its own controller name, so the tests run in parallel without
+//!   touching each other's Jobs.
+//! * `differential`: every scenario run by upstream's Job controller and by jobwarden side by
+//!   side, compared.
 
 mod delegated_job;
+mod differential;
 mod lifecycle;
 mod policies;
 mod support;

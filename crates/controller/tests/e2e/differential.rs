@@ -1,0 +1,679 @@
+//! jobwarden against upstream's Job controller, side by side on one real API server.
+//!
+//! Each scenario runs twice at once, in two namespaces: as a plain Job, which
+//! kube-controller-manager's Job controller runs, and delegated to jobwarden through
+//! `spec.managedBy`. The same scripted kubelet plays both, and the test compares what a user
+//! of the Job sees: the final status (counters, indexes, conditions with type, status and
+//! reason), the order in which the conditions first appeared, the number of pods created, and
+//! the shape of the first pod. Every difference must be one of [`INTENDED`], and every
+//! intended difference must still show, so that a new difference, or one that went away,
+//! fails the test.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::{StreamExt as _, TryStreamExt as _};
+use jobwarden_controller::{ControllerConfig, ControllerMetrics};
+use jobwarden_envtest::ControlPlane;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use crate::delegated_job::delegated_job;
+use crate::support::{TIMEOUT, counter, is_true, terminal};
+
+/// The controller name of the jobwarden that runs the delegated side.
+const JOBWARDEN: &str = "jobwarden.io/differential";
+
+/// Where jobwarden knowingly differs from upstream (docs/controller.md, "knowingly differs"):
+/// (scenario, what, upstream's value, jobwarden's value). `*` stands for every scenario.
+const INTENDED: &[(&str, &str, &str, &str)] = &[
+    // KEP-4443: a FailJob rule's name in the reason, which upstream never shipped.
+    (
+        "named-rule-exit-code-2",
+        "condition FailureTarget",
+        "True PodFailurePolicy",
+        "True PodFailurePolicy_ExitCode2",
+    ),
+    (
+        "named-rule-exit-code-2",
+        "condition Failed",
+        "True PodFailurePolicy",
+        "True PodFailurePolicy_ExitCode2",
+    ),
+    (
+        "unnamed-rule",
+        "condition FailureTarget",
+        "True PodFailurePolicy",
+        "True PodFailurePolicy_1",
+    ),
+    (
+        "unnamed-rule",
+        "condition Failed",
+        "True PodFailurePolicy",
+        "True PodFailurePolicy_1",
+    ),
+    // jobwarden's own tracking finalizer, so the two controllers never touch each other's
+    // pods, and the annotation naming the controller that made the pod.
+    (
+        "*",
+        "pod finalizers",
+        "batch.kubernetes.io/job-tracking",
+        "jobwarden.io/job-tracking",
+    ),
+];
+
+/// What a user of the Job sees, flattened to comparable lines.
+type Observed = BTreeMap<String, String>;
+
+/// How the scripted kubelet ends a pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    Succeed,
+    Fail(i32),
+    /// Runs until it is deleted.
+    Hold,
+}
+
+/// A pod as the kubelet tells it apart: its completion index (Indexed Jobs) and how many pods
+/// of the same index, or of the Job for NonIndexed, came before it.
+#[derive(Debug, Clone, Copy)]
+struct PodKey {
+    index: Option<i32>,
+    attempt: usize,
+}
+
+type Script = fn(PodKey) -> Fate;
+
+/// One side: a namespace, and who runs its Job.
+struct Side {
+    client: Client,
+    ns: String,
+    managed_by: Option<&'static str>,
+}
+
+impl Side {
+    fn jobs(&self) -> Api<Job> {
+        Api::namespaced(self.client.clone(), &self.ns)
+    }
+
+    fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), &self.ns)
+    }
+
+    fn job(&self, spec: Value) -> Job {
+        let mut job = delegated_job("job", JOBWARDEN, spec);
+        match self.managed_by {
+            Some(name) => job["spec"]["managedBy"] = json!(name),
+            None => {
+                if let Some(spec) = job["spec"].as_object_mut() {
+                    spec.remove("managedBy");
+                }
+            }
+        }
+        serde_json::from_value(job).expect("a Job")
+    }
+
+    async fn wait_job(&self, what: &str, f: impl Fn(&Job) -> bool) -> Job {
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        loop {
+            // A read that fails (a connection the server closed) is read again.
+            let job = self.jobs().get("job").await;
+            if let Ok(job) = &job
+                && f(job)
+            {
+                return job.clone();
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{}: timed out waiting for {what}: {:?}",
+                self.ns,
+                job.map(|j| j.status)
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The pods neither terminal nor deleted.
+    async fn wait_active(&self, n: usize) -> Vec<Pod> {
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        loop {
+            let active: Vec<Pod> = self
+                .pods()
+                .list(&Default::default())
+                .await
+                .map(|l| l.items)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none() && !terminal(p))
+                .collect();
+            if active.len() == n {
+                return active;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{}: timed out waiting for {n} active pods, have {}",
+                self.ns,
+                active.len()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn set_suspend(&self, suspend: bool) {
+        self.jobs()
+            .patch(
+                "job",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"suspend": suspend}})),
+            )
+            .await
+            .expect("the Job is patched");
+    }
+}
+
+/// The kubelet's part, as the e2e suite plays it: the pod runs, then ends as `fate` says.
+async fn play(pods: &Api<Pod>, name: &str, fate: Fate) {
+    let patch = |status: Value| {
+        let pods = pods.clone();
+        async move {
+            // A pod deleted meanwhile is fine: the controller has moved on.
+            let _ = pods
+                .patch_status(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({ "status": status })),
+                )
+                .await;
+        }
+    };
+    patch(json!({"phase": "Running"})).await;
+    let code = match fate {
+        Fate::Hold => return,
+        Fate::Succeed => 0,
+        Fate::Fail(code) => code,
+    };
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    patch(json!({
+        "phase": if code == 0 { "Succeeded" } else { "Failed" },
+        "containerStatuses": [{
+            "name": "main", "image": "busybox", "imageID": "", "ready": false,
+            "restartCount": 0,
+            "state": {"terminated": {"exitCode": code, "startedAt": now, "finishedAt": now}},
+        }],
+    }))
+    .await;
+}
+
+/// What the watches saw of one side while it ran.
+#[derive(Default)]
+struct Seen {
+    /// Condition types, in the order they first appeared.
+    conditions: Vec<String>,
+    /// Pods created, by uid.
+    pods: Vec<String>,
+    /// The first pod, as created.
+    first_pod: Option<Pod>,
+}
+
+/// Watches the side's Job and pods, and plays `script` on every new pod once `gate` pods have
+/// been created (so that a scenario can hold its first failure until the Job's pods all exist,
+/// as a real kubelet would often be slower than the controller).
+fn observe(
+    side: &Side,
+    script: Option<Script>,
+    gate: usize,
+) -> (Arc<Mutex<Seen>>, oneshot::Sender<()>) {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let (stop, mut stopped) = oneshot::channel::<()>();
+    let jobs = side.jobs();
+    let pods = side.pods();
+    let seen_jobs = seen.clone();
+    let seen_pods = seen.clone();
+    tokio::spawn(async move {
+        let mut job_events = watcher(jobs, watcher::Config::default())
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+        let mut pod_events = watcher(pods.clone(), watcher::Config::default())
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+        let mut attempts: HashMap<Option<i32>, usize> = HashMap::new();
+        let mut held: Vec<(String, PodKey)> = Vec::new();
+        loop {
+            tokio::select! {
+                _ = &mut stopped => return,
+                Ok(Some(job)) = job_events.try_next() => {
+                    let mut s = seen_jobs.lock().expect("seen");
+                    for c in job.status.and_then(|s| s.conditions).unwrap_or_default() {
+                        if !s.conditions.contains(&c.type_) {
+                            s.conditions.push(c.type_);
+                        }
+                    }
+                }
+                Ok(Some(pod)) = pod_events.try_next() => {
+                    let uid = pod.uid().unwrap_or_default();
+                    let new = {
+                        let mut s = seen_pods.lock().expect("seen");
+                        let new = !s.pods.contains(&uid);
+                        if new {
+                            s.pods.push(uid);
+                            s.first_pod.get_or_insert_with(|| pod.clone());
+                        }
+                        new
+                    };
+                    let Some(script) = script.filter(|_| new) else {
+                        continue;
+                    };
+                    if pod.metadata.deletion_timestamp.is_some() || terminal(&pod) {
+                        continue;
+                    }
+                    let index = pod
+                        .annotations()
+                        .get("batch.kubernetes.io/job-completion-index")
+                        .and_then(|i| i.parse().ok());
+                    let attempt = attempts.entry(index).or_default();
+                    held.push((pod.name_any(), PodKey { index, attempt: *attempt }));
+                    *attempt += 1;
+                    if seen_pods.lock().expect("seen").pods.len() >= gate {
+                        for (name, key) in held.drain(..) {
+                            play(&pods, &name, script(key)).await;
+                        }
+                    }
+                }
+            }
+        }
+    });
+    (seen, stop)
+}
+
+/// Waits for the Job to finish and every pod to lose its tracking finalizer, then reads what
+/// a user would compare.
+async fn finish(side: &Side, seen: &Mutex<Seen>) -> Observed {
+    side.wait_job("a terminal condition", |j| {
+        is_true(j, "Complete") || is_true(j, "Failed")
+    })
+    .await;
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        let pods = side.pods().list(&Default::default()).await;
+        if pods.is_ok_and(|l| l.items.iter().all(|p| p.finalizers().is_empty())) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{}: pods keep their finalizers",
+            side.ns
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The counters settle with the last finalizer.
+    let status = side
+        .wait_job("settled counters", |j| {
+            let s = j.status.clone().unwrap_or_default();
+            counter(s.active) == 0
+                && s.terminating.unwrap_or(0) == 0
+                && s.uncounted_terminated_pods.as_ref().is_none_or(|u| {
+                    u.succeeded.as_ref().is_none_or(Vec::is_empty)
+                        && u.failed.as_ref().is_none_or(Vec::is_empty)
+                })
+        })
+        .await
+        .status
+        .unwrap_or_default();
+    let seen = seen.lock().expect("seen");
+    let mut out = Observed::new();
+    let mut put = |k: &str, v: String| {
+        out.insert(k.to_owned(), v);
+    };
+    put("succeeded", counter(status.succeeded).to_string());
+    put("failed", counter(status.failed).to_string());
+    put("active", counter(status.active).to_string());
+    put("ready", status.ready.unwrap_or(0).to_string());
+    put("terminating", status.terminating.unwrap_or(0).to_string());
+    put(
+        "completedIndexes",
+        status.completed_indexes.clone().unwrap_or_default(),
+    );
+    put(
+        "failedIndexes",
+        status.failed_indexes.clone().unwrap_or_default(),
+    );
+    put("startTime set", status.start_time.is_some().to_string());
+    put(
+        "completionTime set",
+        status.completion_time.is_some().to_string(),
+    );
+    for c in status.conditions.clone().unwrap_or_default() {
+        put(
+            &format!("condition {}", c.type_),
+            format!("{} {}", c.status, c.reason.unwrap_or_default()),
+        );
+    }
+    put("condition order", seen.conditions.join(", "));
+    put("pods created", seen.pods.len().to_string());
+    if let Some(pod) = &seen.first_pod {
+        pod_shape(pod, &mut put);
+    }
+    out
+}
+
+/// The parts of a pod the controller writes, without names and uids.
+fn pod_shape(pod: &Pod, put: &mut impl FnMut(&str, String)) {
+    let keys = |m: &BTreeMap<String, String>| m.keys().cloned().collect::<Vec<_>>().join(",");
+    let mut annotations = pod.annotations().clone();
+    // jobwarden names the controller that made the pod (docs/controller.md).
+    annotations.remove("jobwarden.io/created-by");
+    put("pod labels", keys(pod.labels()));
+    put("pod annotations", keys(&annotations));
+    put("pod finalizers", pod.finalizers().join(","));
+    let spec = pod.spec.clone().unwrap_or_default();
+    put("pod hostname", spec.hostname.unwrap_or_default());
+    let env: Vec<String> = spec
+        .containers
+        .first()
+        .and_then(|c| c.env.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| {
+            let from = e
+                .value_from
+                .and_then(|v| v.field_ref)
+                .map(|f| f.field_path)
+                .unwrap_or_default();
+            format!("{}={}{}", e.name, e.value.unwrap_or_default(), from)
+        })
+        .collect();
+    put("pod env", env.join(","));
+    let owners: Vec<String> = pod
+        .owner_references()
+        .iter()
+        .map(|o| {
+            format!(
+                "{} controller={:?} blockOwnerDeletion={:?}",
+                o.kind, o.controller, o.block_owner_deletion
+            )
+        })
+        .collect();
+    put("pod owners", owners.join(","));
+}
+
+/// A scenario's steps beyond the scripted kubelet.
+#[derive(Clone, Copy)]
+enum Steps {
+    /// The kubelet alone.
+    None,
+    /// One pod succeeds, the Job is suspended and resumed, then the rest succeed.
+    SuspendResume,
+    /// The one pod is deleted while it runs; its replacement succeeds.
+    DeleteRunningPod,
+}
+
+struct Scenario {
+    name: &'static str,
+    spec: Value,
+    annotations: Value,
+    script: Option<Script>,
+    gate: usize,
+    steps: Steps,
+}
+
+fn scenarios() -> Vec<Scenario> {
+    let plain = |name, spec, script, gate| Scenario {
+        name,
+        spec,
+        annotations: json!({}),
+        script: Some(script),
+        gate,
+        steps: Steps::None,
+    };
+    let fail_job_on = |c: i32| {
+        json!({"action": "FailJob",
+               "onExitCodes": {"containerName": "main", "operator": "In", "values": [c]}})
+    };
+    let named = |name, names: Value, script| Scenario {
+        name,
+        spec: json!({"completions": 1, "parallelism": 1, "backoffLimit": 0,
+                     "podFailurePolicy": {"rules": [fail_job_on(2), fail_job_on(3)]}}),
+        annotations: json!({"jobwarden.io/pod-failure-policy-rule-names": names.to_string()}),
+        script: Some(script),
+        gate: 1,
+        steps: Steps::None,
+    };
+    vec![
+        plain(
+            "non-indexed",
+            json!({"completions": 3, "parallelism": 2}),
+            |_| Fate::Succeed,
+            1,
+        ),
+        plain(
+            "indexed",
+            json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed"}),
+            |_| Fate::Succeed,
+            3,
+        ),
+        plain(
+            "backoff-limit-exceeded",
+            json!({"completions": 2, "parallelism": 2, "backoffLimit": 0}),
+            |k| match k.attempt {
+                0 => Fate::Fail(1),
+                _ => Fate::Hold,
+            },
+            2,
+        ),
+        plain(
+            "backoff-limit-per-index",
+            json!({"completions": 2, "parallelism": 2, "completionMode": "Indexed",
+                   "backoffLimitPerIndex": 0}),
+            |k| match k.index {
+                Some(1) => Fate::Fail(1),
+                _ => Fate::Succeed,
+            },
+            2,
+        ),
+        plain(
+            "success-policy-leader",
+            json!({"completions": 10, "parallelism": 10, "completionMode": "Indexed",
+                   "successPolicy": {"rules": [{"succeededIndexes": "0"}]}}),
+            |k| match k.index {
+                Some(0) => Fate::Succeed,
+                _ => Fate::Hold,
+            },
+            10,
+        ),
+        plain(
+            "success-policy-five-workers",
+            json!({"completions": 10, "parallelism": 10, "completionMode": "Indexed",
+                   "successPolicy": {"rules": [
+                       {"succeededIndexes": "0", "succeededCount": 1},
+                       {"succeededIndexes": "1-9", "succeededCount": 5}]}}),
+            |k| match k.index {
+                Some(1..=5) => Fate::Succeed,
+                _ => Fate::Hold,
+            },
+            10,
+        ),
+        named(
+            "named-rule-exit-code-2",
+            json!(["ExitCode2", "ExitCode3"]),
+            |_| Fate::Fail(2),
+        ),
+        named("unnamed-rule", json!(["ExitCode2", null]), |_| {
+            Fate::Fail(3)
+        }),
+        Scenario {
+            name: "suspend-then-resume",
+            spec: json!({"completions": 2, "parallelism": 2}),
+            annotations: json!({}),
+            script: None,
+            gate: 0,
+            steps: Steps::SuspendResume,
+        },
+        Scenario {
+            name: "running-pod-deleted",
+            spec: json!({"completions": 1, "parallelism": 1, "backoffLimit": 3}),
+            annotations: json!({}),
+            script: None,
+            gate: 0,
+            steps: Steps::DeleteRunningPod,
+        },
+    ]
+}
+
+/// Runs one scenario on one side.
+async fn run(side: Side, scenario: &Scenario) -> Observed {
+    let (seen, stop) = observe(&side, scenario.script, scenario.gate);
+    let mut job = side.job(scenario.spec.clone());
+    job.metadata.annotations = serde_json::from_value(scenario.annotations.clone()).ok();
+    side.jobs()
+        .create(&PostParams::default(), &job)
+        .await
+        .expect("the Job is created");
+    let pods = side.pods();
+    match scenario.steps {
+        Steps::None => {}
+        Steps::SuspendResume => {
+            let first = side.wait_active(2).await;
+            play(&pods, &first[0].name_any(), Fate::Succeed).await;
+            side.wait_job("one success counted", |j| {
+                counter(j.status.as_ref().and_then(|s| s.succeeded)) == 1
+            })
+            .await;
+            side.set_suspend(true).await;
+            side.wait_job("Suspended=True", |j| is_true(j, "Suspended"))
+                .await;
+            side.wait_active(0).await;
+            side.set_suspend(false).await;
+            for pod in side.wait_active(1).await {
+                play(&pods, &pod.name_any(), Fate::Succeed).await;
+            }
+        }
+        Steps::DeleteRunningPod => {
+            let first = side.wait_active(1).await;
+            play(&pods, &first[0].name_any(), Fate::Hold).await;
+            pods.delete(&first[0].name_any(), &DeleteParams::default())
+                .await
+                .expect("deleted");
+            side.wait_job("the failure counted", |j| {
+                counter(j.status.as_ref().and_then(|s| s.failed)) == 1
+            })
+            .await;
+            let replacement = side.wait_active(1).await;
+            play(&pods, &replacement[0].name_any(), Fate::Succeed).await;
+        }
+    }
+    let observed = finish(&side, &seen).await;
+    let _ = stop.send(());
+    observed
+}
+
+/// The lines where the two sides differ: (what, upstream, jobwarden).
+fn differences(upstream: &Observed, jobwarden: &Observed) -> Vec<(String, String, String)> {
+    let mut keys: Vec<&String> = upstream.keys().chain(jobwarden.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|k| {
+            let (u, j) = (upstream.get(k), jobwarden.get(k));
+            (u != j).then(|| {
+                let show = |v: Option<&String>| v.cloned().unwrap_or_else(|| "(none)".to_owned());
+                (k.clone(), show(u), show(j))
+            })
+        })
+        .collect()
+}
+
+fn intended(scenario: &str) -> Vec<(String, String, String)> {
+    let mut out: Vec<(String, String, String)> = INTENDED
+        .iter()
+        .filter(|(s, ..)| *s == scenario || *s == "*")
+        .map(|(_, what, u, j)| ((*what).to_owned(), (*u).to_owned(), (*j).to_owned()))
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobwarden_ends_every_scenario_as_upstreams_job_controller_does() {
+    let Some(plane) = ControlPlane::shared_with_upstream() else {
+        return;
+    };
+    let client = plane.client().await;
+    let lease_ns = plane.create_namespace(&client, "differential-lease").await;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let controller = tokio::spawn(jobwarden_controller::run(
+        client.clone(),
+        ControllerConfig {
+            controller_name: JOBWARDEN.to_owned(),
+            lease_namespace: lease_ns,
+            lease_name: "jobwarden-differential".to_owned(),
+            identity: "differential".to_owned(),
+            ..Default::default()
+        },
+        ControllerMetrics::default(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+
+    let scenarios = scenarios();
+    let runs = scenarios.iter().map(|scenario| {
+        let (plane, client) = (plane, client.clone());
+        async move {
+            let side = |ns: String, managed_by| Side {
+                client: client.clone(),
+                ns,
+                managed_by,
+            };
+            let upstream_ns = plane
+                .create_namespace(&client, &format!("up-{}", scenario.name))
+                .await;
+            let jobwarden_ns = plane
+                .create_namespace(&client, &format!("jw-{}", scenario.name))
+                .await;
+            let (upstream, jobwarden) = tokio::join!(
+                run(side(upstream_ns, None), scenario),
+                run(side(jobwarden_ns, Some(JOBWARDEN)), scenario),
+            );
+            (scenario.name, upstream, jobwarden)
+        }
+    });
+    let results = futures::future::join_all(runs).await;
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(30), controller).await;
+
+    let mut report = Vec::new();
+    for (name, upstream, jobwarden) in &results {
+        let found = differences(upstream, jobwarden);
+        let want = intended(name);
+        for d in found.iter().filter(|d| !want.contains(d)) {
+            report.push(format!(
+                "{name}: {}: upstream {:?}, jobwarden {:?} (not an intended difference)",
+                d.0, d.1, d.2
+            ));
+        }
+        for d in want.iter().filter(|d| !found.contains(d)) {
+            report.push(format!(
+                "{name}: {}: the intended difference (upstream {:?}, jobwarden {:?}) did not show",
+                d.0, d.1, d.2
+            ));
+        }
+    }
+    let shown: Vec<String> = results
+        .iter()
+        .map(|(name, upstream, _)| format!("{name}: {upstream:?}"))
+        .collect();
+    assert!(
+        report.is_empty(),
+        "{}\n\nupstream's side:\n{}",
+        report.join("\n"),
+        shown.join("\n")
+    );
+}
