@@ -10,7 +10,7 @@
 //! on the PATH; without it these tests print one line and pass.
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -46,16 +46,30 @@ pub fn helm() -> Option<&'static PathBuf> {
     .as_ref()
 }
 
+/// `helm VERB RELEASE? charts/jobwarden --namespace NAMESPACE ARGS...`, its output whatever it is.
+fn helm_on_chart(
+    helm: &PathBuf,
+    verb_and_release: &[&str],
+    namespace: &str,
+    args: &[&str],
+) -> Output {
+    Command::new(helm)
+        .args(verb_and_release)
+        .arg(root().join(CHART))
+        .args(["--namespace", namespace])
+        .args(args)
+        .output()
+        .expect("helm runs")
+}
+
+/// `--set` for each of `set`.
+fn set_args<'s>(set: &[&'s str]) -> Vec<&'s str> {
+    set.iter().flat_map(|s| ["--set", s]).collect()
+}
+
 /// `helm template` of the chart, every object (hooks included).
 pub fn template(helm: &PathBuf, release: &str, namespace: &str, set: &[&str]) -> Vec<Value> {
-    let mut cmd = Command::new(helm);
-    cmd.args(["template", release])
-        .arg(root().join(CHART))
-        .args(["--namespace", namespace]);
-    for s in set {
-        cmd.args(["--set", s]);
-    }
-    let out = cmd.output().expect("helm runs");
+    let out = helm_on_chart(helm, &["template", release], namespace, &set_args(set));
     assert!(
         out.status.success(),
         "helm template {set:?}: {}",
@@ -199,12 +213,7 @@ fn assert_same_objects(what: &str, kustomize: &[Value], chart: &[Value]) {
 fn helm_lint_passes_with_both_layouts() {
     let Some(helm) = helm() else { return };
     for set in [&[][..], &["split=true"][..]] {
-        let mut cmd = Command::new(helm);
-        cmd.args(["lint", "--strict"]).arg(root().join(CHART));
-        for s in set {
-            cmd.args(["--set", s]);
-        }
-        let out = cmd.output().expect("helm runs");
+        let out = helm_on_chart(helm, &["lint", "--strict"], NAMESPACE, &set_args(set));
         assert!(
             out.status.success(),
             "helm lint --strict {set:?}: {}{}",
@@ -455,12 +464,7 @@ fn the_values_schema_refuses_mistyped_values() {
         ("webhook.replica=3", "replica"),
         ("tls.certManager.duration=90d", "/tls/certManager/duration"),
     ] {
-        let out = Command::new(helm)
-            .args(["template", RELEASE])
-            .arg(root().join(CHART))
-            .args(["--set", set])
-            .output()
-            .expect("helm runs");
+        let out = helm_on_chart(helm, &["template", RELEASE], NAMESPACE, &["--set", set]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             !out.status.success() && err.contains(complaint),
@@ -468,12 +472,12 @@ fn the_values_schema_refuses_mistyped_values() {
         );
     }
     // Without cert-manager, the Secret and its CA must be named.
-    let out = Command::new(helm)
-        .args(["template", RELEASE])
-        .arg(root().join(CHART))
-        .args(["--set", "tls.certManager.enabled=false"])
-        .output()
-        .expect("helm runs");
+    let out = helm_on_chart(
+        helm,
+        &["template", RELEASE],
+        NAMESPACE,
+        &["--set", "tls.certManager.enabled=false"],
+    );
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("tls.existingSecret is required"));
 }
@@ -486,16 +490,20 @@ fn a_certificate_secret_of_ones_own_replaces_cert_manager() {
     let pem = "-----BEGIN CERTIFICATE-----\nbytes to carry\n-----END CERTIFICATE-----\n";
     let ca = std::env::temp_dir().join(format!("jobwarden-chart-ca-{}.pem", std::process::id()));
     std::fs::write(&ca, pem).expect("write the CA");
-    let out = Command::new(helm)
-        .args(["template", RELEASE])
-        .arg(root().join(CHART))
-        .args(["--namespace", NAMESPACE])
-        .args(["--set", "tls.certManager.enabled=false"])
-        .args(["--set", "tls.existingSecret=corp-tls"])
-        .arg("--set-file")
-        .arg(format!("tls.caBundle={}", ca.display()))
-        .output()
-        .expect("helm runs");
+    let ca_bundle = format!("tls.caBundle={}", ca.display());
+    let out = helm_on_chart(
+        helm,
+        &["template", RELEASE],
+        NAMESPACE,
+        &[
+            "--set",
+            "tls.certManager.enabled=false",
+            "--set",
+            "tls.existingSecret=corp-tls",
+            "--set-file",
+            &ca_bundle,
+        ],
+    );
     let _ = std::fs::remove_file(&ca);
     assert!(
         out.status.success(),
@@ -592,8 +600,6 @@ fn run_kubectl(
     drop(input);
     child.wait_with_output().expect("kubectl finishes")
 }
-
-use std::process::Output;
 
 /// Every object the chart renders (hooks, webhook configurations and the monitoring objects
 /// included, both layouts) passes a server-side dry run on a real kube-apiserver v1.36, in a
