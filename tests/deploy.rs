@@ -9,6 +9,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+#[path = "deploy/chart.rs"]
+mod chart;
 #[path = "deploy/docs_tables.rs"]
 mod docs_tables;
 #[path = "deploy/kubectl.rs"]
@@ -79,6 +81,8 @@ fn check_installs_hold_no_webhook_configuration(r: &Renders) {
             );
         }
     }
+    // Named after the Service they call, as every install names both.
+    let service = name(webhook_service(&r.combined));
     let kinds: Vec<(&str, &str)> = r.webhooks.iter().map(|o| (kind(o), name(o))).collect();
     assert_eq!(
         kinds.len(),
@@ -87,8 +91,8 @@ fn check_installs_hold_no_webhook_configuration(r: &Renders) {
     );
     for k in WEBHOOK_KINDS {
         assert!(
-            kinds.contains(&(k, "jobwarden")),
-            "{WEBHOOKS} lacks {k} jobwarden: {kinds:?}"
+            kinds.contains(&(k, service)),
+            "{WEBHOOKS} lacks {k} {service}: {kinds:?}"
         );
     }
 }

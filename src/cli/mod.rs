@@ -12,13 +12,14 @@ mod simulate;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
     name = "jobwarden",
     version,
-    about = "Guards and runs Kubernetes batch/v1 Jobs"
+    about = "Guards and runs Kubernetes batch/v1 Jobs",
+    after_help = KUBECTL_PLUGIN_HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -40,6 +41,22 @@ enum Command {
     Simulate(simulate::SimulateArgs),
     /// Run the admission webhook (HTTPS) and, when a cluster is reachable, the Job controller.
     Serve(Box<serve::ServeCommand>),
+}
+
+/// The command line, its usage and errors naming the binary as it was called: `kubectl
+/// jobwarden` when kubectl runs it as its plugin (kubectl executes `kubectl-jobwarden` from the
+/// PATH with that path as argv[0]).
+fn parse() -> Cli {
+    let mut command = Cli::command();
+    let invoked_as = std::env::args_os()
+        .next()
+        .map(std::path::PathBuf::from)
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()));
+    if invoked_as.as_deref() == Some(KUBECTL_PLUGIN) {
+        command = command.bin_name("kubectl jobwarden");
+    }
+    let matches = command.get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 /// How `check` and `audit` print what they find.
@@ -68,8 +85,17 @@ impl From<Outcome> for ExitCode {
     }
 }
 
+/// The file name kubectl looks for on the PATH to run `kubectl jobwarden`.
+const KUBECTL_PLUGIN: &str = "kubectl-jobwarden";
+
+const KUBECTL_PLUGIN_HELP: &str = "\
+As a kubectl plugin: put the binary on the PATH as kubectl-jobwarden (a copy or a symlink), then
+run `kubectl jobwarden check|review|audit|simulate ...`. kubectl passes the arguments on
+unchanged; `audit` takes --kubeconfig and --context after the subcommand
+(`kubectl jobwarden audit --context prod`).";
+
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
     let outcome = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Review(args) => review::run(&args),
