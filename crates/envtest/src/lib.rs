@@ -54,6 +54,9 @@ pub struct Options {
     pub audit_log: bool,
     /// Also start kube-controller-manager.
     pub upstream_controller: bool,
+    /// Its `--controllers` ([`UPSTREAM_CONTROLLERS`] when `None`): the scale benchmark runs the
+    /// Job controller alone, so that the process's CPU is the Job controller's.
+    pub controllers: Option<&'static str>,
 }
 
 pub struct ControlPlane {
@@ -68,6 +71,7 @@ struct Owned {
     pki: pki::Pki,
     pids: Mutex<Vec<u32>>,
     controller_manager: OnceLock<Result<(), String>>,
+    controllers: &'static str,
     audit_log: bool,
     /// A shared control plane is cleaned up at exit, not on drop.
     shared: bool,
@@ -162,6 +166,14 @@ impl ControlPlane {
         self.owned.as_ref().map(|o| o.dir.as_path())
     }
 
+    /// The process ids of the components started, in start order (etcd, kube-apiserver,
+    /// kube-controller-manager); empty for an outside cluster.
+    pub fn pids(&self) -> Vec<u32> {
+        self.owned.as_ref().map_or_else(Vec::new, |o| {
+            o.pids.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        })
+    }
+
     /// kube-apiserver's audit log, when [`Options::audit_log`] asked for one.
     pub fn audit_log(&self) -> Option<PathBuf> {
         let owned = self.owned.as_ref().filter(|o| o.audit_log)?;
@@ -184,7 +196,8 @@ impl ControlPlane {
             .controller_manager
             .get_or_init(|| {
                 let kubeconfig = self.kubeconfig.clone();
-                let (bin, dir) = (owned.bin.clone(), owned.dir.clone());
+                let (bin, dir, controllers) =
+                    (owned.bin.clone(), owned.dir.clone(), owned.controllers);
                 let (kcm_kubeconfig, sa_key, ca) = (
                     owned.pki.kcm_kubeconfig.clone(),
                     owned.pki.service_account_key.clone(),
@@ -200,7 +213,7 @@ impl ControlPlane {
                         "--bind-address=127.0.0.1".to_owned(),
                         format!("--secure-port={port}"),
                         format!("--cert-dir={}", dir.join("kcm-certs").display()),
-                        format!("--controllers={UPSTREAM_CONTROLLERS}"),
+                        format!("--controllers={controllers}"),
                         "--leader-elect=false".to_owned(),
                         "--use-service-account-credentials=false".to_owned(),
                         format!("--service-account-private-key-file={}", sa_key.display()),
@@ -210,15 +223,20 @@ impl ControlPlane {
                     ];
                     let log = dir.join("logs/kube-controller-manager.log");
                     let pid = process::spawn(&bin.join("kube-controller-manager"), &args, &log)?;
-                    Ok::<_, String>((pid, log))
+                    Ok::<_, String>((pid, port, log))
                 })?;
-                let (pid, log) = pid;
+                let (pid, port, log) = pid;
                 owned
                     .pids
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .push(pid);
-                wait_for_service_accounts(&kubeconfig, pid).map_err(|e| {
+                let ready = if controllers.contains("serviceaccount-controller") {
+                    wait_for_service_accounts(&kubeconfig, pid)
+                } else {
+                    wait_for_healthz(port, pid)
+                };
+                ready.map_err(|e| {
                     format!(
                         "{e}; the end of {}:\n{}",
                         log.display(),
@@ -341,6 +359,7 @@ fn launch_on_keeper(options: Options, shared: bool) -> Result<ControlPlane, Stri
         pki,
         pids: Mutex::new(Vec::new()),
         controller_manager: OnceLock::new(),
+        controllers: options.controllers.unwrap_or(UPSTREAM_CONTROLLERS),
         audit_log: options.audit_log,
         shared,
     };
@@ -466,22 +485,41 @@ fn wait_for_port(port: u16, pid: u32) -> Result<(), String> {
 /// Polls `/readyz` with the admin's credentials until it says `ok`.
 fn wait_for_readyz(kubeconfig: &Path, pid: u32) -> Result<(), String> {
     with_client(kubeconfig, move |client| async move {
-        let started = Instant::now();
-        loop {
-            let request = http::Request::get("/readyz")
-                .body(Vec::new())
-                .map_err(|e| e.to_string())?;
-            if client.request_text(request).await.is_ok_and(|t| t == "ok") {
-                return Ok(());
-            }
-            if !process::running(pid) {
-                return Err("exited".to_owned());
-            }
-            if started.elapsed() > START_TIMEOUT {
-                return Err(format!("/readyz not ok after {START_TIMEOUT:?}"));
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
+        poll_ok(&client, "/readyz", pid).await
+    })
+}
+
+/// Polls `path` until it answers `ok`, while the process `pid` runs.
+async fn poll_ok(client: &Client, path: &str, pid: u32) -> Result<(), String> {
+    let started = Instant::now();
+    loop {
+        let request = http::Request::get(path)
+            .body(Vec::new())
+            .map_err(|e| e.to_string())?;
+        if client.request_text(request).await.is_ok_and(|t| t == "ok") {
+            return Ok(());
         }
+        if !process::running(pid) {
+            return Err("exited".to_owned());
+        }
+        if started.elapsed() > START_TIMEOUT {
+            return Err(format!("{path} not ok after {START_TIMEOUT:?}"));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Polls kube-controller-manager's `/healthz` (its serving certificate is self-signed, and
+/// `/healthz` needs no credentials).
+fn wait_for_healthz(port: u16, pid: u32) -> Result<(), String> {
+    off_runtime(move || async move {
+        let uri: http::Uri = format!("https://127.0.0.1:{port}")
+            .parse()
+            .map_err(|e| format!("{e}"))?;
+        let mut config = Config::new(uri);
+        config.accept_invalid_certs = true;
+        let client = Client::try_from(config).map_err(|e| e.to_string())?;
+        poll_ok(&client, "/healthz", pid).await
     })
 }
 
@@ -520,27 +558,37 @@ fn wait_for_service_accounts(kubeconfig: &Path, pid: u32) -> Result<(), String> 
     })
 }
 
-/// Runs `f` with an admin client on a runtime of its own, off any runtime the caller is in.
+/// Runs `f` with an admin client, off any runtime the caller is in.
 fn with_client<F, Fut>(kubeconfig: &Path, f: F) -> Result<(), String>
 where
     F: FnOnce(Client) -> Fut + Send + 'static,
     Fut: Future<Output = Result<(), String>>,
 {
     let kubeconfig = kubeconfig.to_owned();
+    off_runtime(move || async move {
+        let file = Kubeconfig::read_from(&kubeconfig).map_err(|e| e.to_string())?;
+        let config = Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let client = Client::try_from(config).map_err(|e| e.to_string())?;
+        f(client).await
+    })
+}
+
+/// Runs `f` to the end on a thread and runtime of its own: the caller may be a test's tokio
+/// runtime, which cannot block on another.
+fn off_runtime<F, Fut>(f: F) -> Result<(), String>
+where
+    F: FnOnce() -> Fut + Send,
+    Fut: Future<Output = Result<(), String>>,
+{
     let run = move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| format!("a runtime: {e}"))?;
-        runtime.block_on(async move {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let file = Kubeconfig::read_from(&kubeconfig).map_err(|e| e.to_string())?;
-            let config = Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
-                .await
-                .map_err(|e| e.to_string())?;
-            let client = Client::try_from(config).map_err(|e| e.to_string())?;
-            f(client).await
-        })
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        runtime.block_on(f())
     };
     std::thread::scope(|s| s.spawn(run).join())
         .unwrap_or_else(|_| Err("the readiness check panicked".to_owned()))
