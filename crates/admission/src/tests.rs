@@ -373,8 +373,10 @@ fn named_rules_on_a_job_jobwarden_does_not_run_get_a_warning() {
 
 #[test]
 fn success_rule_settings_that_do_nothing_get_a_warning() {
-    let mut object = job(json!({"completionMode": "Indexed", "completions": 2, "parallelism": 2,
-        "successPolicy": {"rules": [{"succeededIndexes": "0"}]}}));
+    let mut object = job(
+        json!({"completionMode": "Indexed", "completions": 2, "parallelism": 2,
+        "successPolicy": {"rules": [{"succeededIndexes": "0"}]}}),
+    );
     object["metadata"]["annotations"] = json!({
         "jobwarden.io/success-policy-rule-reasons": "[\"LeaderSucceeded\"]",
         "jobwarden.io/success-policy-when-achieved": "[\"Continue\"]",

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::field::{BadValue, FieldError, FieldPath};
 use super::{
-    ErrorList, JobObject, condition, go_json, job_spec, rule_names, semantic, success_rule_settings,
-    template_update,
+    ErrorList, JobObject, condition, go_json, job_spec, rule_names, semantic,
+    success_rule_settings, template_update,
 };
 
 fn int_or_null(v: Option<i32>) -> BadValue {

@@ -120,9 +120,8 @@ pub fn any_set(job: &JobObject<'_>) -> bool {
 fn reason_problems(reason: &str) -> Vec<String> {
     let mut problems = names::condition_reason(reason);
     if RESERVED_REASONS.contains(&reason) || reason.starts_with(rule_names::REASON_PREFIX) {
-        problems.push(
-            "must not be a reason the Job controller gives for another outcome".to_owned(),
-        );
+        problems
+            .push("must not be a reason the Job controller gives for another outcome".to_owned());
     }
     problems
 }
@@ -235,7 +234,11 @@ mod tests {
             ),
             (Some(r#"["Same", "Same"]"#), None, 2),
             (Some(r#"[null, "", "Third"]"#), Some("[]"), 3),
-            (Some(r#"["OnlyFirst"]"#), Some(r#"["ContinueWithRecreations"]"#), 3),
+            (
+                Some(r#"["OnlyFirst"]"#),
+                Some(r#"["ContinueWithRecreations"]"#),
+                3,
+            ),
             (Some(r#"["SuccessPolicy"]"#), None, 1),
             (Some(r#"["a:b,c_1"]"#), None, 1),
             (Some(longest.as_str()), None, 1),
@@ -359,7 +362,12 @@ mod tests {
         let job = JobObject::parse(&raw).expect("parses");
         assert_eq!(
             (0..4).map(|i| reason(&job, i)).collect::<Vec<_>>(),
-            ["LeaderSucceeded", "SuccessPolicy", "SuccessPolicy", "SuccessPolicy"]
+            [
+                "LeaderSucceeded",
+                "SuccessPolicy",
+                "SuccessPolicy",
+                "SuccessPolicy"
+            ]
         );
         assert_eq!(
             (0..4).map(|i| when_achieved(&job, i)).collect::<Vec<_>>(),

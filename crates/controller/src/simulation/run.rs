@@ -132,7 +132,7 @@ pub fn simulate(
     let suspended = parsed.is_suspended();
 
     let config = PlanConfig {
-        rule_named_reasons: runner.controller == Controller::Jobwarden,
+        jobwarden_extensions: runner.controller == Controller::Jobwarden,
         ..PlanConfig::default()
     };
     let replica = Replica::start(cluster.clone(), config);
