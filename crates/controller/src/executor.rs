@@ -1,13 +1,17 @@
-//! Applies a `Plan` through a `ClusterApi`, in the order that keeps every pod outcome counted
-//! exactly once: status, then finalizers, then deletions, then creations. It decides nothing
-//! itself, never writes a status that breaks the status-transition rules, and reports exactly
-//! which writes were made, so the caller's expectations match what the API server will show.
-//! Pods are created in slow-start batches (1, 2, 4, …) as upstream's `manageJob` does, so a
-//! quota or an admission webhook refusing pods stops the burst after the first failure.
+//! Applies a `Plan` through a `ClusterApi`: creations, then the status, then finalizers, then
+//! deletions. Pods come first, as in upstream's `syncJob` (`manageJob` before the status
+//! write), so `status.active` counts only pods that exist: when a creation fails, the status
+//! written counts the pods that were made. The status comes before the finalizers, which keeps
+//! every pod outcome counted exactly once. The executor decides nothing itself, never writes a
+//! status that breaks the status-transition rules, and reports exactly which writes were made,
+//! so the caller's expectations match what the API server will show. Pods are created in
+//! slow-start batches (1, 2, 4, …) as upstream's `manageJob` does, so a quota or an admission
+//! webhook refusing pods stops the burst after the first failure.
 
 use futures::StreamExt as _;
 use futures::future::join_all;
 use jobwarden_rules::JobObject;
+use k8s_openapi::api::batch::v1::JobStatus;
 use serde_json::Value;
 
 use crate::cluster_api::{ApiError, ClusterApi};
@@ -53,7 +57,11 @@ pub struct Applied {
     pub deleted: Vec<PodRef>,
     /// Names of the pods created.
     pub created: Vec<String>,
-    /// The first failed write; the steps after it were not attempted.
+    /// Why the creations stopped short of the plan. The status, finalizer and deletion steps
+    /// still ran, as upstream's sync goes on to its status write after a `manageJob` error.
+    pub create_error: Option<ApiError>,
+    /// The first failed write of the status, finalizer and deletion steps; the steps after it
+    /// were not attempted.
     pub error: Option<ApplyError>,
 }
 
@@ -88,8 +96,9 @@ fn gone_is_fine(r: Result<(), ApiError>) -> Result<(), ApiError> {
     }
 }
 
-/// Applies `plan` to the Job `stored` (its raw JSON as cached). Stops after the first step
-/// with a failed write: the next `plan` starts from whatever the API then holds.
+/// Applies `plan` to the Job `stored` (its raw JSON as cached). Stops after the first failed
+/// write of the status, finalizer and deletion steps: the next `plan` starts from whatever the
+/// API then holds.
 pub async fn apply<A: ClusterApi>(api: &A, stored: &Value, plan: &Plan) -> Applied {
     let meta = stored.get("metadata");
     let field = |k: &str| {
@@ -100,8 +109,11 @@ pub async fn apply<A: ClusterApi>(api: &A, stored: &Value, plan: &Plan) -> Appli
     let (namespace, name) = (field("namespace"), field("name"));
     let mut done = Applied::default();
 
-    if let Some(status) = &plan.status {
-        let patch = match status_patch(stored, status) {
+    create_pods(api, namespace, plan, &mut done).await;
+
+    let not_created = plan.create.len().saturating_sub(done.created.len());
+    if let Some(status) = status_to_write(stored, plan, not_created) {
+        let patch = match status_patch(stored, &status) {
             Ok(p) => p,
             Err(e) => {
                 done.error = Some(e.into());
@@ -159,30 +171,48 @@ pub async fn apply<A: ClusterApi>(api: &A, stored: &Value, plan: &Plan) -> Appli
     if let Some(e) = first_error {
         return done.failed("deleting a pod", e);
     }
+    done
+}
 
-    // Upstream's slow start: batches of 1, 2, 4, …; a batch with a failure ends the burst.
+/// Upstream's slow start: batches of 1, 2, 4, …; a batch with a failure ends the burst.
+async fn create_pods<A: ClusterApi>(api: &A, namespace: &str, plan: &Plan, done: &mut Applied) {
     let mut pending = plan.create.iter();
     let mut batch = 1;
     loop {
         let chunk: Vec<_> = pending.by_ref().take(batch).collect();
         if chunk.is_empty() {
-            break;
+            return;
         }
         let results = join_all(chunk.iter().map(|c| api.create_pod(namespace, &c.pod))).await;
         for r in results {
             match r {
                 Ok(pod_name) => done.created.push(pod_name),
                 Err(e) => {
-                    first_error.get_or_insert(e);
+                    done.create_error.get_or_insert(e);
                 }
             }
         }
-        if let Some(e) = first_error {
-            return done.failed("creating a pod", e);
+        if done.create_error.is_some() {
+            return;
         }
         batch *= 2;
     }
-    done
+}
+
+/// The planned status, with `active` counting only the pods that were created. A plan that
+/// changes nothing else still needs a write when creations fell short: the stored `active`
+/// may already count them.
+fn status_to_write(stored: &Value, plan: &Plan, not_created: usize) -> Option<JobStatus> {
+    if not_created == 0 {
+        return plan.status.clone();
+    }
+    let mut status = match &plan.status {
+        Some(s) => s.clone(),
+        None => serde_json::from_value(stored.get("status")?.clone()).ok()?,
+    };
+    let missing = i32::try_from(not_created).unwrap_or(i32::MAX);
+    status.active = Some(status.active.unwrap_or(0).saturating_sub(missing).max(0));
+    Some(status)
 }
 
 /// Runs the writes, a bounded number at a time; results in their order.

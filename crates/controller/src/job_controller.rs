@@ -272,14 +272,19 @@ impl<A: ClusterApi> JobController<A> {
             events_written,
             finished: p.finished.clone().filter(|_| applied.status_written),
         };
-        match applied.error {
-            Some(e) => {
+        match (applied.error, applied.create_error) {
+            (Some(e), _) => {
                 if let ApplyError::InvalidStatus(_) = &e {
                     self.metrics.rejected_status_writes.inc();
                 }
                 Err(e.into())
             }
-            None => Ok(report),
+            (None, Some(source)) => Err(ApplyError::Api {
+                step: "creating a pod",
+                source,
+            }
+            .into()),
+            (None, None) => Ok(report),
         }
     }
 
@@ -332,11 +337,7 @@ impl<A: ClusterApi> JobController<A> {
                 pods_message("Created", &applied.created),
             ));
         }
-        if let Some(ApplyError::Api {
-            step: "creating a pod",
-            source,
-        }) = &applied.error
-        {
+        if let Some(source) = &applied.create_error {
             records.push(EventRecord {
                 warning: true,
                 reason: "FailedCreate".to_owned(),

@@ -3,11 +3,11 @@
 use std::time::Duration;
 
 use jobwarden_controller::{ControllerConfig, ControllerMetrics};
+use jobwarden_envtest::ControlPlane;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config, ResourceExt};
+use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::delegated_job::delegated_job;
@@ -26,27 +26,11 @@ pub struct Env {
 }
 
 pub async fn setup(scenario: &str) -> Option<Env> {
-    let Ok(path) = std::env::var("JOBWARDEN_E2E_KUBECONFIG") else {
-        eprintln!("skipping {scenario}: JOBWARDEN_E2E_KUBECONFIG is not set");
-        return None;
-    };
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let kubeconfig = Kubeconfig::read_from(path).expect("the kubeconfig reads");
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .expect("the kubeconfig is usable");
-    let client = Client::try_from(config).expect("a client");
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() % 1_000_000)
-        .unwrap_or(0);
-    let ns = format!("jobwarden-e2e-{scenario}-{stamp}");
-    let namespace: Namespace =
-        serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace");
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await
-        .expect("the namespace is created");
+    let plane = ControlPlane::shared()?;
+    let client = plane.client().await;
+    let ns = plane
+        .create_namespace(&client, &format!("jobwarden-e2e-{scenario}"))
+        .await;
     let controller = format!("jobwarden.io/e2e-{scenario}");
     let config = ControllerConfig {
         controller_name: controller.clone(),

@@ -1,0 +1,569 @@
+//! A real Kubernetes control plane for jobwarden's end-to-end tests, the way
+//! controller-runtime's *envtest* gives one to Go controllers: etcd and kube-apiserver (and, for
+//! the differential tests, kube-controller-manager with upstream's Job controller) started
+//! from a folder of binaries on free loopback ports, with a certificate authority and an admin
+//! kubeconfig made fresh for the run.
+//!
+//! ```no_run
+//! # async fn t() {
+//! let Some(plane) = jobwarden_envtest::ControlPlane::shared() else {
+//!     return; // no binaries and no JOBWARDEN_E2E_KUBECONFIG: one line said how to get them
+//! };
+//! let client = plane.client().await;
+//! let ns = plane.create_namespace(&client, "my-test").await;
+//! # }
+//! ```
+//!
+//! * [`ControlPlane::shared`] starts one control plane per test binary, the first time a test
+//!   asks, and stops it when the binary exits, however it exits (`process`).
+//! * [`ControlPlane::shared_with_upstream`] also starts kube-controller-manager.
+//! * [`ControlPlane::start`] gives a control plane of one's own (the scale benchmark), stopped
+//!   when dropped.
+//!
+//! Where the binaries come from: `JOBWARDEN_ENVTEST_BIN`, else
+//! `${JOBWARDEN_ENVTEST_DIR:-~/.cache/jobwarden-envtest}/bin`, the folder that
+//! `../shared/tools/kube-envtest/build.sh` fills (docs/development.md). With
+//! `JOBWARDEN_E2E_KUBECONFIG` set, the tests use that cluster instead and start nothing.
+
+mod pki;
+mod process;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use kube::api::{Api, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+/// How long a component may take to become ready on a busy two-core machine.
+const START_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// The controllers kube-controller-manager runs: upstream's Job controller and what a
+/// namespace of Jobs needs around it (deletion, owner references, service accounts).
+pub const UPSTREAM_CONTROLLERS: &str = "job,namespace-controller,garbage-collector-controller,\
+                                        serviceaccount-controller,serviceaccount-token-controller";
+
+/// What a control plane of one's own runs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// kube-apiserver writes an audit log (JSON, metadata level, leases left out), as
+    /// kube-envtest's `AUDIT=1` does, for counting requests per client.
+    pub audit_log: bool,
+    /// Also start kube-controller-manager.
+    pub upstream_controller: bool,
+}
+
+pub struct ControlPlane {
+    kubeconfig: PathBuf,
+    /// `None` for a cluster named by `JOBWARDEN_E2E_KUBECONFIG`.
+    owned: Option<Owned>,
+}
+
+struct Owned {
+    dir: PathBuf,
+    bin: PathBuf,
+    pki: pki::Pki,
+    pids: Mutex<Vec<u32>>,
+    controller_manager: OnceLock<Result<(), String>>,
+    audit_log: bool,
+    /// A shared control plane is cleaned up at exit, not on drop.
+    shared: bool,
+}
+
+/// The shared control plane, or why it did not start (every test that asks is told).
+static SHARED: OnceLock<Result<Option<ControlPlane>, String>> = OnceLock::new();
+
+impl ControlPlane {
+    /// This test binary's control plane: `JOBWARDEN_E2E_KUBECONFIG`'s cluster, else etcd and
+    /// kube-apiserver started on first use. `None` (after one line on stderr saying how to get
+    /// the binaries) when neither is there. Panics, with the component's log, when the
+    /// binaries are there but do not start: that is a failure, not a skip.
+    pub fn shared() -> Option<&'static ControlPlane> {
+        SHARED
+            .get_or_init(|| {
+                if let Some(path) = std::env::var_os("JOBWARDEN_E2E_KUBECONFIG") {
+                    return Ok(Some(ControlPlane {
+                        kubeconfig: PathBuf::from(path),
+                        owned: None,
+                    }));
+                }
+                if !binaries_present() {
+                    eprintln!("{}", skip_message());
+                    return Ok(None);
+                }
+                ControlPlane::launch(Options::default(), true).map(Some)
+            })
+            .as_ref()
+            .unwrap_or_else(|e| panic!("the envtest control plane did not start: {e}"))
+            .as_ref()
+    }
+
+    /// [`shared`](Self::shared), with kube-controller-manager running upstream's Job
+    /// controller beside it (a cluster named by `JOBWARDEN_E2E_KUBECONFIG` is taken to run
+    /// its own).
+    pub fn shared_with_upstream() -> Option<&'static ControlPlane> {
+        let plane = ControlPlane::shared()?;
+        if plane.owned.is_some() && !bin_dir().join("kube-controller-manager").is_file() {
+            eprintln!("{}", skip_message());
+            return None;
+        }
+        if let Err(e) = plane.start_upstream_controller() {
+            panic!("kube-controller-manager did not start: {e}");
+        }
+        Some(plane)
+    }
+
+    /// A control plane of one's own, stopped and removed when dropped.
+    pub fn start(options: Options) -> Result<ControlPlane, String> {
+        let kcm = bin_dir().join("kube-controller-manager");
+        if !binaries_present() || (options.upstream_controller && !kcm.is_file()) {
+            return Err(skip_message());
+        }
+        let plane = ControlPlane::launch(options, false)?;
+        if options.upstream_controller {
+            plane.start_upstream_controller()?;
+        }
+        Ok(plane)
+    }
+
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// A client for the admin, made in the caller's runtime.
+    pub async fn client(&self) -> Client {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let file = Kubeconfig::read_from(&self.kubeconfig).expect("the kubeconfig reads");
+        let config = Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+            .await
+            .expect("the kubeconfig is usable");
+        Client::try_from(config).expect("a client")
+    }
+
+    /// `kubectl --kubeconfig …`: the v1.36.2 kubectl built beside the server when there is
+    /// one, else the one on the PATH.
+    pub fn kubectl(&self) -> Command {
+        let built = bin_dir().join("kubectl");
+        let mut command = if built.is_file() {
+            Command::new(built)
+        } else {
+            Command::new("kubectl")
+        };
+        command.arg("--kubeconfig").arg(&self.kubeconfig);
+        command
+    }
+
+    /// The folder of a started control plane (logs, PKI, etcd data); `None` for an outside
+    /// cluster.
+    pub fn dir(&self) -> Option<&Path> {
+        self.owned.as_ref().map(|o| o.dir.as_path())
+    }
+
+    /// kube-apiserver's audit log, when [`Options::audit_log`] asked for one.
+    pub fn audit_log(&self) -> Option<PathBuf> {
+        let owned = self.owned.as_ref().filter(|o| o.audit_log)?;
+        Some(owned.dir.join("logs/audit.log"))
+    }
+
+    /// The CA that signed the API server's certificate, PEM; `None` for an outside cluster.
+    pub fn ca_pem(&self) -> Option<String> {
+        let owned = self.owned.as_ref()?;
+        std::fs::read_to_string(&owned.pki.ca_cert).ok()
+    }
+
+    /// Starts kube-controller-manager (once; later calls return the first result) and waits
+    /// until its controllers act: a namespace gets its `default` ServiceAccount.
+    pub fn start_upstream_controller(&self) -> Result<(), String> {
+        let Some(owned) = &self.owned else {
+            return Ok(());
+        };
+        owned
+            .controller_manager
+            .get_or_init(|| {
+                let kubeconfig = self.kubeconfig.clone();
+                let (bin, dir) = (owned.bin.clone(), owned.dir.clone());
+                let (kcm_kubeconfig, sa_key, ca) = (
+                    owned.pki.kcm_kubeconfig.clone(),
+                    owned.pki.service_account_key.clone(),
+                    owned.pki.ca_cert.clone(),
+                );
+                let pid = process::on_keeper(move || {
+                    let port = process::free_port()?;
+                    let kubeconfig_arg = format!("--kubeconfig={}", kcm_kubeconfig.display());
+                    let args = vec![
+                        kubeconfig_arg.clone(),
+                        format!("--authentication-kubeconfig={}", kcm_kubeconfig.display()),
+                        format!("--authorization-kubeconfig={}", kcm_kubeconfig.display()),
+                        "--bind-address=127.0.0.1".to_owned(),
+                        format!("--secure-port={port}"),
+                        format!("--cert-dir={}", dir.join("kcm-certs").display()),
+                        format!("--controllers={UPSTREAM_CONTROLLERS}"),
+                        "--leader-elect=false".to_owned(),
+                        "--use-service-account-credentials=false".to_owned(),
+                        format!("--service-account-private-key-file={}", sa_key.display()),
+                        format!("--root-ca-file={}", ca.display()),
+                        "--service-cluster-ip-range=10.96.0.0/16".to_owned(),
+                        "--v=2".to_owned(),
+                    ];
+                    let log = dir.join("logs/kube-controller-manager.log");
+                    let pid = process::spawn(&bin.join("kube-controller-manager"), &args, &log)?;
+                    Ok::<_, String>((pid, log))
+                })?;
+                let (pid, log) = pid;
+                owned
+                    .pids
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(pid);
+                wait_for_service_accounts(&kubeconfig, pid).map_err(|e| {
+                    format!(
+                        "{e}; the end of {}:\n{}",
+                        log.display(),
+                        process::tail(&log, 40)
+                    )
+                })
+            })
+            .clone()
+    }
+
+    /// Whether kube-controller-manager runs beside the API server (always taken to be so for
+    /// an outside cluster).
+    pub fn has_upstream_controller(&self) -> bool {
+        self.owned
+            .as_ref()
+            .is_none_or(|o| matches!(o.controller_manager.get(), Some(Ok(()))))
+    }
+
+    /// A new namespace named after `prefix`, with the `default` ServiceAccount that pods use
+    /// (created here so the test need not wait for kube-controller-manager, or run without it).
+    pub async fn create_namespace(&self, client: &Client, prefix: &str) -> String {
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_micros() % 1_000_000_000)
+            .unwrap_or(0);
+        let name = format!("{prefix}-{stamp}");
+        let namespace: Namespace = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name}
+        }))
+        .expect("a namespace");
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .expect("the namespace is created");
+        let account: ServiceAccount = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "default"}
+        }))
+        .expect("a service account");
+        match Api::<ServiceAccount>::namespaced(client.clone(), &name)
+            .create(&PostParams::default(), &account)
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => panic!("the default ServiceAccount is created: {e}"),
+        }
+        name
+    }
+
+    fn launch(options: Options, shared: bool) -> Result<ControlPlane, String> {
+        process::on_keeper(move || launch_on_keeper(options, shared))
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        if let Some(owned) = self.owned.as_ref().filter(|o| !o.shared) {
+            let pids = owned.pids.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            process::stop(&pids, &owned.dir);
+        }
+    }
+}
+
+/// The folder of binaries: `JOBWARDEN_ENVTEST_BIN`, else kube-envtest's cache.
+pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("JOBWARDEN_ENVTEST_BIN") {
+        return PathBuf::from(dir);
+    }
+    let root = std::env::var_os("JOBWARDEN_ENVTEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+            PathBuf::from(home).join(".cache/jobwarden-envtest")
+        });
+    root.join("bin")
+}
+
+/// Whether etcd and kube-apiserver are in [`bin_dir`] (kube-controller-manager is looked for
+/// when it is asked for).
+pub fn binaries_present() -> bool {
+    ["etcd", "kube-apiserver"]
+        .iter()
+        .all(|b| bin_dir().join(b).is_file())
+}
+
+/// The one line a skipped test prints.
+pub fn skip_message() -> String {
+    format!(
+        "skipped: no control-plane binaries in {} and JOBWARDEN_E2E_KUBECONFIG is not set; \
+         build them with ../shared/tools/kube-envtest/build.sh (docs/development.md)",
+        bin_dir().display()
+    )
+}
+
+fn launch_on_keeper(options: Options, shared: bool) -> Result<ControlPlane, String> {
+    remove_stale_folders();
+    let dir = std::env::temp_dir().join(format!(
+        "jobwarden-envtest-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    std::fs::create_dir_all(dir.join("logs"))
+        .map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    process::remove_at_exit(&dir);
+    let bin = bin_dir();
+
+    let (etcd_port, peer_port, api_port) = (
+        process::free_port()?,
+        process::free_port()?,
+        process::free_port()?,
+    );
+    let server = format!("https://127.0.0.1:{api_port}");
+    let pki = pki::write(&dir, &server)?;
+    let mut owned = Owned {
+        dir: dir.clone(),
+        bin: bin.clone(),
+        pki,
+        pids: Mutex::new(Vec::new()),
+        controller_manager: OnceLock::new(),
+        audit_log: options.audit_log,
+        shared,
+    };
+
+    let etcd_log = dir.join("logs/etcd.log");
+    let etcd = process::spawn(
+        &bin.join("etcd"),
+        &[
+            format!("--data-dir={}", dir.join("etcd").display()),
+            format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"),
+            format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
+            "--unsafe-no-fsync".to_owned(),
+            "--log-level=warn".to_owned(),
+        ],
+        &etcd_log,
+    )?;
+    owned
+        .pids
+        .get_mut()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(etcd);
+    wait_for_port(etcd_port, etcd).map_err(|e| {
+        format!(
+            "etcd: {e}; the end of {}:\n{}",
+            etcd_log.display(),
+            process::tail(&etcd_log, 40)
+        )
+    })?;
+
+    let mut args = apiserver_args(&owned.pki, etcd_port, api_port);
+    if options.audit_log {
+        let policy = dir.join("audit-policy.yaml");
+        std::fs::write(&policy, AUDIT_POLICY)
+            .map_err(|e| format!("writing {}: {e}", policy.display()))?;
+        args.extend([
+            format!("--audit-policy-file={}", policy.display()),
+            format!("--audit-log-path={}", dir.join("logs/audit.log").display()),
+            "--audit-log-format=json".to_owned(),
+            "--audit-log-maxsize=2000".to_owned(),
+        ]);
+    }
+    let api_log = dir.join("logs/kube-apiserver.log");
+    let apiserver = process::spawn(&bin.join("kube-apiserver"), &args, &api_log)?;
+    owned
+        .pids
+        .get_mut()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(apiserver);
+    let kubeconfig = owned.pki.admin_kubeconfig.clone();
+    wait_for_readyz(&kubeconfig, apiserver).map_err(|e| {
+        format!(
+            "kube-apiserver: {e}; the end of {}:\n{}",
+            api_log.display(),
+            process::tail(&api_log, 40)
+        )
+    })?;
+    Ok(ControlPlane {
+        kubeconfig,
+        owned: Some(owned),
+    })
+}
+
+/// kube-apiserver as kube-envtest's start.sh runs it, less the aggregation layer's front
+/// proxy, which no jobwarden test uses.
+fn apiserver_args(pki: &pki::Pki, etcd_port: u16, api_port: u16) -> Vec<String> {
+    let path = |p: &Path| p.display().to_string();
+    vec![
+        format!("--etcd-servers=http://127.0.0.1:{etcd_port}"),
+        "--bind-address=127.0.0.1".to_owned(),
+        "--advertise-address=127.0.0.1".to_owned(),
+        format!("--secure-port={api_port}"),
+        format!("--tls-cert-file={}", path(&pki.apiserver_cert)),
+        format!("--tls-private-key-file={}", path(&pki.apiserver_key)),
+        format!("--client-ca-file={}", path(&pki.ca_cert)),
+        "--authorization-mode=Node,RBAC".to_owned(),
+        "--service-cluster-ip-range=10.96.0.0/16".to_owned(),
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_owned(),
+        format!(
+            "--service-account-key-file={}",
+            path(&pki.service_account_public_key)
+        ),
+        format!(
+            "--service-account-signing-key-file={}",
+            path(&pki.service_account_key)
+        ),
+        "--allow-privileged=true".to_owned(),
+        // A loopback address cannot be the endpoint of the `kubernetes` Service.
+        "--endpoint-reconciler-type=none".to_owned(),
+        "--v=2".to_owned(),
+    ]
+}
+
+const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+- level: None
+  resources:
+  - group: coordination.k8s.io
+    resources: [\"leases\"]
+- level: None
+  nonResourceURLs: [\"/healthz*\", \"/readyz*\", \"/livez*\"]
+- level: Metadata
+";
+
+fn wait_for_port(port: u16, pid: u32) -> Result<(), String> {
+    let started = Instant::now();
+    loop {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        if !process::running(pid) {
+            return Err("exited".to_owned());
+        }
+        if started.elapsed() > START_TIMEOUT {
+            return Err(format!(
+                "not listening on port {port} after {START_TIMEOUT:?}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Polls `/readyz` with the admin's credentials until it says `ok`.
+fn wait_for_readyz(kubeconfig: &Path, pid: u32) -> Result<(), String> {
+    with_client(kubeconfig, move |client| async move {
+        let started = Instant::now();
+        loop {
+            let request = http::Request::get("/readyz")
+                .body(Vec::new())
+                .map_err(|e| e.to_string())?;
+            if client.request_text(request).await.is_ok_and(|t| t == "ok") {
+                return Ok(());
+            }
+            if !process::running(pid) {
+                return Err("exited".to_owned());
+            }
+            if started.elapsed() > START_TIMEOUT {
+                return Err(format!("/readyz not ok after {START_TIMEOUT:?}"));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    })
+}
+
+/// Waits until kube-controller-manager's service-account controller has given a new
+/// namespace its `default` ServiceAccount: its controllers are running.
+fn wait_for_service_accounts(kubeconfig: &Path, pid: u32) -> Result<(), String> {
+    with_client(kubeconfig, move |client| async move {
+        let name = "jobwarden-envtest-probe";
+        let namespace: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": name}}))
+                .map_err(|e| e.to_string())?;
+        match Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => return Err(format!("creating namespace {name}: {e}")),
+        }
+        let accounts = Api::<ServiceAccount>::namespaced(client, name);
+        let started = Instant::now();
+        loop {
+            if accounts.get_opt("default").await.is_ok_and(|a| a.is_some()) {
+                return Ok(());
+            }
+            if !process::running(pid) {
+                return Err("exited".to_owned());
+            }
+            if started.elapsed() > START_TIMEOUT {
+                return Err(format!(
+                    "no default ServiceAccount in {name} after {START_TIMEOUT:?}"
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    })
+}
+
+/// Runs `f` with an admin client on a runtime of its own, off any runtime the caller is in.
+fn with_client<F, Fut>(kubeconfig: &Path, f: F) -> Result<(), String>
+where
+    F: FnOnce(Client) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<(), String>>,
+{
+    let kubeconfig = kubeconfig.to_owned();
+    let run = move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("a runtime: {e}"))?;
+        runtime.block_on(async move {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let file = Kubeconfig::read_from(&kubeconfig).map_err(|e| e.to_string())?;
+            let config = Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            let client = Client::try_from(config).map_err(|e| e.to_string())?;
+            f(client).await
+        })
+    };
+    std::thread::scope(|s| s.spawn(run).join())
+        .unwrap_or_else(|_| Err("the readiness check panicked".to_owned()))
+}
+
+/// Folders left by test binaries that were killed before their exit handler ran.
+fn remove_stale_folders() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("jobwarden-envtest-"))
+        else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
