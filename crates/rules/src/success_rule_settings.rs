@@ -13,8 +13,6 @@
 //! gives for another outcome, so a `Complete` condition never reads like a failure or like
 //! `completions` reached.
 
-use serde_json::Value;
-
 use super::field::{BadValue, FieldError, FieldPath};
 use super::well_known::*;
 use super::{ErrorList, JobObject, names, rule_names};
@@ -70,27 +68,11 @@ impl WhenAchieved {
     }
 }
 
-/// The entries of one of the two annotations (`None` = the default), or why it cannot be read.
-fn parse_list(text: &str) -> Result<Vec<Option<String>>, ()> {
-    let Ok(Value::Array(items)) = serde_json::from_str::<Value>(text) else {
-        return Err(());
-    };
-    items
-        .into_iter()
-        .map(|item| match item {
-            Value::Null => Ok(None),
-            Value::String(s) if s.is_empty() => Ok(None),
-            Value::String(s) => Ok(Some(s)),
-            _ => Err(()),
-        })
-        .collect()
-}
-
 /// The entry for rule `index` of the annotation `key`, ignoring whatever is malformed: the
 /// controller's reading of a Job the webhook has already admitted.
 fn entry(job: &JobObject<'_>, key: &str, index: usize) -> Option<String> {
     job.annotation(key)
-        .and_then(|text| parse_list(text).ok())
+        .and_then(|text| rule_names::parse_annotation(text).ok())
         .and_then(|list| list.into_iter().nth(index))
         .flatten()
 }
@@ -134,7 +116,7 @@ pub fn validate(job: &JobObject<'_>) -> ErrorList {
             continue;
         };
         let path = ANNOTATIONS.key(key);
-        let Ok(entries) = parse_list(text) else {
+        let Ok(entries) = rule_names::parse_annotation(text) else {
             errs.push(FieldError::invalid(
                 &path,
                 BadValue::Str(text.to_owned()),
@@ -195,7 +177,7 @@ pub fn warnings(job: &JobObject<'_>, controller_name: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     const OURS: &str = JOBWARDEN_CONTROLLER_NAME;
 
