@@ -34,6 +34,18 @@ const STORIES: &[(&str, &str)] = &[
         "examples/backoff-limit-per-index.yaml",
         "backoff-limit-per-index",
     ),
+    (
+        "examples/success-policy-leader-workers-reasons.yaml",
+        "leader-workers-continue",
+    ),
+    (
+        "examples/success-policy-leader-workers-reasons.yaml",
+        "leader-workers-terminate",
+    ),
+    (
+        "examples/success-policy-fluid-dynamics.yaml",
+        "fluid-dynamics",
+    ),
 ];
 
 fn bless() -> bool {

@@ -5,7 +5,9 @@
 
 use clap::Args;
 use jobwarden_audit::{Finding, JobRef, Rule, Violation};
-use jobwarden_rules::{DecodeError, ErrorList, JobObject, defaults, warnings};
+use jobwarden_rules::{
+    DecodeError, ErrorList, JobObject, defaults, success_rule_settings, warnings, well_known,
+};
 use serde_json::{Value, json};
 
 use super::input;
@@ -197,6 +199,17 @@ fn as_submitted(raw: &Value) -> Value {
     job
 }
 
+/// Upstream's warnings on a create, and jobwarden's on annotations that will do nothing, as
+/// the webhook gives them for its default controller name.
+fn create_warnings(job: &JobObject<'_>) -> Vec<String> {
+    let mut out = warnings::job_warnings(job, true);
+    out.extend(success_rule_settings::warnings(
+        job,
+        well_known::JOBWARDEN_CONTROLLER_NAME,
+    ));
+    out
+}
+
 /// What validation found: the errors, and upstream's warnings (advice, never a denial).
 pub(super) struct Verdict {
     pub(super) errors: ErrorList,
@@ -210,7 +223,7 @@ pub(super) fn check_create(raw: &Value) -> Result<Verdict, jobwarden_rules::Deco
     let job = JobObject::parse(&job)?;
     Ok(Verdict {
         errors: jobwarden_rules::validate_create(&job),
-        warnings: warnings::job_warnings(&job, true),
+        warnings: create_warnings(&job),
     })
 }
 

@@ -16,7 +16,7 @@ use std::fmt;
 
 use base64::Engine as _;
 use jobwarden_rules::field::invalid_message;
-use jobwarden_rules::{FieldError, JOB_KIND_GROUP, defaults, rule_names};
+use jobwarden_rules::{FieldError, JOB_KIND_GROUP, defaults, rule_names, success_rule_settings};
 use serde::Deserialize as _;
 use serde_json::Value;
 
@@ -444,6 +444,12 @@ impl Reviewer {
                 "metadata.annotations[{}]: pod failure policy rule names take effect only for Jobs with spec.managedBy {:?}; the built-in Job controller ignores them",
                 rule_names::ANNOTATION,
                 self.policy.controller_name
+            ));
+        }
+        if old.is_none() {
+            warnings.extend(success_rule_settings::warnings(
+                &new,
+                &self.policy.controller_name,
             ));
         }
         Decision {

@@ -371,6 +371,50 @@ fn named_rules_on_a_job_jobwarden_does_not_run_get_a_warning() {
     assert_eq!(resp.get("warnings"), None);
 }
 
+#[test]
+fn success_rule_settings_that_do_nothing_get_a_warning() {
+    let mut object = job(
+        json!({"completionMode": "Indexed", "completions": 2, "parallelism": 2,
+        "successPolicy": {"rules": [{"succeededIndexes": "0"}]}}),
+    );
+    object["metadata"]["annotations"] = json!({
+        "jobwarden.io/success-policy-rule-reasons": "[\"LeaderSucceeded\"]",
+        "jobwarden.io/success-policy-when-achieved": "[\"Continue\"]",
+    });
+    let warnings = |object: &Value| {
+        let (resp, _) = review(
+            &Reviewer::default(),
+            Webhook::Validate,
+            &request("CREATE", object.clone(), None),
+        );
+        assert_eq!(resp["allowed"], true, "{resp}");
+        resp.get("warnings").cloned().unwrap_or(Value::Null)
+    };
+    assert_eq!(
+        warnings(&object),
+        json!([
+            "metadata.annotations[jobwarden.io/success-policy-rule-reasons]: success policy rule settings take effect only for Jobs with spec.managedBy \"jobwarden.io/job-controller\"; the built-in Job controller ignores them",
+            "metadata.annotations[jobwarden.io/success-policy-when-achieved]: success policy rule settings take effect only for Jobs with spec.managedBy \"jobwarden.io/job-controller\"; the built-in Job controller ignores them",
+        ])
+    );
+    object["spec"]["managedBy"] = json!("jobwarden.io/job-controller");
+    assert_eq!(warnings(&object), Value::Null);
+    object["metadata"]["annotations"]["jobwarden.io/success-policy-when-achieved"] =
+        json!("[\"Sometimes\"]");
+    let (resp, _) = review(
+        &Reviewer::default(),
+        Webhook::Validate,
+        &request("CREATE", object, None),
+    );
+    assert_eq!(resp["allowed"], false);
+    assert!(
+        resp["status"]["message"].as_str().is_some_and(|m| m.contains(
+            "metadata.annotations[jobwarden.io/success-policy-when-achieved][0]: Unsupported value: \"Sometimes\""
+        )),
+        "{resp}"
+    );
+}
+
 proptest! {
     #[test]
     fn any_bytes_get_an_answer_or_a_reason(body in proptest::collection::vec(any::<u8>(), 0..256)) {

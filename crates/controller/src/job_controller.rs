@@ -23,7 +23,10 @@ use crate::metrics::{ControllerMetrics, CreatedLabels, FinishedLabels, SyncLabel
 use crate::plan::{Finish, InFlight, Plan, PlanConfig, plan};
 use crate::pod_cache::{PodCache, PodObservation};
 use crate::pods::CachedPod;
-use jobwarden_rules::well_known::{INDEXED, NON_INDEXED, REASON_POD_FAILURE_POLICY};
+use jobwarden_rules::well_known::{
+    INDEXED, NON_INDEXED, REASON_COMPLETIONS_REACHED, REASON_POD_FAILURE_POLICY,
+    REASON_SUCCESS_POLICY,
+};
 
 /// How many deleted Jobs' uids are remembered, so their orphaned pods are released without
 /// asking the API server whether the Job is gone.
@@ -399,7 +402,7 @@ impl<A: ClusterApi> JobController<A> {
                         "failed"
                     }
                     .to_owned(),
-                    reason: metric_reason(&finish.reason).to_owned(),
+                    reason: metric_reason(finish).to_owned(),
                 })
                 .inc();
         }
@@ -414,11 +417,20 @@ fn normal(reason: &str, message: String) -> EventRecord {
     }
 }
 
-/// The `reason` label of `jobs_finished`: KEP-4443's rule names are the user's words, so they
-/// are folded into upstream's `PodFailurePolicy` to keep the label's values a small fixed set
-/// (the Job's condition keeps the full reason).
-pub fn metric_reason(reason: &str) -> &str {
-    if reason.starts_with(jobwarden_rules::rule_names::REASON_PREFIX) {
+/// The `reason` label of `jobs_finished`: the reasons users write are folded so the label's
+/// values stay a small fixed set (the Job's condition keeps the full reason). KEP-4443's rule
+/// names fold into upstream's `PodFailurePolicy`, and a success rule's own reason (KEP-3998's
+/// `setSuccessCriterionMetReason`) into upstream's `SuccessPolicy`: a success is
+/// `CompletionsReached` or a success rule's.
+pub fn metric_reason(finish: &Finish) -> &str {
+    let reason = finish.reason.as_str();
+    if finish.succeeded {
+        if reason == REASON_COMPLETIONS_REACHED {
+            reason
+        } else {
+            REASON_SUCCESS_POLICY
+        }
+    } else if reason.starts_with(jobwarden_rules::rule_names::REASON_PREFIX) {
         REASON_POD_FAILURE_POLICY
     } else {
         reason
@@ -428,18 +440,29 @@ pub fn metric_reason(reason: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::metric_reason;
+    use crate::plan::Finish;
+
+    fn label(succeeded: bool, reason: &str) -> String {
+        let finish = Finish {
+            succeeded,
+            reason: reason.to_owned(),
+        };
+        metric_reason(&finish).to_owned()
+    }
 
     #[test]
-    fn named_failure_reasons_fold_into_one_metric_label() {
-        assert_eq!(
-            metric_reason("PodFailurePolicy_ExitCode2"),
-            "PodFailurePolicy"
-        );
-        assert_eq!(metric_reason("PodFailurePolicy_1"), "PodFailurePolicy");
-        assert_eq!(
-            metric_reason("BackoffLimitExceeded"),
-            "BackoffLimitExceeded"
-        );
-        assert_eq!(metric_reason("SuccessPolicy"), "SuccessPolicy");
+    fn reasons_users_write_fold_into_one_metric_label() {
+        for (succeeded, reason, want) in [
+            (false, "PodFailurePolicy_ExitCode2", "PodFailurePolicy"),
+            (false, "PodFailurePolicy_1", "PodFailurePolicy"),
+            (false, "BackoffLimitExceeded", "BackoffLimitExceeded"),
+            (false, "DeadlineExceeded", "DeadlineExceeded"),
+            (true, "SuccessPolicy", "SuccessPolicy"),
+            (true, "LeaderSucceeded", "SuccessPolicy"),
+            (true, "WorkersSucceeded", "SuccessPolicy"),
+            (true, "CompletionsReached", "CompletionsReached"),
+        ] {
+            assert_eq!(label(succeeded, reason), want, "{reason}");
+        }
     }
 }

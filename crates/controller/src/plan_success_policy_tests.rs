@@ -211,3 +211,365 @@ fn failure_policies_win_over_the_success_policy() {
         .finished(REASON_SUCCESS_POLICY),
     ]);
 }
+
+/// The leader/workers Job of KEP-3998's open questions: index 0 decides, reason
+/// `LeaderSucceeded`, and the workers' pods do what `when` says once it has.
+fn leader_with(when: &str) -> JobBuilder {
+    leader(3).success_rule_settings(&[Some("LeaderSucceeded")], &[Some(when)])
+}
+
+/// ... as stored once the leader succeeded at 10 s: `SuccessCriteriaMet`, naming rule 0.
+fn leader_met(when: &str) -> JobBuilder {
+    leader_with(when)
+        .completed_indexes("0")
+        .succeeded(1)
+        .condition_with_message(
+            SUCCESS_CRITERIA_MET,
+            "True",
+            "LeaderSucceeded",
+            "Matched rules at index 0",
+            10,
+        )
+}
+
+const LEADER_MET: (&str, &str, &str) = (SUCCESS_CRITERIA_MET, "True", "LeaderSucceeded");
+const LEADER_COMPLETE: (&str, &str, &str) = (COMPLETE, "True", "LeaderSucceeded");
+
+#[test]
+fn a_reason_per_success_rule() {
+    let two_reasons = || {
+        JobBuilder::indexed(10, 10)
+            .success_rules(&[(Some("0"), None), (Some("1-9"), Some(5))])
+            .success_rule_settings(&[Some("LeaderSucceeded"), Some("WorkersSucceeded")], &[])
+            .started(0)
+    };
+    table([
+        row(
+            "the rule's reason on SuccessCriteriaMet, the message still names the rule",
+            leader_with("Terminate"),
+            [
+                pod("a").index(0).succeeded_at(5),
+                pod("b").index(1).running(),
+            ],
+            10,
+        )
+        .conditions(&[LEADER_MET])
+        .messages(&["Matched rules at index 0"])
+        .deletes(&[("b", JobFinishing)]),
+        row(
+            "two rules, two reasons: five workers give WorkersSucceeded",
+            two_reasons().completed_indexes("1-4").succeeded(4),
+            [
+                pod("a").index(0).running(),
+                pod("f").index(5).succeeded_at(5),
+            ],
+            10,
+        )
+        .conditions(&[(SUCCESS_CRITERIA_MET, "True", "WorkersSucceeded")])
+        .messages(&["Matched rules at index 1"]),
+        row(
+            "two rules, two reasons: the leader gives LeaderSucceeded",
+            two_reasons(),
+            [pod("a").index(0).succeeded_at(5)],
+            10,
+        )
+        .conditions(&[LEADER_MET]),
+        row(
+            "a rule without a reason in the list: upstream's SuccessPolicy",
+            JobBuilder::indexed(3, 3)
+                .success_rules(&[(Some("2"), None), (Some("0"), None)])
+                .success_rule_settings(&[Some("Other")], &[])
+                .started(0),
+            [pod("a").index(0).succeeded_at(5)],
+            10,
+        )
+        .conditions(&[(SUCCESS_CRITERIA_MET, "True", REASON_SUCCESS_POLICY)])
+        .messages(&["Matched rules at index 1"]),
+        row(
+            "Complete carries the rule's reason and message",
+            leader_met("Terminate"),
+            [pod("a").index(0).succeeded_at(5).no_finalizer()],
+            20,
+        )
+        .conditions(&[LEADER_MET, LEADER_COMPLETE])
+        .messages(&["Matched rules at index 0", "Matched rules at index 0"])
+        .completion_time(20)
+        .finished("LeaderSucceeded"),
+    ]);
+}
+
+#[test]
+fn when_achieved_continue() {
+    table([
+        row(
+            "the leader succeeded: SuccessCriteriaMet, the workers keep running",
+            leader_with("Continue"),
+            [
+                pod("a").index(0).succeeded_at(5),
+                pod("b").index(1).ready(),
+                pod("c").index(2).running(),
+            ],
+            10,
+        )
+        .conditions(&[LEADER_MET])
+        .deletes(&[])
+        .creates(&[])
+        .active(2)
+        .ready(1)
+        .terminating(0)
+        .completed_indexes("0")
+        .removes_finalizers(&["a"])
+        .not_finished(),
+        row(
+            "a worker succeeds: counted in succeeded and completedIndexes",
+            leader_met("Continue"),
+            [
+                pod("a").index(0).succeeded_at(5).no_finalizer(),
+                pod("b").index(1).succeeded_at(15),
+                pod("c").index(2).running(),
+            ],
+            20,
+        )
+        .conditions(&[LEADER_MET])
+        .completed_indexes("0,1")
+        .succeeded(2)
+        .active(1)
+        .removes_finalizers(&["b"])
+        .not_finished(),
+        row(
+            "a worker fails: counted in failed, not replaced, no back-off limit",
+            leader_met("Continue").backoff_limit(0),
+            [
+                pod("a").index(0).succeeded_at(5).no_finalizer(),
+                pod("b").index(1).failed_at(15),
+                pod("c").index(2).running(),
+            ],
+            20,
+        )
+        .conditions(&[LEADER_MET])
+        .uncounted_failed(&["b"])
+        .removes_finalizers(&["b"])
+        .creates(&[])
+        .deletes(&[])
+        .active(1)
+        .not_finished(),
+        row(
+            "a FailJob match is a plain failure: no rule acts any more",
+            leader_met("Continue").pod_failure_policy(json!([exit_rule("FailJob", &[2])])),
+            [
+                pod("b").index(1).exit_code(2, 15),
+                pod("c").index(2).running(),
+            ],
+            20,
+        )
+        .conditions(&[LEADER_MET])
+        .uncounted_failed(&["b"])
+        .deletes(&[])
+        .not_finished(),
+        row(
+            "the last worker is counted: Complete LeaderSucceeded",
+            leader_met("Continue")
+                .completed_indexes("0,1")
+                .succeeded(2)
+                .failed(1),
+            [
+                pod("b").index(1).succeeded_at(15).no_finalizer(),
+                pod("c").index(2).failed_at(25).no_finalizer(),
+            ],
+            30,
+        )
+        .conditions(&[LEADER_MET, LEADER_COMPLETE])
+        .succeeded(2)
+        .failed(1)
+        .completion_time(30)
+        .finished("LeaderSucceeded"),
+        row(
+            "backoffLimitPerIndex: a failed worker's index fails for good, it has no retry",
+            leader_met("Continue").backoff_limit_per_index(1),
+            [pod("b").index(1).failed_at(15), pod("c").index(2).running()],
+            20,
+        )
+        .conditions(&[LEADER_MET])
+        .failed_indexes("1")
+        .uncounted_failed(&["b"])
+        .removes_finalizers(&["b"])
+        .creates(&[])
+        .not_finished(),
+        row(
+            "backoffLimitPerIndex: an index another pod still runs is not failed",
+            leader_met("Continue").backoff_limit_per_index(1),
+            [
+                pod("b").index(1).failed_at(5).no_finalizer(),
+                pod("b2").index(1).running(),
+                pod("c").index(2).failed_at(15),
+            ],
+            20,
+        )
+        .failed_indexes("2")
+        .active(1),
+        row(
+            "activeDeadlineSeconds ahead: look again then",
+            leader_met("Continue").deadline(60),
+            [pod("c").index(2).running()],
+            20,
+        )
+        .deletes(&[])
+        .requeue_after(40),
+        row(
+            "activeDeadlineSeconds passed: the workers are deleted, no FailureTarget",
+            leader_met("Continue").deadline(30),
+            [pod("c").index(2).running()],
+            40,
+        )
+        .conditions(&[LEADER_MET])
+        .deletes(&[("c", LingeringEnded)])
+        .events(&["LingeringPodsDeleted"])
+        .active(0)
+        .terminating(1)
+        .not_finished(),
+        row(
+            "... and once they are gone, Complete",
+            leader_met("Continue").deadline(30),
+            [pod("c")
+                .index(2)
+                .failed_at(40)
+                .deleting_at(40)
+                .no_finalizer()],
+            41,
+        )
+        .conditions(&[LEADER_MET, LEADER_COMPLETE])
+        .finished("LeaderSucceeded"),
+        row(
+            "suspended: the workers are deleted; startTime stays, no Suspended condition",
+            leader_met("Continue").suspend(true),
+            [pod("c").index(2).running()],
+            20,
+        )
+        .conditions(&[LEADER_MET])
+        .deletes(&[("c", LingeringEnded)])
+        .events(&["LingeringPodsDeleted"])
+        .start_time(0),
+        row(
+            "a SuccessCriteriaMet whose message names no rule: Terminate",
+            leader_with("Continue")
+                .completed_indexes("0")
+                .succeeded(1)
+                .condition(SUCCESS_CRITERIA_MET, "True", "LeaderSucceeded", 10),
+            [pod("c").index(2).running()],
+            20,
+        )
+        .deletes(&[("c", JobFinishing)]),
+    ]);
+}
+
+#[test]
+fn when_achieved_continue_with_recreations() {
+    table([
+        row(
+            "the leader succeeded: the workers keep running, an index not yet run is started",
+            leader_with("ContinueWithRecreations"),
+            [
+                pod("a").index(0).succeeded_at(5),
+                pod("b").index(1).running(),
+            ],
+            10,
+        )
+        .conditions(&[LEADER_MET])
+        .deletes(&[])
+        .creates(&[Some(2)])
+        .active(2),
+        row(
+            "a worker fails: counted, its replacement waits out the back-off",
+            leader_met("ContinueWithRecreations"),
+            [pod("b").index(1).failed_at(15), pod("c").index(2).running()],
+            15,
+        )
+        .conditions(&[LEADER_MET])
+        .uncounted_failed(&["b"])
+        .creates(&[])
+        .backoff_failures(1)
+        .not_finished(),
+        row(
+            "nothing running while a replacement waits: not Complete",
+            leader_met("ContinueWithRecreations").failed(1),
+            [pod("b").index(1).failed_at(15).no_finalizer()],
+            16,
+        )
+        .conditions(&[LEADER_MET])
+        .creates(&[])
+        .requeue_after(9)
+        .not_finished(),
+        row(
+            "the back-off is over: the worker's index is run again",
+            leader_met("ContinueWithRecreations").failed(1),
+            [pod("b").index(1).failed_at(15).no_finalizer()],
+            25,
+        )
+        .conditions(&[LEADER_MET])
+        .creates(&[Some(1), Some(2)])
+        .active(2),
+        row(
+            "the back-off limit exceeded: the workers are deleted, no FailureTarget",
+            leader_met("ContinueWithRecreations").backoff_limit(0),
+            [pod("b").index(1).failed_at(15), pod("c").index(2).running()],
+            20,
+        )
+        .conditions(&[LEADER_MET])
+        .deletes(&[("c", LingeringEnded)])
+        .events(&["LingeringPodsDeleted"])
+        .creates(&[])
+        .uncounted_failed(&["b"])
+        .not_finished(),
+        row(
+            "a FailJob match: the workers are deleted, no FailureTarget",
+            leader_met("ContinueWithRecreations")
+                .pod_failure_policy(json!([exit_rule("FailJob", &[2])])),
+            [
+                pod("b").index(1).exit_code(2, 15),
+                pod("c").index(2).running(),
+            ],
+            20,
+        )
+        .conditions(&[LEADER_MET])
+        .deletes(&[("c", LingeringEnded)]),
+        row(
+            "backoffLimitPerIndex: an index past its limit fails, the others run on",
+            leader_met("ContinueWithRecreations").backoff_limit_per_index(1),
+            [
+                pod("b").index(1).failed_at(15).index_failures(1),
+                pod("c").index(2).running(),
+            ],
+            20,
+        )
+        .conditions(&[LEADER_MET])
+        .failed_indexes("1")
+        .deletes(&[])
+        .creates(&[])
+        .not_finished(),
+        row(
+            "maxFailedIndexes exceeded: the workers are deleted",
+            leader_met("ContinueWithRecreations")
+                .backoff_limit_per_index(0)
+                .max_failed_indexes(0),
+            [pod("b").index(1).failed_at(15), pod("c").index(2).running()],
+            20,
+        )
+        .conditions(&[LEADER_MET])
+        .failed_indexes("1")
+        .deletes(&[("c", LingeringEnded)]),
+        row(
+            "every worker done: Complete LeaderSucceeded",
+            leader_met("ContinueWithRecreations")
+                .completed_indexes("0-2")
+                .succeeded(3)
+                .failed(1),
+            [
+                pod("b").index(1).succeeded_at(30).no_finalizer(),
+                pod("c").index(2).succeeded_at(30).no_finalizer(),
+            ],
+            31,
+        )
+        .conditions(&[LEADER_MET, LEADER_COMPLETE])
+        .finished("LeaderSucceeded"),
+    ]);
+}

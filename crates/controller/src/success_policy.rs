@@ -39,9 +39,20 @@ pub fn matched_rule(
         })
 }
 
+const MESSAGE_PREFIX: &str = "Matched rules at index ";
+
 /// The `SuccessCriteriaMet`/`Complete` message for rule `index`, upstream's words.
 pub fn message(index: usize) -> String {
-    format!("Matched rules at index {index}")
+    format!("{MESSAGE_PREFIX}{index}")
+}
+
+/// The rule a `message` names, read back from a stored condition.
+pub fn rule_of_message(message: &str) -> Option<usize> {
+    let digits = message.strip_prefix(MESSAGE_PREFIX)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 #[cfg(test)]
@@ -151,5 +162,15 @@ mod tests {
             assert_eq!(got, *want, "{name}");
         }
         assert_eq!(message(1), "Matched rules at index 1");
+        assert_eq!(rule_of_message(&message(17)), Some(17));
+        for other in [
+            "Reached expected number of succeeded pods",
+            "Matched rules at index ",
+            "Matched rules at index +1",
+            "Matched rules at index 1 and 2",
+            "Matched rules at index 99999999999999999999999",
+        ] {
+            assert_eq!(rule_of_message(other), None, "{other}");
+        }
     }
 }

@@ -116,12 +116,30 @@ impl JobBuilder {
             .replace_only_failed()
     }
 
-    /// KEP-4443 names, in jobwarden's annotation (`None` = unnamed).
-    pub fn rule_names(mut self, names: &[Option<&str>]) -> Self {
-        let text = serde_json::to_string(names).unwrap_or_default();
-        self.v["metadata"]["annotations"] =
-            json!({ jobwarden_rules::rule_names::ANNOTATION: text });
+    /// One annotation, beside the others.
+    pub fn annotation(mut self, key: &str, value: &str) -> Self {
+        if !self.v["metadata"]["annotations"].is_object() {
+            self.v["metadata"]["annotations"] = json!({});
+        }
+        self.v["metadata"]["annotations"][key] = json!(value);
         self
+    }
+
+    /// KEP-4443 names, in jobwarden's annotation (`None` = unnamed).
+    pub fn rule_names(self, names: &[Option<&str>]) -> Self {
+        let text = serde_json::to_string(names).unwrap_or_default();
+        self.annotation(jobwarden_rules::rule_names::ANNOTATION, &text)
+    }
+
+    /// KEP-3998's open questions answered per success rule, in jobwarden's annotations: each
+    /// rule's reason, and what its lingering pods do (`None` = the default).
+    pub fn success_rule_settings(self, reasons: &[Option<&str>], when: &[Option<&str>]) -> Self {
+        use jobwarden_rules::success_rule_settings::{
+            REASONS_ANNOTATION, WHEN_ACHIEVED_ANNOTATION,
+        };
+        let text = |list: &[Option<&str>]| serde_json::to_string(list).unwrap_or_default();
+        self.annotation(REASONS_ANNOTATION, &text(reasons))
+            .annotation(WHEN_ACHIEVED_ANNOTATION, &text(when))
     }
 
     pub fn backoff_limit_per_index(self, n: i32) -> Self {
@@ -196,7 +214,7 @@ impl JobBuilder {
         )
     }
 
-    pub fn condition(mut self, type_: &str, status: &str, reason: &str, offset: i64) -> Self {
+    pub fn condition(self, type_: &str, status: &str, reason: &str, offset: i64) -> Self {
         let message = match reason {
             REASON_COMPLETIONS_REACHED => MESSAGE_COMPLETIONS_REACHED,
             REASON_BACKOFF_LIMIT_EXCEEDED => MESSAGE_BACKOFF_LIMIT_EXCEEDED,
@@ -205,6 +223,18 @@ impl JobBuilder {
             REASON_JOB_RESUMED => MESSAGE_JOB_RESUMED,
             _ => "",
         };
+        self.condition_with_message(type_, status, reason, message, offset)
+    }
+
+    /// A condition with its message (a success rule's names the rule: `Matched rules at index 1`).
+    pub fn condition_with_message(
+        mut self,
+        type_: &str,
+        status: &str,
+        reason: &str,
+        message: &str,
+        offset: i64,
+    ) -> Self {
         let c = json!({"type": type_, "status": status, "reason": reason, "message": message,
                        "lastProbeTime": rfc3339(offset), "lastTransitionTime": rfc3339(offset)});
         match self.v["status"]["conditions"].as_array_mut() {

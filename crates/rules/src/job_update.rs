@@ -6,7 +6,8 @@ use serde_json::Value;
 
 use super::field::{BadValue, FieldError, FieldPath};
 use super::{
-    ErrorList, JobObject, condition, go_json, job_spec, rule_names, semantic, template_update,
+    ErrorList, JobObject, condition, go_json, job_spec, rule_names, semantic,
+    success_rule_settings, template_update,
 };
 
 fn int_or_null(v: Option<i32>) -> BadValue {
@@ -91,24 +92,26 @@ pub fn validate_spec_update(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorLi
     errs
 }
 
-/// Rules upstream lacks: the names given to pod failure policy rules are as immutable as the
-/// policy itself, and KEP-2232's "a finished Job cannot be suspended".
+/// Rules upstream lacks: jobwarden's annotations extending the two policies (KEP-4443's rule
+/// names, KEP-3998's reasons and `whenCriterionAchieved`) are as immutable as the policies
+/// themselves, and KEP-2232's "a finished Job cannot be suspended".
 pub fn validate_jobwarden_update(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorList {
     let mut errs = ErrorList::new();
-    let (new_names, old_names) = (
-        new.annotation(rule_names::ANNOTATION),
-        old.annotation(rule_names::ANNOTATION),
-    );
-    if new_names != old_names {
-        let value = new_names.map_or(BadValue::Json(Value::Null.to_string()), |s| {
-            BadValue::Str(s.to_owned())
-        });
-        errs.push(FieldError::immutable(
-            &FieldPath::new("metadata")
-                .child("annotations")
-                .key(rule_names::ANNOTATION),
-            value,
-        ));
+    for key in [
+        rule_names::ANNOTATION,
+        success_rule_settings::REASONS_ANNOTATION,
+        success_rule_settings::WHEN_ACHIEVED_ANNOTATION,
+    ] {
+        let new_value = new.annotation(key);
+        if new_value != old.annotation(key) {
+            let value = new_value.map_or(BadValue::Json(Value::Null.to_string()), |s| {
+                BadValue::Str(s.to_owned())
+            });
+            errs.push(FieldError::immutable(
+                &FieldPath::new("metadata").child("annotations").key(key),
+                value,
+            ));
+        }
     }
     if new.is_suspended() && !old.is_suspended() && old.is_finished() {
         let finished_as = if old.has_condition(condition::COMPLETE) {

@@ -17,6 +17,7 @@ pub mod selector;
 pub mod semantic;
 pub mod status_transitions;
 pub mod success_policy;
+pub mod success_rule_settings;
 pub mod template_update;
 pub mod warnings;
 pub mod well_known;
@@ -255,6 +256,7 @@ pub fn has_true_condition(status: &JobStatus, type_: &str) -> bool {
 pub fn validate_create(job: &JobObject<'_>) -> ErrorList {
     let mut errs = job_spec::validate_job(job, true);
     errs.extend(rule_names::validate(job));
+    errs.extend(success_rule_settings::validate(job));
     errs
 }
 
@@ -265,6 +267,7 @@ pub fn validate_update(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorList {
     let mut errs = job_spec::validate_job(new, prefixed_labels);
     errs.extend(job_update::validate_spec_update(new, old));
     errs.extend(rule_names::validate(new));
+    errs.extend(success_rule_settings::validate(new));
     errs.extend(job_update::validate_jobwarden_update(new, old));
     errs
 }

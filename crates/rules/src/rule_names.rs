@@ -29,8 +29,10 @@ fn raw_rules<'a>(job: &'a JobObject<'_>) -> &'a [Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-/// The annotation's names, or why it cannot be read. `None` entries are unnamed rules.
-fn parse_annotation(text: &str) -> Result<Vec<Option<String>>, ()> {
+/// A jobwarden annotation extending a policy's rules (the names here, the success rules'
+/// settings in `success_rule_settings.rs`): a JSON array of strings or nulls, one per rule,
+/// `null` and `""` alike meaning "not set"; or why it cannot be read.
+pub(crate) fn parse_annotation(text: &str) -> Result<Vec<Option<String>>, ()> {
     let Ok(Value::Array(items)) = serde_json::from_str::<Value>(text) else {
         return Err(());
     };

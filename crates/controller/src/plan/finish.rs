@@ -23,10 +23,11 @@ pub(super) struct Enacted {
     pub finished: Option<Finish>,
 }
 
+/// `pods_pending`: some pod's outcome is not yet counted, or a replacement is still to come.
 pub(super) fn enact(
     facts: &JobFacts<'_>,
     f: &Finishing,
-    pods_uncounted: bool,
+    pods_pending: bool,
     terminating: i32,
     conds: &mut Vec<JobCondition>,
     status: &mut JobStatus,
@@ -44,7 +45,7 @@ pub(super) fn enact(
             ..Enacted::default()
         };
     }
-    let busy = pods_uncounted || terminating > 0 || status.active.unwrap_or(0) > 0;
+    let busy = pods_pending || terminating > 0 || status.active.unwrap_or(0) > 0;
     if busy || !facts.in_flight.pods_settled {
         return Enacted::default();
     }

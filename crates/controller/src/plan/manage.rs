@@ -29,6 +29,8 @@ pub(super) struct Managed {
     pub release: Vec<PodRef>,
     /// When a back-off ends.
     pub requeue: Option<Duration>,
+    /// Pods are wanted but wait for a back-off to end.
+    pub waiting: bool,
 }
 
 impl Managed {
@@ -50,17 +52,24 @@ impl Managed {
 }
 
 /// Upstream's `deleteActivePods`: every active pod of a finishing Job, finalizers kept so each
-/// outcome is recorded before the pod may go; none asked for twice.
+/// outcome is recorded before the pod may go; none asked for twice. `lingering_ended`: these
+/// are pods a success rule had let run on.
 pub(super) fn delete_active_pods(
     facts: &JobFacts<'_>,
     active: &[&PodView<'_>],
+    lingering_ended: bool,
 ) -> Vec<PodDeletion> {
+    let reason = if lingering_ended {
+        DeleteReason::LingeringEnded
+    } else {
+        DeleteReason::JobFinishing
+    };
     active
         .iter()
         .filter(|p| !facts.in_flight.deleting.contains(&*p.uid))
         .map(|p| PodDeletion {
             pod: PodRef::of(p),
-            reason: DeleteReason::JobFinishing,
+            reason,
         })
         .collect()
 }
@@ -116,6 +125,7 @@ pub(super) fn manage_job(
         );
         if !wait.is_zero() {
             m.requeue = Some(wait);
+            m.waiting = true;
             return m;
         }
     }
@@ -140,6 +150,7 @@ pub(super) fn manage_job(
         indexes.retain(|i| wait(i).is_zero());
         if indexes.is_empty() {
             m.requeue = soonest.filter(|w| !w.is_zero());
+            m.waiting = m.requeue.is_some();
             return m;
         }
     }

@@ -9,6 +9,7 @@
 mod facts;
 mod finish;
 mod finished_pods;
+mod lingering;
 mod manage;
 mod outcome;
 mod status;
@@ -21,6 +22,7 @@ use std::time::Duration;
 
 use jobwarden_rules::JobObject;
 use jobwarden_rules::indexes::IndexSet;
+use jobwarden_rules::success_rule_settings::WhenAchieved;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
@@ -34,6 +36,7 @@ use crate::per_index;
 use crate::pods::{CachedPod, PodView};
 use facts::{JobFacts, count};
 use finished_pods::Finished;
+use outcome::Finishing;
 
 /// Whether the controller named `controller_name` runs this Job.
 pub fn is_managed_by(job: &JobObject<'_>, controller_name: &str) -> bool {
@@ -75,7 +78,7 @@ pub fn plan(
     if status.start_time.is_none() && !facts.suspended {
         status.start_time = Some(Time(facts.now));
     }
-    let failed_indexes = failed_indexes(&facts, &finished);
+    let mut failed_indexes = failed_indexes(&facts, &finished);
 
     // The outcome: one already stored, else the failure policies, else the success policy.
     let (mut finishing, deadline) = outcome::decide(
@@ -85,23 +88,43 @@ pub fn plan(
         failed_indexes.as_ref(),
     );
     out.requeue(deadline);
+    // The pods a success rule let run on (KEP-3998's `whenCriterionAchieved`).
+    let continuing = finishing.as_ref().and_then(Finishing::continues);
+    if continuing == Some(WhenAchieved::Continue)
+        && let Some(failed) = failed_indexes.as_mut()
+    {
+        failed.union_with(&lingering::failed_indexes(&facts, &finished));
+    }
     // Computed before any pod is created, as upstream: in the sync that creates the
-    // replacement the failed pod still waits, and it is counted in the next.
-    let awaiting = awaiting_replacement(&facts, &finished, failed_indexes.as_ref());
+    // replacement the failed pod still waits, and it is counted in the next. With `Continue`
+    // nothing is replaced, so nothing waits.
+    let awaiting = if continuing == Some(WhenAchieved::Continue) {
+        BTreeMap::new()
+    } else {
+        awaiting_replacement(&facts, &finished, failed_indexes.as_ref())
+    };
 
-    // The active pods: all deleted for a finishing Job, else managed.
+    // The active pods: all deleted for a finishing Job, left alone while a success rule lets
+    // them run on, else managed.
     let active: Vec<&PodView> = views.iter().filter(|p| p.is_active()).collect();
     let mut pods = PodCounts {
         active: count(active.len()),
         ready: count(active.iter().filter(|p| p.ready).count()),
         terminating: count(views.iter().filter(|p| p.is_terminating()).count()),
     };
-    if finishing.is_some() {
-        out.delete = manage::delete_active_pods(&facts, &active);
+    // A replacement still to come after its back-off: the Job is not done.
+    let mut pods_to_come = false;
+    if let Some(f) = finishing.as_ref().filter(|f| f.terminates()) {
+        out.delete = manage::delete_active_pods(&facts, &active, f.lingering_ended.is_some());
+        if let Some(why) = &f.lingering_ended
+            && !out.delete.is_empty()
+        {
+            out.events.push(lingering::ended_event(why));
+        }
         pods.terminating += pods.active;
         pods.active = 0;
         pods.ready = 0;
-    } else {
+    } else if continuing != Some(WhenAchieved::Continue) {
         let manages = !facts.deleting && facts.in_flight.pods_settled;
         if manages {
             let m = manage::manage_job(
@@ -115,18 +138,25 @@ pub fn plan(
             pods.active = m.active;
             pods.ready -= m.deleted_ready;
             pods.terminating += m.deleted;
+            pods_to_come = m.waiting;
             out.release(m.release);
             out.delete = m.delete;
             out.create = m.create;
             out.requeue(m.requeue);
         }
-        finishing = outcome::completions_reached(&facts, finished.succeeded, pods.active);
-        if finishing.is_none()
-            && manages
-            && let Some(e) =
-                suspend::update_condition(&facts, pods.active, &mut conds, &mut status.start_time)
-        {
-            out.events.push(e);
+        if finishing.is_none() {
+            finishing = outcome::completions_reached(&facts, finished.succeeded, pods.active);
+            if finishing.is_none()
+                && manages
+                && let Some(e) = suspend::update_condition(
+                    &facts,
+                    pods.active,
+                    &mut conds,
+                    &mut status.start_time,
+                )
+            {
+                out.events.push(e);
+            }
         }
     }
     status.active = Some(pods.active);
@@ -134,9 +164,10 @@ pub fn plan(
     status.terminating = Some(pods.terminating);
 
     // Finished pods into the status; their finalizers go once it is written.
+    // Pods a success rule lets run on are counted as any running Job's are.
     let tracked = finished_pods::track(
         &facts,
-        finishing.as_ref(),
+        finishing.as_ref().filter(|f| f.terminates()),
         &finished.prev_indexes,
         &awaiting,
     );
@@ -154,7 +185,7 @@ pub fn plan(
         let enacted = finish::enact(
             &facts,
             f,
-            tracked.pods_uncounted(),
+            tracked.pods_uncounted() || pods_to_come,
             pods.terminating,
             &mut conds,
             &mut status,

@@ -4,12 +4,19 @@
 //! indexes); and only then the success policy (KEP-3998) or the completions reached. So a sync
 //! that meets both fails the Job, and a Job that met its success criteria ends `Complete`
 //! whatever its lingering pods do.
+//!
+//! A success rule may let the pods still running carry on (`whenCriterionAchieved`, jobwarden's
+//! answer to KEP-3998's open question). The API server refuses `FailureTarget` beside
+//! `SuccessCriteriaMet`, so nothing can fail such a Job any more: what would have ended a
+//! running Job (its deadline, a suspension, and with `ContinueWithRecreations` the failure
+//! policies) ends its lingering pods instead, and the Job completes.
 
 use std::time::Duration;
 
 use jobwarden_rules::condition::{FAILURE_TARGET, SUCCESS_CRITERIA_MET};
 use jobwarden_rules::indexes::IndexSet;
 use jobwarden_rules::rule_names;
+use jobwarden_rules::success_rule_settings::{self, WhenAchieved};
 use k8s_openapi::api::batch::v1::JobCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
@@ -30,6 +37,11 @@ pub(super) struct Finishing {
     pub message: String,
     /// The interim condition (`SuccessCriteriaMet` or `FailureTarget`) is already stored.
     pub interim_stored: bool,
+    /// What the pods still running do: always `Terminate` for a failure.
+    pub lingering: WhenAchieved,
+    /// Why the pods a success rule let run on are deleted after all: the reason of what would
+    /// have ended a running Job (`DeadlineExceeded`, `JobSuspended`, a failure policy's).
+    pub lingering_ended: Option<String>,
 }
 
 impl Finishing {
@@ -39,7 +51,19 @@ impl Finishing {
             reason: reason.to_owned(),
             message: message.to_owned(),
             interim_stored: false,
+            lingering: WhenAchieved::Terminate,
+            lingering_ended: None,
         }
+    }
+
+    /// The pods still running are to be deleted.
+    pub fn terminates(&self) -> bool {
+        self.lingering == WhenAchieved::Terminate || self.lingering_ended.is_some()
+    }
+
+    /// The pods still running carry on, in this mode.
+    pub fn continues(&self) -> Option<WhenAchieved> {
+        (!self.terminates()).then_some(self.lingering)
     }
 }
 
@@ -52,17 +76,53 @@ pub(super) fn decide(
     start_time: Option<&Time>,
     failed_indexes: Option<&IndexSet>,
 ) -> (Option<Finishing>, Option<Duration>) {
-    if let Some(stored) = stored(facts.stored().conditions.as_deref().unwrap_or(&[])) {
-        return (Some(stored), None);
-    }
-    let (mut outcome, deadline) = failure(facts, finished, start_time, failed_indexes);
-    if outcome.is_none() {
-        outcome = success_policy_met(facts, &finished.succeeded_indexes);
-    }
-    if !facts.in_flight.pods_settled {
-        outcome = None;
+    let (mut outcome, mut deadline) =
+        match stored(facts, facts.stored().conditions.as_deref().unwrap_or(&[])) {
+            Some(stored) => (Some(stored), None),
+            None => {
+                let (mut outcome, deadline) = failure(facts, finished, start_time, failed_indexes);
+                if outcome.is_none() {
+                    outcome = success_policy_met(facts, &finished.succeeded_indexes);
+                }
+                if !facts.in_flight.pods_settled {
+                    outcome = None;
+                }
+                (outcome, deadline)
+            }
+        };
+    if let Some(f) = outcome.as_mut()
+        && f.lingering != WhenAchieved::Terminate
+    {
+        let (ended, left) = lingering_end(facts, f.lingering, finished, start_time, failed_indexes);
+        f.lingering_ended = ended;
+        deadline = left;
     }
     (outcome, deadline)
+}
+
+/// What ends the pods a success rule let run on: a suspension, `activeDeadlineSeconds` (it
+/// bounds the Job's running time whatever the rule says), and with `ContinueWithRecreations`
+/// every failure policy, in upstream's order. `None` while they may carry on, with when to
+/// look again for the deadline.
+fn lingering_end(
+    facts: &JobFacts<'_>,
+    mode: WhenAchieved,
+    finished: &Finished<'_>,
+    start_time: Option<&Time>,
+    failed_indexes: Option<&IndexSet>,
+) -> (Option<String>, Option<Duration>) {
+    if facts.suspended {
+        return (Some(REASON_JOB_SUSPENDED.to_owned()), None);
+    }
+    if mode == WhenAchieved::ContinueWithRecreations {
+        let (failed, left) = failure(facts, finished, start_time, failed_indexes);
+        return (failed.map(|f| f.reason), left);
+    }
+    match deadline(facts, start_time) {
+        Deadline::Passed => (Some(REASON_DEADLINE_EXCEEDED.to_owned()), None),
+        Deadline::In(left) => (None, Some(left)),
+        Deadline::None => (None, None),
+    }
 }
 
 /// `Complete`'s criteria without a success policy: enough pods succeeded (for a Job without
@@ -85,20 +145,43 @@ pub(super) fn completions_reached(
     })
 }
 
-/// The outcome decided in an earlier sync, read back from the interim conditions.
-fn stored(conds: &[JobCondition]) -> Option<Finishing> {
+/// The outcome decided in an earlier sync, read back from the interim conditions. The success
+/// rule that was met is read back from upstream's message, `Matched rules at index <i>`, which
+/// is how the controller knows what it said about the lingering pods.
+fn stored(facts: &JobFacts<'_>, conds: &[JobCondition]) -> Option<Finishing> {
     let from = |c: &JobCondition, success: bool| Finishing {
-        success,
-        reason: c.reason.clone().unwrap_or_default(),
-        message: c.message.clone().unwrap_or_default(),
         interim_stored: true,
+        ..Finishing::new(
+            success,
+            c.reason.as_deref().unwrap_or_default(),
+            c.message.as_deref().unwrap_or_default(),
+        )
     };
     if let Some(c) = conditions::find(conds, SUCCESS_CRITERIA_MET).filter(|c| c.status == "True") {
-        return Some(from(c, true));
+        let mut f = from(c, true);
+        if let Some(rule) = c
+            .message
+            .as_deref()
+            .and_then(success_policy::rule_of_message)
+            && facts.job.spec.success_policy.is_some()
+        {
+            f.lingering = when_achieved(facts, rule);
+        }
+        return Some(f);
     }
     conditions::find(conds, FAILURE_TARGET)
         .filter(|c| c.status == "True")
         .map(|c| from(c, false))
+}
+
+/// Rule `rule`'s `whenCriterionAchieved`; upstream's `Terminate` when the controller is
+/// upstream's.
+fn when_achieved(facts: &JobFacts<'_>, rule: usize) -> WhenAchieved {
+    if facts.config.jobwarden_extensions {
+        success_rule_settings::when_achieved(facts.job, rule)
+    } else {
+        WhenAchieved::Terminate
+    }
 }
 
 /// Every failure policy, in upstream's order: a `FailJob` rule, the back-off limit, the
@@ -169,7 +252,7 @@ fn fail_job_rule(facts: &JobFacts<'_>) -> Option<Finishing> {
         let m = p.policy.as_ref()?;
         (p.is_failed(facts.only_replace_failed) && m.action == Action::FailJob).then_some(m)
     })?;
-    let reason = if facts.config.rule_named_reasons {
+    let reason = if facts.config.jobwarden_extensions {
         rule_names::failure_reason(&rule_names::effective_names(facts.job), m.rule)
     } else {
         REASON_POD_FAILURE_POLICY.to_owned()
@@ -201,7 +284,8 @@ fn deadline(facts: &JobFacts<'_>, start_time: Option<&Time>) -> Deadline {
     ))
 }
 
-/// KEP-3998: the first success rule the succeeded indexes satisfy.
+/// KEP-3998: the first success rule the succeeded indexes satisfy, with its reason and what
+/// it does with the pods still running.
 fn success_policy_met(facts: &JobFacts<'_>, succeeded_indexes: &IndexSet) -> Option<Finishing> {
     if !facts.indexed {
         return None;
@@ -209,11 +293,15 @@ fn success_policy_met(facts: &JobFacts<'_>, succeeded_indexes: &IndexSet) -> Opt
     let policy = facts.job.spec.success_policy.as_ref()?;
     let rule =
         success_policy::matched_rule(policy, facts.completions.unwrap_or(0), succeeded_indexes)?;
-    Some(Finishing::new(
-        true,
-        REASON_SUCCESS_POLICY,
-        &success_policy::message(rule),
-    ))
+    let reason = if facts.config.jobwarden_extensions {
+        success_rule_settings::reason(facts.job, rule)
+    } else {
+        REASON_SUCCESS_POLICY.to_owned()
+    };
+    Some(Finishing {
+        lingering: when_achieved(facts, rule),
+        ..Finishing::new(true, &reason, &success_policy::message(rule))
+    })
 }
 
 /// Upstream's `pastBackoffLimitOnFailure`: with `restartPolicy: OnFailure` failures show up

@@ -23,10 +23,12 @@ pub struct PlanConfig {
     pub max_uncounted_pods: usize,
     pub backoff_base: Duration,
     pub backoff_max: Duration,
-    /// KEP-4443: a `FailJob` rule fails the Job with reason `PodFailurePolicy_{name}`. Off, the
-    /// reason is upstream's plain `PodFailurePolicy` (what `simulate` shows for a Job the
-    /// built-in controller runs).
-    pub rule_named_reasons: bool,
+    /// What jobwarden adds to upstream's controller, read from the Job's annotations: a
+    /// `FailJob` rule fails the Job with reason `PodFailurePolicy_{name}` (KEP-4443), and each
+    /// success rule has its own reason and `whenCriterionAchieved` (KEP-3998's open questions).
+    /// Off, the controller is upstream's: `PodFailurePolicy`, `SuccessPolicy`, lingering pods
+    /// terminated (what `simulate` shows for a Job the built-in controller runs).
+    pub jobwarden_extensions: bool,
 }
 
 impl Default for PlanConfig {
@@ -37,7 +39,7 @@ impl Default for PlanConfig {
             max_uncounted_pods: 500,
             backoff_base: backoff::DEFAULT_BACKOFF,
             backoff_max: backoff::MAX_BACKOFF,
-            rule_named_reasons: true,
+            jobwarden_extensions: true,
         }
     }
 }
@@ -121,6 +123,10 @@ pub enum DeleteReason {
     Excess,
     /// The Job met its success criteria or is failing; what is left is terminated.
     JobFinishing,
+    /// The Job had met its success criteria and let its pods run on (`Continue`,
+    /// `ContinueWithRecreations`); then what would have ended a running Job (its deadline, a
+    /// suspension, a failure policy) ended them instead.
+    LingeringEnded,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,6 +18,7 @@ use crate::in_memory::{Change, InMemoryCluster, Outcome, Resource, SeenPod};
 use crate::pod_failure_policy::{Action, match_pod};
 use crate::pods::{CachedPod, parse_index};
 use jobwarden_rules::condition::{COMPLETE, FAILED, FAILURE_TARGET, SUCCESS_CRITERIA_MET};
+use jobwarden_rules::success_rule_settings::WhenAchieved;
 use jobwarden_rules::well_known::COMPLETION_INDEX_KEY;
 
 /// A pod the controller created, as the scenario sees it.
@@ -155,10 +156,13 @@ impl PodBook {
     }
 }
 
-/// What the Job's pod failure policy needs to be told apart.
+/// What the Job's policies need to be told apart: its pod failure policy with the rules'
+/// names, and what each success rule does with the pods still running (empty when the
+/// built-in controller runs the Job, which always terminates them).
 pub(super) struct PolicyView {
     pub policy: Option<PodFailurePolicy>,
     pub rule_names: Vec<Option<String>>,
+    pub when_achieved: Vec<WhenAchieved>,
 }
 
 pub(super) struct Observer {
@@ -220,6 +224,23 @@ impl Observer {
         [SUCCESS_CRITERIA_MET, FAILURE_TARGET, COMPLETE, FAILED]
             .iter()
             .any(|t| true_condition(&self.job, t))
+    }
+
+    /// What the pods still running do under the success rule a `SuccessCriteriaMet` message
+    /// names, when they carry on (`Continue`, `ContinueWithRecreations`).
+    fn carrying_on(&self, message: &str) -> Option<WhenAchieved> {
+        crate::success_policy::rule_of_message(message)
+            .and_then(|rule| self.policy.when_achieved.get(rule).copied())
+            .filter(|w| *w != WhenAchieved::Terminate)
+    }
+
+    /// The pods a met success rule lets carry on, while the Job has not finished.
+    fn lingering(&self) -> Option<WhenAchieved> {
+        if self.finished() {
+            return None;
+        }
+        let message = self.conditions.get(SUCCESS_CRITERIA_MET)?.message.clone();
+        self.carrying_on(&message)
     }
 
     pub(super) fn finished(&self) -> bool {
@@ -290,10 +311,17 @@ impl Observer {
                 status: text("status"),
                 reason: text("reason"),
                 message: text("message"),
+                pods_carry_on: None,
             };
             if self.conditions.get(&now.type_) != Some(&now) {
                 self.conditions.insert(now.type_.clone(), now.clone());
-                self.step(at, Happening::Condition(now));
+                let mut told = now;
+                if told.type_ == SUCCESS_CRITERIA_MET && told.status == "True" {
+                    told.pods_carry_on = self
+                        .carrying_on(&told.message)
+                        .map(|w| w.as_str().to_owned());
+                }
+                self.step(at, Happening::Condition(told));
             }
         }
         let number = |k: &str| status[k].as_i64();
@@ -334,6 +362,7 @@ impl Observer {
             self.step(at, Happening::PodCreated(created));
         }
         let finishing = self.finishing();
+        let lingering = self.lingering();
         let phase = pod["status"]["phase"].as_str().unwrap_or("Pending");
         let deleting = meta.get("deletionTimestamp").is_some();
         let by_scenario = self.book.deleted_by_scenario.contains(&uid);
@@ -352,6 +381,8 @@ impl Observer {
         if newly_deleted {
             let by = if by_scenario {
                 Deleter::Scenario
+            } else if lingering.is_some() {
+                Deleter::ControllerLingeringEnded
             } else if finishing {
                 Deleter::ControllerJobFinishing
             } else {
@@ -366,7 +397,9 @@ impl Observer {
             );
         }
         if newly_ended {
-            let policy = if phase == "Failed" && !finishing {
+            // With `ContinueWithRecreations` the failure policies still judge the lingering pods.
+            let judged = !finishing || lingering == Some(WhenAchieved::ContinueWithRecreations);
+            let policy = if phase == "Failed" && judged {
                 self.policy_result(pod)
             } else {
                 None
@@ -380,6 +413,9 @@ impl Observer {
                     conditions: pod_conditions(pod),
                     killed: deleting,
                     pod_failure_policy: policy,
+                    after_success_criteria: lingering
+                        .filter(|_| !deleting)
+                        .map(|w| w.as_str().to_owned()),
                 }),
             );
         }

@@ -20,6 +20,7 @@ use crate::in_memory::{InMemoryCluster, Kubelet, Outcome, Replica, meta_key};
 use crate::plan::PlanConfig;
 use jobwarden_rules::JobObject;
 use jobwarden_rules::rule_names::effective_names;
+use jobwarden_rules::success_rule_settings;
 use jobwarden_rules::well_known::{
     BUILT_IN_CONTROLLER_NAME, JOBWARDEN_CONTROLLER_NAME, TRACKING_FINALIZER,
 };
@@ -127,12 +128,18 @@ pub fn simulate(
     let policy = PolicyView {
         policy: parsed.spec.pod_failure_policy.clone(),
         rule_names: effective_names(&parsed),
+        when_achieved: match (&parsed.spec.success_policy, runner.controller) {
+            (Some(policy), Controller::Jobwarden) => (0..policy.rules.len())
+                .map(|rule| success_rule_settings::when_achieved(&parsed, rule))
+                .collect(),
+            _ => Vec::new(),
+        },
     };
     let indexed = parsed.is_indexed();
     let suspended = parsed.is_suspended();
 
     let config = PlanConfig {
-        rule_named_reasons: runner.controller == Controller::Jobwarden,
+        jobwarden_extensions: runner.controller == Controller::Jobwarden,
         ..PlanConfig::default()
     };
     let replica = Replica::start(cluster.clone(), config);

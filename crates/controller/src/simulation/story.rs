@@ -118,8 +118,12 @@ pub struct PodEnded {
     /// It was deleted before it ended: the kubelet killed it.
     pub killed: bool,
     /// What the Job's pod failure policy makes of it; `None` when the Job has no policy, the
-    /// pod succeeded, or the Job was already finishing.
+    /// pod succeeded, or the Job was already finishing (unless its success rule said
+    /// `ContinueWithRecreations`).
     pub pod_failure_policy: Option<PolicyResult>,
+    /// It ran on after the Job met its success criteria, under this `whenCriterionAchieved`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_success_criteria: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -170,6 +174,9 @@ pub enum Deleter {
     ControllerJobFinishing,
     /// The controller, because more pods run than the Job wants.
     ControllerExcess,
+    /// The controller: the pods a met success rule let run on, ended by what would have ended
+    /// a running Job (its deadline, a suspension, a failure policy).
+    ControllerLingeringEnded,
 }
 
 /// The counters of `status`, as stored (`None`: absent).
@@ -195,6 +202,10 @@ pub struct JobCondition {
     pub status: String,
     pub reason: String,
     pub message: String,
+    /// For `SuccessCriteriaMet`: the met rule's `whenCriterionAchieved` when the pods still
+    /// running carry on (`Continue`, `ContinueWithRecreations`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pods_carry_on: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -104,14 +104,26 @@ fn line(what: &Happening) -> String {
                 Deleter::ControllerExcess => {
                     "deleted by the controller: more pods run than the Job wants"
                 }
+                Deleter::ControllerLingeringEnded => {
+                    "deleted by the controller: the success criteria were met, and a deadline, a suspension or a failure policy ends the pods left running"
+                }
             };
             format!("{} {by}", pod(&d.pod))
         }
         Happening::Status(c) => counters(c),
-        Happening::Condition(c) => format!(
-            "condition {}={}, reason {}: {}",
-            c.type_, c.status, c.reason, c.message
-        ),
+        Happening::Condition(c) => {
+            let mut s = format!(
+                "condition {}={}, reason {}: {}",
+                c.type_, c.status, c.reason, c.message
+            );
+            if let Some(w) = &c.pods_carry_on {
+                let _ = write!(
+                    s,
+                    " (whenCriterionAchieved {w}: the pods still running carry on)"
+                );
+            }
+            s
+        }
         Happening::Waiting(w) => match w.cause {
             WaitCause::BackOff => format!(
                 "back-off: a failed pod's replacement waits until {} ({})",
@@ -137,6 +149,9 @@ fn ended(e: &PodEnded) -> String {
     let mut s = pod(&e.pod);
     if e.phase == "Succeeded" {
         s.push_str(" succeeded");
+        if e.after_success_criteria.is_some() {
+            s.push_str(", after the success criteria were met: counted");
+        }
         return s;
     }
     s.push_str(if e.killed {
@@ -172,6 +187,15 @@ fn ended(e: &PodEnded) -> String {
         Some(PolicyResult::NoRuleMatched) => {
             s.push_str("; no pod failure policy rule matched: it counts as a failure");
         }
+        None => {}
+    }
+    match e.after_success_criteria.as_deref() {
+        Some("Continue") => s.push_str(
+            "; after the success criteria were met (Continue): counted, not replaced, no policy applies",
+        ),
+        Some(_) => s.push_str(
+            "; after the success criteria were met (ContinueWithRecreations): the failure policies apply",
+        ),
         None => {}
     }
     s

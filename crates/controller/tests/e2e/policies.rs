@@ -89,6 +89,95 @@ async fn success_policy_story_2_leader_or_five_workers() {
     success_policy_story("workers", rules, &[1, 2, 3, 4, 5], 1).await;
 }
 
+/// KEP-3998's open questions, answered in jobwarden's annotations: the leader's rule gives the
+/// reason `LeaderSucceeded` and lets the workers run on (`Continue`). Once the leader has
+/// succeeded the workers keep running; each outcome is counted, a failed worker is not
+/// replaced, and `Complete` (reason `LeaderSucceeded`) comes only after the last one, every
+/// status write accepted by kube-apiserver.
+#[tokio::test]
+async fn success_rule_reason_and_continue_the_workers_finish() {
+    let Some(env) = setup("continue").await else {
+        return;
+    };
+    let mut job = env.job(
+        "sim",
+        json!({"completions": 4, "parallelism": 4, "completionMode": "Indexed",
+               "successPolicy": {"rules": [{"succeededIndexes": "0"}, {"succeededIndexes": "1-3"}]}}),
+    );
+    job.metadata.annotations = Some(
+        [
+            (
+                "jobwarden.io/success-policy-rule-reasons".to_owned(),
+                r#"["LeaderSucceeded", "WorkersSucceeded"]"#.to_owned(),
+            ),
+            (
+                "jobwarden.io/success-policy-when-achieved".to_owned(),
+                r#"["Continue", "Terminate"]"#.to_owned(),
+            ),
+        ]
+        .into(),
+    );
+    env.create(&job).await;
+    let pods = env.wait_active_pods("sim", 4).await;
+    let pod = |i: i32| {
+        pods.iter()
+            .find(|p| index_of(p) == Some(i))
+            .unwrap_or_else(|| panic!("a pod for index {i}"))
+    };
+    env.finish_pod(pod(0), 0).await;
+    let job = env
+        .wait_job("sim", "SuccessCriteriaMet", |j| {
+            is_true(j, "SuccessCriteriaMet")
+        })
+        .await;
+    let leader_succeeded = Some(("True".to_owned(), "LeaderSucceeded".to_owned()));
+    assert_eq!(condition(&job, "SuccessCriteriaMet"), leader_succeeded);
+    assert_eq!(
+        message(&job, "SuccessCriteriaMet"),
+        Some("Matched rules at index 0".to_owned())
+    );
+    assert!(!is_true(&job, "Complete"));
+    // The workers keep running: none is deleted.
+    assert_eq!(env.wait_active_pods("sim", 3).await.len(), 3);
+
+    env.finish_pod(pod(1), 0).await;
+    env.finish_pod(pod(2), 1).await;
+    let job = env
+        .wait_job("sim", "two workers counted", |j| {
+            let s = j.status.clone().unwrap_or_default();
+            counter(s.succeeded) == 2 && counter(s.failed) == 1
+        })
+        .await;
+    assert!(!is_true(&job, "Complete"), "{:?}", job.status);
+    assert_eq!(counter(job.status.clone().unwrap_or_default().active), 1);
+    // The failed worker is not replaced.
+    assert_eq!(env.wait_active_pods("sim", 1).await.len(), 1);
+
+    env.finish_pod(pod(3), 0).await;
+    let job = env
+        .wait_job("sim", "Complete", |j| is_true(j, "Complete"))
+        .await;
+    assert_eq!(condition(&job, "Complete"), leader_succeeded);
+    assert_eq!(
+        message(&job, "Complete"),
+        Some("Matched rules at index 0".to_owned())
+    );
+    let status = job.status.clone().unwrap_or_default();
+    assert_eq!(counter(status.succeeded), 3);
+    assert_eq!(counter(status.failed), 1);
+    assert_eq!(status.completed_indexes.as_deref(), Some("0,1,3"));
+    assert_eq!(counter(status.active), 0);
+    assert!(status.completion_time.is_some());
+    assert_eq!(
+        env.job_pods("sim").await.len(),
+        4,
+        "no pod was created after the leader's"
+    );
+    assert_eq!(env.metrics.rejected_status_writes.get(), 0);
+    env.no_finalizers_left("sim").await;
+    env.teardown().await;
+}
+
 /// Runs a KEP-4443 story: the one pod exits with `code`, and the Job must fail with `reason`.
 async fn named_rule_story(scenario: &str, names: Value, code: i32, reason: &str, rule: usize) {
     let Some(env) = setup(scenario).await else {

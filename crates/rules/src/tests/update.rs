@@ -286,6 +286,18 @@ fn jobwarden_update_rules() {
             json!({"jobwarden.io/pod-failure-policy-rule-names": n}),
         )
     };
+    let settings = |reasons: Option<&str>, when: Option<&str>| {
+        let mut annotations = json!({});
+        if let Some(r) = reasons {
+            annotations["jobwarden.io/success-policy-rule-reasons"] = json!(r);
+        }
+        if let Some(w) = when {
+            annotations["jobwarden.io/success-policy-when-achieved"] = json!(w);
+        }
+        b().indexed(4)
+            .success_rules(json!([{"succeededIndexes": "0"}]))
+            .set("/metadata/annotations", annotations)
+    };
     check(vec![
         (
             "rule names changed",
@@ -299,6 +311,28 @@ fn jobwarden_update_rules() {
             "rule names unchanged",
             names(r#"["a", "b"]"#),
             names(r#"["a", "b"]"#),
+            vec![],
+        ),
+        (
+            "success rule reasons added",
+            settings(None, None),
+            settings(Some(r#"["LeaderSucceeded"]"#), None),
+            vec![
+                "metadata.annotations[jobwarden.io/success-policy-rule-reasons]: Invalid value: \"[\\\"LeaderSucceeded\\\"]\": field is immutable",
+            ],
+        ),
+        (
+            "whenCriterionAchieved removed",
+            settings(None, Some(r#"["Continue"]"#)),
+            settings(None, None),
+            vec![
+                "metadata.annotations[jobwarden.io/success-policy-when-achieved]: Invalid value: null: field is immutable",
+            ],
+        ),
+        (
+            "success rule settings unchanged",
+            settings(Some(r#"["LeaderSucceeded"]"#), Some(r#"["Continue"]"#)),
+            settings(Some(r#"["LeaderSucceeded"]"#), Some(r#"["Continue"]"#)),
             vec![],
         ),
         (
