@@ -95,7 +95,7 @@ impl ControlPlane {
                     }));
                 }
                 if !binaries_present() {
-                    eprintln!("{}", skip_message());
+                    say_skipped();
                     return Ok(None);
                 }
                 ControlPlane::launch(Options::default(), true).map(Some)
@@ -111,7 +111,7 @@ impl ControlPlane {
     pub fn shared_with_upstream() -> Option<&'static ControlPlane> {
         let plane = ControlPlane::shared()?;
         if plane.owned.is_some() && !bin_dir().join("kube-controller-manager").is_file() {
-            eprintln!("{}", skip_message());
+            say_skipped();
             return None;
         }
         if let Err(e) = plane.start_upstream_controller() {
@@ -322,7 +322,17 @@ pub fn binaries_present() -> bool {
         .all(|b| bin_dir().join(b).is_file())
 }
 
-/// The one line a skipped test prints.
+/// Prints the skip line once per test binary, straight to stderr: libtest captures what a
+/// passing test prints with `eprintln!`, and a skip nobody sees is a skip nobody fixes.
+fn say_skipped() {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "{}", skip_message());
+    });
+}
+
+/// The line a test binary prints when its e2e tests skip.
 pub fn skip_message() -> String {
     format!(
         "skipped: no control-plane binaries in {} and JOBWARDEN_E2E_KUBECONFIG is not set; \
