@@ -374,36 +374,23 @@ fn the_api_server_calls_the_webhook_on_create_update_and_status_update() {
         "startTime": now, "completionTime": now, "succeeded": 1,
         "conditions": [condition("SuccessCriteriaMet"), condition("Complete")],
     }});
-    let out = kubectl(
-        plane,
-        &[
+    let patch = |extra: &[&str], body: &str| {
+        let mut args = vec![
             "patch",
             "job",
             "done",
             "-n",
             &ns,
-            "--subresource=status",
             "--type=merge",
             "-p",
-            &status.to_string(),
-        ],
-        None,
-    );
+            body,
+        ];
+        args.extend_from_slice(extra);
+        kubectl(plane, &args, None)
+    };
+    let out = patch(&["--subresource=status"], &status.to_string());
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let out = kubectl(
-        plane,
-        &[
-            "patch",
-            "job",
-            "done",
-            "-n",
-            &ns,
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"suspend":true}}"#,
-        ],
-        None,
-    );
+    let out = patch(&[], r#"{"spec":{"suspend":true}}"#);
     assert!(!out.status.success());
     assert_eq!(
         text(&out.stderr).trim_end(),

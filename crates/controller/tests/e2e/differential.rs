@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use crate::delegated_job::delegated_job;
-use crate::support::{TIMEOUT, counter, is_true, terminal};
+use crate::support::{counter, eventually, is_true, only_active, run_pod, terminal};
 
 /// The controller name of the jobwarden that runs the delegated side.
 const JOBWARDEN: &str = "jobwarden.io/differential";
@@ -120,49 +120,28 @@ impl Side {
     }
 
     async fn wait_job(&self, what: &str, f: impl Fn(&Job) -> bool) -> Job {
-        let deadline = tokio::time::Instant::now() + TIMEOUT;
-        loop {
-            // A read that fails (a connection the server closed) is read again.
-            let job = self.jobs().get("job").await;
-            if let Ok(job) = &job
-                && f(job)
-            {
-                return job.clone();
+        eventually(&format!("{}: {what}", self.ns), || async {
+            let job = self.jobs().get("job").await.map_err(|e| e.to_string())?;
+            if f(&job) {
+                Ok(job)
+            } else {
+                Err(format!("{:?}", job.status))
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{}: timed out waiting for {what}: {:?}",
-                self.ns,
-                job.map(|j| j.status)
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        })
+        .await
     }
 
-    /// The pods neither terminal nor deleted.
     async fn wait_active(&self, n: usize) -> Vec<Pod> {
-        let deadline = tokio::time::Instant::now() + TIMEOUT;
-        loop {
-            let active: Vec<Pod> = self
-                .pods()
-                .list(&Default::default())
-                .await
-                .map(|l| l.items)
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|p| p.metadata.deletion_timestamp.is_none() && !terminal(p))
-                .collect();
+        eventually(&format!("{}: {n} active pods", self.ns), || async {
+            let pods = self.pods().list(&Default::default()).await;
+            let active = only_active(pods.map_err(|e| e.to_string())?.items);
             if active.len() == n {
-                return active;
+                Ok(active)
+            } else {
+                Err(format!("{} active", active.len()))
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{}: timed out waiting for {n} active pods, have {}",
-                self.ns,
-                active.len()
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        })
+        .await
     }
 
     async fn set_suspend(&self, suspend: bool) {
@@ -177,37 +156,15 @@ impl Side {
     }
 }
 
-/// The kubelet's part, as the e2e suite plays it: the pod runs, then ends as `fate` says.
+/// The kubelet's part, as the e2e suite plays it. A pod deleted meanwhile is fine: the
+/// controller has moved on.
 async fn play(pods: &Api<Pod>, name: &str, fate: Fate) {
-    let patch = |status: Value| {
-        let pods = pods.clone();
-        async move {
-            // A pod deleted meanwhile is fine: the controller has moved on.
-            let _ = pods
-                .patch_status(
-                    name,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({ "status": status })),
-                )
-                .await;
-        }
-    };
-    patch(json!({"phase": "Running"})).await;
     let code = match fate {
-        Fate::Hold => return,
-        Fate::Succeed => 0,
-        Fate::Fail(code) => code,
+        Fate::Hold => None,
+        Fate::Succeed => Some(0),
+        Fate::Fail(code) => Some(code),
     };
-    let now = k8s_openapi::jiff::Timestamp::now().to_string();
-    patch(json!({
-        "phase": if code == 0 { "Succeeded" } else { "Failed" },
-        "containerStatuses": [{
-            "name": "main", "image": "busybox", "imageID": "", "ready": false,
-            "restartCount": 0,
-            "state": {"terminated": {"exitCode": code, "startedAt": now, "finishedAt": now}},
-        }],
-    }))
-    .await;
+    let _ = run_pod(pods, name, code).await;
 }
 
 /// What the watches saw of one side while it ran.
@@ -300,19 +257,17 @@ async fn finish(side: &Side, seen: &Mutex<Seen>) -> Observed {
         is_true(j, "Complete") || is_true(j, "Failed")
     })
     .await;
-    let deadline = tokio::time::Instant::now() + TIMEOUT;
-    loop {
+    eventually(&format!("{}: pods without finalizers", side.ns), || async {
         let pods = side.pods().list(&Default::default()).await;
-        if pods.is_ok_and(|l| l.items.iter().all(|p| p.finalizers().is_empty())) {
-            break;
+        let held = pods.map_err(|e| e.to_string())?.items;
+        let held = held.iter().filter(|p| !p.finalizers().is_empty()).count();
+        if held == 0 {
+            Ok(())
+        } else {
+            Err(format!("{held} pods keep one"))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{}: pods keep their finalizers",
-            side.ns
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    })
+    .await;
     // The counters settle with the last finalizer.
     let status = side
         .wait_job("settled counters", |j| {

@@ -94,70 +94,39 @@ impl Env {
 
     /// Waits until `f` holds for the Job, returning it.
     pub async fn wait_job(&self, name: &str, what: &str, f: impl Fn(&Job) -> bool) -> Job {
-        let deadline = tokio::time::Instant::now() + TIMEOUT;
-        loop {
-            let job = self.jobs().get(name).await.expect("the Job exists");
+        eventually(what, || async {
+            let job = self.jobs().get(name).await.map_err(|e| e.to_string())?;
             if f(&job) {
-                return job;
+                Ok(job)
+            } else {
+                Err(format!("{:?}", job.status))
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "timed out waiting for {what}: {:?}",
-                job.status
-            );
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
+        })
+        .await
     }
 
     /// Waits until the Job has exactly `n` active (not terminal, not deleted) pods.
     pub async fn wait_active_pods(&self, name: &str, n: usize) -> Vec<Pod> {
-        let deadline = tokio::time::Instant::now() + TIMEOUT;
-        loop {
-            let active: Vec<Pod> = self
-                .job_pods(name)
-                .await
-                .into_iter()
-                .filter(|p| p.metadata.deletion_timestamp.is_none() && !terminal(p))
-                .collect();
+        eventually(&format!("{n} active pods"), || async {
+            let active = only_active(self.job_pods(name).await);
             if active.len() == n {
-                return active;
+                Ok(active)
+            } else {
+                Err(format!("{} active", active.len()))
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "timed out waiting for {n} active pods, have {}",
-                active.len()
-            );
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
+        })
+        .await
     }
 
     /// The kubelet's part: the pod runs, then its container exits with `code`.
     pub async fn finish_pod(&self, pod: &Pod, code: i32) {
-        let name = pod.name_any();
-        let running = json!({"status": {"phase": "Running"}});
-        self.pods()
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&running))
+        run_pod(&self.pods(), &pod.name_any(), Some(code))
             .await
-            .expect("the pod runs");
-        let now = k8s_openapi::jiff::Timestamp::now().to_string();
-        let phase = if code == 0 { "Succeeded" } else { "Failed" };
-        let done = json!({"status": {
-            "phase": phase,
-            "containerStatuses": [{
-                "name": "main", "image": "busybox", "imageID": "", "ready": false,
-                "restartCount": 0,
-                "state": {"terminated": {"exitCode": code, "startedAt": now, "finishedAt": now}},
-            }],
-        }});
-        self.pods()
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&done))
-            .await
-            .expect("the pod ends");
+            .expect("the kubelet's status writes");
     }
 
     pub async fn no_finalizers_left(&self, name: &str) {
-        let deadline = tokio::time::Instant::now() + TIMEOUT;
-        loop {
+        eventually("pods without the finalizer", || async {
             let held = self
                 .job_pods(name)
                 .await
@@ -169,14 +138,12 @@ impl Env {
                 })
                 .count();
             if held == 0 {
-                return;
+                Ok(())
+            } else {
+                Err(format!("{held} pods keep it"))
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "pods keep the finalizer"
-            );
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
+        })
+        .await
     }
 
     pub async fn teardown(mut self) {
@@ -194,6 +161,57 @@ impl Env {
             .delete(&self.ns, &DeleteParams::default())
             .await;
     }
+}
+
+/// Polls `look` until it answers `Ok`, every 200 ms, for at most [`TIMEOUT`]; then fails
+/// with `what` and the last answer. A read that fails (a connection the server closed) is an
+/// answer like any other: the next poll reads again.
+pub async fn eventually<T, F, Fut>(what: &str, mut look: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        match look().await {
+            Ok(found) => return found,
+            Err(last) => assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {what}: {last}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The pods neither terminal nor deleted.
+pub fn only_active(pods: Vec<Pod>) -> Vec<Pod> {
+    pods.into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none() && !terminal(p))
+        .collect()
+}
+
+/// The kubelet's part: the pod `name` runs, then, with `Some(code)`, its container exits with
+/// `code` (a failure unless 0); with `None` it keeps running.
+pub async fn run_pod(pods: &Api<Pod>, name: &str, code: Option<i32>) -> Result<(), kube::Error> {
+    let running = json!({"status": {"phase": "Running"}});
+    pods.patch_status(name, &PatchParams::default(), &Patch::Merge(&running))
+        .await?;
+    let Some(code) = code else {
+        return Ok(());
+    };
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    let done = json!({"status": {
+        "phase": if code == 0 { "Succeeded" } else { "Failed" },
+        "containerStatuses": [{
+            "name": "main", "image": "busybox", "imageID": "", "ready": false,
+            "restartCount": 0,
+            "state": {"terminated": {"exitCode": code, "startedAt": now, "finishedAt": now}},
+        }],
+    }});
+    pods.patch_status(name, &PatchParams::default(), &Patch::Merge(&done))
+        .await?;
+    Ok(())
 }
 
 /// A status counter as the API server returns it: `active`, `succeeded` and `failed` are Go
