@@ -9,9 +9,12 @@ use std::process::{Command, Output};
 struct PluginDir(PathBuf);
 
 impl PluginDir {
-    fn new() -> PluginDir {
-        let dir =
-            std::env::temp_dir().join(format!("jobwarden-kubectl-plugin-{}", std::process::id()));
+    /// `test` names the folder: the tests of this binary run at once, each with its own.
+    fn new(test: &str) -> PluginDir {
+        let dir = std::env::temp_dir().join(format!(
+            "jobwarden-kubectl-plugin-{}-{test}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&dir).expect("a temporary folder");
         let link = dir.join("kubectl-jobwarden");
         let _ = std::fs::remove_file(&link);
@@ -45,7 +48,7 @@ fn text(o: &Output) -> String {
 
 #[test]
 fn called_as_kubectl_jobwarden_its_usage_names_kubectl() {
-    let plugin = PluginDir::new();
+    let plugin = PluginDir::new("usage");
     let help = Command::new(plugin.0.join("kubectl-jobwarden"))
         .arg("--help")
         .output()
@@ -87,7 +90,7 @@ fn kubectl_runs_it_as_its_plugin() {
         eprintln!("skipped: kubectl not found; the plugin was checked by its own name only");
         return;
     }
-    let plugin = PluginDir::new();
+    let plugin = PluginDir::new("through-kubectl");
     let kubectl = |args: &[&str]| {
         Command::new("kubectl")
             .args(args)
