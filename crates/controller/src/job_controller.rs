@@ -172,6 +172,17 @@ impl<A: ClusterApi> JobController<A> {
                 ..SyncReport::default()
             });
         }
+        if !self.pods.is_synced() {
+            // Upstream's `WaitForNamedCacheSync`: an empty pod cache before its first list is
+            // "not known yet", and planning from it would create again every pod that exists
+            // (after a restart, a second pod for each index that finished while no controller
+            // ran). The loop holds its syncs until the list is in; this guards other callers.
+            return Ok(SyncReport {
+                skipped: Some("pod cache not synced yet"),
+                requeue_after: Some(Duration::from_secs(1)),
+                ..SyncReport::default()
+            });
+        }
         if self
             .memory()
             .expectations

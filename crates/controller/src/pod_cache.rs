@@ -3,6 +3,8 @@
 //! holds a few hundred bytes per pod. Fed by watch events (including relists, which it applies
 //! atomically); each event is turned into what it means for the controller (`PodObservation`:
 //! a pod showed up, began deleting, lost its finalizer, went away), for the expectations.
+//! Until its first list has loaded it says so (`is_synced`): an empty cache then means "not
+//! known yet", never "no pods", and nothing may be planned from it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -62,6 +64,9 @@ pub struct PodCache {
     index: RwLock<Index>,
     /// A relist in progress: applied atomically at `InitDone`.
     relist: RwLock<Option<Index>>,
+    /// Set once the first list has been applied (upstream's `HasSynced`); it stays set across
+    /// later relists, which replace the index whole and never show it half filled.
+    synced: tokio::sync::watch::Sender<bool>,
 }
 
 fn owner(pod: &Pod) -> Option<(String, String)> {
@@ -138,6 +143,7 @@ impl PodCache {
                     return Vec::new();
                 };
                 let old = std::mem::replace(&mut *write(&self.index), new.clone());
+                self.synced.send_replace(true);
                 diff(&old, &new)
             }
         }
@@ -171,6 +177,22 @@ impl PodCache {
         let removed = write(&self.index).take(&uid);
         let last = removed.unwrap_or_else(|| Arc::new(CachedPod::from_pod(pod)));
         Some(observation(namespace, owner, Some(&last), None))
+    }
+
+    /// Whether the first list has loaded.
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Resolves once the first list has loaded.
+    pub fn wait_synced(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut synced = self.synced.subscribe();
+        async move {
+            // The sender lives as long as the cache; a cache dropped unsynced never resolves.
+            if synced.wait_for(|s| *s).await.is_err() {
+                futures::future::pending::<()>().await;
+            }
+        }
     }
 
     /// The pods whose controller is the Job with this uid.
@@ -263,4 +285,69 @@ fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(name: &str, job_uid: &str) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
+                             "name": "j", "uid": job_uid, "controller": true}]},
+        }))
+        .expect("a pod")
+    }
+
+    #[test]
+    fn synced_once_the_first_list_is_in_and_a_relist_is_never_seen_half_filled() {
+        let cache = PodCache::default();
+        assert!(!cache.is_synced());
+        cache.apply(&watcher::Event::Init);
+        cache.apply(&watcher::Event::InitApply(pod("a", "job")));
+        assert!(!cache.is_synced(), "half a list is not a sync");
+        assert!(cache.for_job("job").is_empty());
+        cache.apply(&watcher::Event::InitApply(pod("b", "job")));
+        cache.apply(&watcher::Event::InitDone);
+        assert!(cache.is_synced());
+        assert_eq!(cache.for_job("job").len(), 2);
+
+        // A watch restarted after 410 Gone lists again: the old index is read until the new
+        // one is whole, then replaced at once; the cache stays synced throughout.
+        cache.apply(&watcher::Event::Init);
+        cache.apply(&watcher::Event::InitApply(pod("b", "job")));
+        assert_eq!(cache.for_job("job").len(), 2);
+        assert!(cache.is_synced());
+        cache.apply(&watcher::Event::InitApply(pod("c", "job")));
+        let changes = cache.apply(&watcher::Event::InitDone);
+        let mut names: Vec<String> = cache
+            .for_job("job")
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["b", "c"]);
+        let mut seen: Vec<(String, bool)> = changes
+            .iter()
+            .map(|o| (o.pod_uid.clone(), o.appeared))
+            .collect();
+        seen.sort();
+        assert_eq!(
+            seen,
+            [("uid-a".to_owned(), false), ("uid-c".to_owned(), true)]
+        );
+    }
+
+    #[tokio::test]
+    async fn wait_synced_resolves_at_the_first_list() {
+        let cache = PodCache::default();
+        let waiting = cache.wait_synced();
+        cache.apply(&watcher::Event::Init);
+        cache.apply(&watcher::Event::InitDone);
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+            .await
+            .expect("resolved");
+    }
 }

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jobwarden_controller::in_memory::{
-    InMemoryCluster, LoopRunConfig, Outcome, Request, SeenPod, meta_key, run_until_finished,
+    InMemoryCluster, LoopRunConfig, Outcome, Request, RunningLoop, SeenPod, World, finalizers,
+    meta_key, run_until_finished,
 };
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
@@ -232,4 +233,125 @@ async fn a_pod_deleted_while_running_holds_its_replacement_back_after_it_is_gone
         gap.as_secs() >= 11,
         "replaced {gap:?} after the first pod started"
     );
+}
+
+/// How a controller is disrupted mid-run, and replaced.
+#[derive(Debug, Clone, Copy)]
+enum Disruption {
+    /// SIGKILL: the loop dies between two API calls, and a new one starts 5 s later, while
+    /// the pods go on finishing with no controller running.
+    KilledAndRestarted,
+    /// SIGTERM: the syncs in flight finish, and a standby starts at once.
+    HandedOver,
+}
+
+/// What a run of the Indexed Job `restarts` left behind.
+#[derive(Debug, PartialEq)]
+struct Ending {
+    status: (Value, Value, Value, Vec<(String, String)>),
+    pods_created: u64,
+}
+
+/// An Indexed Job of 12 indexes, 3 at a time, pods finishing a second after they start; the
+/// controller disrupted once 5 indexes are counted. Returns the ending and, per index, how
+/// many of its pods succeeded.
+async fn indexed_run(disruption: Option<Disruption>) -> (Ending, Vec<usize>) {
+    let (cluster, jobs) = cluster_with(vec![job(
+        "restarts",
+        json!({"completions": 12, "parallelism": 3, "completionMode": "Indexed"}),
+    )]);
+    let config = LoopRunConfig::default();
+    let mut world = World::new(&cluster, config.kubelet_period);
+    let mut outcome = after_a_second;
+    let limit = Duration::from_secs(600);
+    let succeeded = |c: &InMemoryCluster| {
+        c.with(|s| s.job("ns", "restarts"))
+            .and_then(|j| j["status"]["succeeded"].as_i64())
+            .unwrap_or(0)
+    };
+    let finished = |c: &InMemoryCluster| {
+        c.with(|s| s.job("ns", "restarts")).is_some_and(|j| {
+            j["status"]["conditions"]
+                .as_array()
+                .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Complete"))
+        }) && c
+            .with(|s| s.pods())
+            .iter()
+            .all(|p| finalizers(p).is_empty())
+    };
+    let mut running = RunningLoop::start(&cluster, &config, world.clock());
+    if let Some(disruption) = disruption {
+        assert!(
+            world
+                .run_until(limit, &mut outcome, |c| succeeded(c) >= 5)
+                .await
+        );
+        match disruption {
+            Disruption::KilledAndRestarted => {
+                running.kill().await;
+                world
+                    .run_until(Duration::from_secs(5), &mut outcome, |_| false)
+                    .await;
+                // The scenario needs pods that ended while no controller ran.
+                let unrecorded = cluster.with(|s| {
+                    s.pods()
+                        .iter()
+                        .filter(|p| p["status"]["phase"] == "Succeeded")
+                        .filter(|p| !finalizers(p).is_empty())
+                        .count()
+                });
+                assert!(unrecorded > 0, "pods finished while no controller ran");
+            }
+            Disruption::HandedOver => running.stop().await,
+        }
+        running = RunningLoop::start(&cluster, &config, world.clock());
+    }
+    assert!(world.run_until(limit, &mut outcome, finished).await);
+    running.stop().await;
+    let _ = &jobs;
+    let job = cluster.with(|s| s.job("ns", "restarts")).expect("the Job");
+    let st = &job["status"];
+    let conditions = st["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| (c["type"].to_string(), c["reason"].to_string()))
+        .collect();
+    let mut per_index = vec![0; 12];
+    for p in cluster.with(|s| s.last_pod_states()) {
+        let index = p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
+            .as_str()
+            .and_then(|i| i.parse::<usize>().ok());
+        if let Some(i) = index
+            && p["status"]["phase"] == "Succeeded"
+        {
+            per_index[i] += 1;
+        }
+    }
+    let ending = Ending {
+        status: (
+            st["succeeded"].clone(),
+            st["failed"].clone(),
+            st["completedIndexes"].clone(),
+            conditions,
+        ),
+        pods_created: requests(&cluster, "create", "pods"),
+    };
+    (ending, per_index)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restart_or_a_hand_over_runs_no_index_twice() {
+    let (undisturbed, per_index) = indexed_run(None).await;
+    assert_eq!(per_index, vec![1; 12]);
+    assert_eq!(undisturbed.pods_created, 12);
+    for disruption in [Disruption::KilledAndRestarted, Disruption::HandedOver] {
+        let (ending, per_index) = indexed_run(Some(disruption)).await;
+        assert_eq!(
+            per_index,
+            vec![1; 12],
+            "{disruption:?}: succeeded pods per index"
+        );
+        assert_eq!(ending, undisturbed, "{disruption:?}");
+    }
 }
