@@ -1,6 +1,6 @@
 //! What each face uses of the API, from the code: the webhook's namespace watch
 //! (crates/server/src/namespaces.rs), the controller's kube calls (crates/controller/src/
-//! kube_api.rs, reconcile.rs), kube-runtime's event Recorder and kube-lease-manager.
+//! kube_api.rs, reconcile.rs), kube-runtime's event Recorder and leader.rs.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -69,7 +69,9 @@ pub fn controller_needs(namespace: &str) -> Vec<Grant> {
             "coordination.k8s.io",
             "leases",
             Some(&lease),
-            &["get", "patch"],
+            // Leader election's writes are updates with the resourceVersion read, as
+            // client-go's.
+            &["get", "update"],
         ),
     ]
     .concat()

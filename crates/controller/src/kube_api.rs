@@ -4,6 +4,9 @@
 //! event, as upstream's recorder writes them), and a metadata-only GET to confirm an orphan.
 //! It decides nothing.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -20,6 +23,9 @@ use jobwarden_rules::well_known::TRACKING_FINALIZER;
 
 pub struct KubeApi {
     client: Client,
+    /// Up while this replica leads: every write checks it first, so a leader that lost its
+    /// Lease sends nothing more, not even from a sync already under way.
+    leading: Option<Arc<AtomicBool>>,
     /// The controller name: the events' reporting component.
     controller_name: String,
     /// This replica: the events' reporting instance.
@@ -31,9 +37,27 @@ impl KubeApi {
     pub fn new(client: Client, controller_name: &str, identity: &str) -> Self {
         KubeApi {
             client,
+            leading: None,
             controller_name: controller_name.to_owned(),
             identity: identity.to_owned(),
             field_manager: "jobwarden-controller".to_owned(),
+        }
+    }
+
+    /// Writes only while `leading` is up.
+    pub fn fenced(self, leading: Arc<AtomicBool>) -> Self {
+        KubeApi {
+            leading: Some(leading),
+            ..self
+        }
+    }
+
+    fn may_write(&self) -> Result<(), ApiError> {
+        match &self.leading {
+            Some(l) if !l.load(Ordering::SeqCst) => Err(ApiError::Other(
+                "not the leader any more: the write was not sent".to_owned(),
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -68,6 +92,7 @@ impl ClusterApi for KubeApi {
         name: &str,
         patch: &Value,
     ) -> Result<(), ApiError> {
+        self.may_write()?;
         self.dynamic::<Job>(namespace)
             .patch_status(name, &self.params(), &Patch::Merge(patch))
             .await
@@ -76,6 +101,7 @@ impl ClusterApi for KubeApi {
     }
 
     async fn remove_pod_finalizer(&self, namespace: &str, pod: &PodRef) -> Result<(), ApiError> {
+        self.may_write()?;
         // The strategic-merge directive removes our entry only, whatever else the list holds;
         // the uid makes it fail (409) on a different pod that reuses the name.
         let patch = json!({"metadata": {
@@ -90,6 +116,7 @@ impl ClusterApi for KubeApi {
     }
 
     async fn delete_pod(&self, namespace: &str, pod: &PodRef) -> Result<(), ApiError> {
+        self.may_write()?;
         let params = DeleteParams {
             preconditions: Some(Preconditions {
                 uid: Some(pod.uid.clone()),
@@ -105,6 +132,7 @@ impl ClusterApi for KubeApi {
     }
 
     async fn create_pod(&self, namespace: &str, pod: &Value) -> Result<String, ApiError> {
+        self.may_write()?;
         let object: DynamicObject =
             serde_json::from_value(pod.clone()).map_err(|e| ApiError::Other(e.to_string()))?;
         let created = self
@@ -124,6 +152,7 @@ impl ClusterApi for KubeApi {
     }
 
     async fn create_event(&self, job: &JobRef, event: &EventRecord) -> Result<(), ApiError> {
+        self.may_write()?;
         let reporter = EventReporter {
             component: self.controller_name.clone(),
             instance: self.identity.clone(),
