@@ -17,7 +17,7 @@ use kube::api::{
 };
 use serde_json::{Value, json};
 
-use crate::cluster_api::{ApiError, ClusterApi, EventRecord, JobRef};
+use crate::cluster_api::{ApiError, ClusterApi, EventRecord, JobRef, LiveJob};
 use crate::plan::PodRef;
 use jobwarden_rules::well_known::TRACKING_FINALIZER;
 
@@ -59,6 +59,15 @@ impl KubeApi {
             )),
             _ => Ok(()),
         }
+    }
+
+    /// A strategic merge patch of a pod.
+    async fn patch_pod(&self, namespace: &str, name: &str, patch: Value) -> Result<(), ApiError> {
+        Api::<Pod>::namespaced(self.client.clone(), namespace)
+            .patch(name, &self.params(), &Patch::Strategic(patch))
+            .await
+            .map(drop)
+            .map_err(api_error)
     }
 
     fn params(&self) -> PatchParams {
@@ -108,11 +117,7 @@ impl ClusterApi for KubeApi {
             "uid": pod.uid,
             "$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER],
         }});
-        Api::<Pod>::namespaced(self.client.clone(), namespace)
-            .patch(&pod.name, &self.params(), &Patch::Strategic(patch))
-            .await
-            .map(drop)
-            .map_err(api_error)
+        self.patch_pod(namespace, &pod.name, patch).await
     }
 
     async fn delete_pod(&self, namespace: &str, pod: &PodRef) -> Result<(), ApiError> {
@@ -143,12 +148,47 @@ impl ClusterApi for KubeApi {
         Ok(created.metadata.name.unwrap_or_default())
     }
 
-    async fn job_uid(&self, namespace: &str, name: &str) -> Result<Option<String>, ApiError> {
+    async fn live_job(&self, namespace: &str, name: &str) -> Result<Option<LiveJob>, ApiError> {
         Api::<Job>::namespaced(self.client.clone(), namespace)
             .get_metadata_opt(name)
             .await
-            .map(|job| job.and_then(|j| j.metadata.uid))
+            .map(|job| {
+                job.map(|j| LiveJob {
+                    uid: j.metadata.uid.unwrap_or_default(),
+                    deleting: j.metadata.deletion_timestamp.is_some(),
+                })
+            })
             .map_err(api_error)
+    }
+
+    async fn adopt_pod(&self, namespace: &str, pod: &PodRef, job: &JobRef) -> Result<(), ApiError> {
+        self.may_write()?;
+        // Upstream's adoption patch: the owner reference (merged by uid), the finalizer, and
+        // the pod's uid as a precondition. The API server refuses a second controller.
+        let patch = json!({"metadata": {
+            "uid": pod.uid,
+            "ownerReferences": [{
+                "apiVersion": "batch/v1", "kind": "Job", "name": job.name, "uid": job.uid,
+                "controller": true, "blockOwnerDeletion": true,
+            }],
+            "finalizers": [TRACKING_FINALIZER],
+        }});
+        self.patch_pod(namespace, &pod.name, patch).await
+    }
+
+    async fn release_pod(
+        &self,
+        namespace: &str,
+        pod: &PodRef,
+        job_uid: &str,
+    ) -> Result<(), ApiError> {
+        self.may_write()?;
+        let patch = json!({"metadata": {
+            "uid": pod.uid,
+            "ownerReferences": [{"$patch": "delete", "uid": job_uid}],
+            "$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER],
+        }});
+        self.patch_pod(namespace, &pod.name, patch).await
     }
 
     async fn create_event(&self, job: &JobRef, event: &EventRecord) -> Result<(), ApiError> {

@@ -40,6 +40,7 @@
 //! `tests/e2e.rs` runs against a real cluster when `JOBWARDEN_E2E_KUBECONFIG` names a kubeconfig
 //! (and is skipped otherwise); see that file for what the cluster needs.
 
+pub mod adoption;
 pub mod backoff;
 pub mod client;
 pub mod cluster_api;

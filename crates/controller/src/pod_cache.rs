@@ -28,7 +28,8 @@ struct JobPods {
 /// Job's uid one for all its pods.
 #[derive(Debug, Default, Clone)]
 struct Index {
-    /// By the controlling Job's uid; pods with no Job controller under `""`.
+    /// By the controlling Job's uid; pods with no Job controller under `unowned_key` of their
+    /// namespace.
     jobs: HashMap<Arc<str>, JobPods>,
     /// Pod uid to the key it is filed under in `jobs`.
     filed_under: HashMap<Arc<str>, Arc<str>>,
@@ -69,6 +70,12 @@ pub struct PodCache {
     synced: tokio::sync::watch::Sender<bool>,
 }
 
+/// Where pods with no Job controller are filed: by namespace, under a key no uid can be
+/// (uids are UUIDs; a NUL cannot come from one).
+fn unowned_key(namespace: &str) -> String {
+    format!("\0{namespace}")
+}
+
 fn owner(pod: &Pod) -> Option<(String, String)> {
     pod.metadata
         .owner_references
@@ -85,7 +92,14 @@ impl Index {
         owner: Option<&(String, String)>,
         mut pod: CachedPod,
     ) -> Arc<CachedPod> {
-        let (job_name, job_uid) = owner.map_or(("", ""), |(n, u)| (n.as_str(), u.as_str()));
+        let unowned;
+        let (job_name, job_uid) = match owner {
+            Some((n, u)) => (n.as_str(), u.as_str()),
+            None => {
+                unowned = unowned_key(namespace);
+                ("", unowned.as_str())
+            }
+        };
         let key = match self.jobs.get_key_value(job_uid) {
             Some((k, _)) => k.clone(),
             None => Arc::from(job_uid),
@@ -153,7 +167,8 @@ impl PodCache {
         let cached = CachedPod::from_pod(pod);
         let owner = owner(pod);
         let namespace = pod.metadata.namespace.clone().unwrap_or_default();
-        let job_uid = owner.as_ref().map_or("", |(_, u)| u.as_str());
+        let unowned = unowned_key(&namespace);
+        let job_uid = owner.as_ref().map_or(unowned.as_str(), |(_, u)| u.as_str());
         let mut index = write(&self.index);
         if index.get(job_uid, &cached.uid).map(|p| &**p) == Some(&cached) {
             return None;
@@ -202,6 +217,11 @@ impl PodCache {
             .get(job_uid)
             .map(|e| e.pods.values().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// The pods of `namespace` that no Job controls: candidates for adoption.
+    pub fn unowned_in(&self, namespace: &str) -> Vec<Arc<CachedPod>> {
+        self.for_job(&unowned_key(namespace))
     }
 
     pub fn len(&self) -> usize {
@@ -276,7 +296,8 @@ fn diff(old: &Index, new: &Index) -> Vec<PodObservation> {
 }
 
 fn job_key(job_uid: &str, entry: &JobPods) -> Option<(String, String)> {
-    (!job_uid.is_empty()).then(|| (entry.job_name.to_string(), job_uid.to_owned()))
+    (!job_uid.is_empty() && !job_uid.starts_with('\0'))
+        .then(|| (entry.job_name.to_string(), job_uid.to_owned()))
 }
 
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {

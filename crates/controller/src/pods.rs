@@ -42,6 +42,10 @@ pub struct CachedPod {
     /// The uid in the pod's controller owner reference, when that is a `batch/v1` Job; shared
     /// by all the Job's pods in the cache.
     pub owner_uid: Option<Arc<str>>,
+    /// Some owner reference, of any kind, is its controller: such a pod is never adopted.
+    pub controlled: bool,
+    /// Its labels, sorted by key, for the Job's selector (adoption and release).
+    pub labels: Box<[(Box<str>, Box<str>)]>,
     /// The controller name in `jobwarden.io/created-by`: which jobwarden controller made it.
     pub created_by: Option<Box<str>>,
     pub phase: Phase,
@@ -115,10 +119,24 @@ impl CachedPod {
             .flatten()
             .find(|o| o.controller == Some(true) && o.kind == "Job" && o.api_version == "batch/v1")
             .map(|o| Arc::from(o.uid.as_str()));
+        let controlled = meta
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.controller == Some(true));
+        // A BTreeMap iterates in key order.
+        let labels = meta
+            .labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| (Box::from(k.as_str()), Box::from(v.as_str())))
+            .collect();
         CachedPod {
             name: meta.name.clone().unwrap_or_default(),
             uid: Arc::from(meta.uid.as_deref().unwrap_or_default()),
             owner_uid,
+            controlled,
+            labels,
             created_by: annotation(CREATED_BY_ANNOTATION).map(|v| Box::from(v.as_str())),
             phase,
             deleting,
@@ -133,6 +151,14 @@ impl CachedPod {
             exited,
             conditions,
         }
+    }
+
+    /// The value of label `key`.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .binary_search_by(|(k, _)| (**k).cmp(key))
+            .ok()
+            .map(|i| &*self.labels[i].1)
     }
 
     /// Upstream's `FilterActivePods`: not terminal and not being deleted.

@@ -355,3 +355,97 @@ async fn a_restart_or_a_hand_over_runs_no_index_twice() {
         assert_eq!(ending, undisturbed, "{disruption:?}");
     }
 }
+
+/// The Job's generated selector labels, as the API server set them.
+fn selector_labels(cluster: &InMemoryCluster, name: &str) -> Value {
+    let job = cluster.with(|s| s.job("ns", name)).expect("the Job");
+    job["spec"]["selector"]["matchLabels"].clone()
+}
+
+fn owners(pod: &Value) -> Vec<String> {
+    pod["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["uid"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_bare_pod_matching_the_selector_is_adopted_and_counted() {
+    let (cluster, jobs) = cluster_with(vec![job(
+        "adopts",
+        json!({"completions": 2, "parallelism": 2}),
+    )]);
+    let uid = cluster
+        .with(|s| s.job("ns", "adopts"))
+        .and_then(|j| j["metadata"]["uid"].as_str().map(str::to_owned))
+        .expect("a uid");
+    // Someone made a pod by hand with the Job's labels, and no owner.
+    let bare = json!({"metadata": {"name": "by-hand", "labels": selector_labels(&cluster, "adopts")},
+                      "spec": {"restartPolicy": "Never",
+                               "containers": [{"name": "main", "image": "busybox"}]}});
+    cluster
+        .write(|s| s.create_pod("ns", &bare))
+        .expect("the bare pod");
+    let report = run_until_finished(
+        cluster.clone(),
+        &jobs,
+        LoopRunConfig::default(),
+        after_a_second,
+    )
+    .await;
+    assert!(report.finished);
+    let job = cluster.with(|s| s.job("ns", "adopts")).expect("the Job");
+    assert_eq!(job["status"]["succeeded"], 2);
+    let adopted = cluster.with(|s| s.pod("ns", "by-hand")).expect("kept");
+    assert_eq!(owners(&adopted), [uid]);
+    assert_eq!(
+        adopted["metadata"]["ownerReferences"][0]["controller"],
+        true
+    );
+    assert!(finalizers(&adopted).is_empty(), "counted, then released");
+    // One pod fewer made, as upstream's controller makes.
+    assert_eq!(requests(&cluster, "create", "pods"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_whose_labels_no_longer_match_is_released_and_replaced() {
+    let (cluster, jobs) = cluster_with(vec![job(
+        "releases",
+        json!({"completions": 1, "parallelism": 1}),
+    )]);
+    let cluster2 = cluster.clone();
+    // The first pod's labels are changed while it runs; it never ends. Its replacement
+    // succeeds.
+    let outcome = move |p: &SeenPod| match p.ordinal {
+        1 if p.running_for >= Duration::from_secs(1) => {
+            let _ = cluster2.write(|s| {
+                s.kubelet_update(&p.namespace, &p.name, |pod| {
+                    pod["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] =
+                        json!("someone-else");
+                })
+            });
+            Outcome::Run
+        }
+        2.. if p.running_for >= Duration::from_secs(1) => Outcome::succeed(),
+        _ => Outcome::Run,
+    };
+    let config = LoopRunConfig {
+        give_up_after: Duration::from_secs(120),
+        ..LoopRunConfig::default()
+    };
+    let report = run_until_finished(cluster.clone(), &jobs, config, outcome).await;
+    assert!(report.finished);
+    let job = cluster.with(|s| s.job("ns", "releases")).expect("the Job");
+    assert_eq!(job["status"]["succeeded"], 1);
+    assert_eq!(requests(&cluster, "create", "pods"), 2);
+    let released: Vec<Value> = cluster
+        .with(|s| s.pods())
+        .into_iter()
+        .filter(|p| p["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] == "someone-else")
+        .collect();
+    assert_eq!(released.len(), 1);
+    assert!(owners(&released[0]).is_empty(), "{}", released[0]);
+    assert!(finalizers(&released[0]).is_empty());
+}
