@@ -16,6 +16,7 @@
 //! tests run in parallel without touching each other's Jobs; the namespaces are deleted at the
 //! end.
 
+mod adoption;
 mod delegated_job;
 mod lifecycle;
 mod policies;
