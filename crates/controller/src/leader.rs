@@ -358,7 +358,9 @@ where
             }
             let give_up = (Instant::now() + settings.retry_period).min(deadline);
             let renewal = tokio::time::timeout_at(give_up, elector.try_acquire_or_renew());
+            let mut wait_stop = stop_rx.clone();
             tokio::select! {
+                _ = wait_stop.wait_for(|s| *s) => break false,
                 () = &mut run, if !task_done => {
                     task_done = true;
                     tracing::warn!(identity, "the reconcile loop ended while leading");
@@ -386,7 +388,21 @@ where
         }
         let _ = lost_tx.send(true);
         if !task_done {
-            run.await;
+            // The syncs in flight finish (once the Lease is lost their writes are refused);
+            // one stuck on a dead connection is dropped rather than waited for, so that the
+            // Lease is released in time on shutdown, and competing resumes after an outage.
+            let drain = if lost {
+                settings.retry_period
+            } else {
+                settings.renew_deadline / 2
+            };
+            if tokio::time::timeout(drain, &mut run).await.is_err() {
+                tracing::warn!(
+                    identity,
+                    ?drain,
+                    "the reconcile loop did not stop in time: dropped"
+                );
+            }
         }
         leading.store(false, Ordering::SeqCst);
         if !lost {

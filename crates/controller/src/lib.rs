@@ -29,11 +29,11 @@
 //!
 //! Deciding (pure): `plan` and its parts (`pods`, `backoff`, `conditions`, `pod_template`,
 //! `pod_failure_policy`, `success_policy`, `per_index`), `status_patch`, `events`,
-//! `expectations`, `orphans`. Acting: `executor` applies a plan through the `ClusterApi`
+//! `expectations`, `orphans`, `adoption`. Acting: `executor` applies a plan through the `ClusterApi`
 //! trait (`cluster_api`; `kube_api` is the real one, `in_memory` a faithful stand-in for tests,
 //! the scale benchmark and `jobwarden simulate`); `job_controller` syncs one Job from the
-//! caches (`job_cache`, `pod_cache`); `reconcile` is the loop; `leader` the Lease; this file
-//! wires them.
+//! caches (`job_cache`, `pod_cache`); `reconcile` is the loop (no sync before both caches
+//! have listed); `leader` the Lease, with client-go's leader election; this file wires them.
 //!
 //! # End-to-end tests
 //!
