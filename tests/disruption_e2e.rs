@@ -537,18 +537,50 @@ fn unrecorded_succeeded(pods: &[Pod]) -> usize {
         .count()
 }
 
+/// A run under way: the replicas (the first leading, the others standing by), the Job created
+/// and the kubelet playing.
+struct Run {
+    env: Env,
+    replicas: Vec<Replica>,
+    kubelet: tokio::task::JoinHandle<()>,
+}
+
+impl Run {
+    /// Starts `identities` through `kubeconfig`, the first as the leader, and the Job.
+    async fn start(env: Env, identities: &[&str], kubeconfig: &Path) -> Run {
+        let mut replicas = Vec::new();
+        for (i, identity) in identities.iter().enumerate() {
+            let replica = Replica::start(&env, identity, kubeconfig);
+            replica.wait_gauge(i64::from(i == 0), TIMEOUT).await;
+            replicas.push(replica);
+        }
+        env.create_job().await;
+        let kubelet = env.kubelet();
+        Run {
+            env,
+            replicas,
+            kubelet,
+        }
+    }
+
+    /// Runs to the end and checks it is an undisturbed run's.
+    async fn finish(self) {
+        assert_eq!(ending(&self.env).await, undisturbed());
+        self.kubelet.abort();
+        self.env.teardown(self.replicas).await;
+    }
+}
+
 #[tokio::test]
 async fn an_undisturbed_run_makes_one_pod_per_index() {
     let Some(env) = Env::new("calm").await else {
         return;
     };
-    let a = Replica::start(&env, "calm-a", &env.kubeconfig(None));
-    a.wait_gauge(1, TIMEOUT).await;
-    env.create_job().await;
-    let kubelet = env.kubelet();
-    assert_eq!(ending(&env).await, undisturbed());
-    kubelet.abort();
-    env.teardown(vec![a]).await;
+    let kubeconfig = env.kubeconfig(None);
+    Run::start(env, &["calm-a"], &kubeconfig)
+        .await
+        .finish()
+        .await;
 }
 
 #[tokio::test]
@@ -557,26 +589,27 @@ async fn sigkill_and_restart_runs_no_index_twice() {
         return;
     };
     let kubeconfig = env.kubeconfig(None);
-    let a = Replica::start(&env, "restarting", &kubeconfig);
-    a.wait_gauge(1, TIMEOUT).await;
-    env.create_job().await;
-    let kubelet = env.kubelet();
-    wait_disruption_point(&env).await;
-    drop(a); // SIGKILL
+    let mut run = Run::start(env, &["restarting"], &kubeconfig).await;
+    wait_disruption_point(&run.env).await;
+    run.replicas.clear(); // SIGKILL
     // Restarted 5 s later, as a container is; the kubelet goes on meanwhile. The pause is
     // the scenario, not a wait for something.
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let pods = env.pods().list(&ListParams::default()).await.expect("pods");
+    let pods = run
+        .env
+        .pods()
+        .list(&ListParams::default())
+        .await
+        .expect("pods");
     assert!(
         unrecorded_succeeded(&pods.items) > 0,
         "pods finished while no controller ran"
     );
     // The same pod, so the same HOSTNAME: it renews its own Lease at once.
-    let a = Replica::start(&env, "restarting", &kubeconfig);
+    let a = Replica::start(&run.env, "restarting", &kubeconfig);
     a.wait_gauge(1, Duration::from_secs(10)).await;
-    assert_eq!(ending(&env).await, undisturbed());
-    kubelet.abort();
-    env.teardown(vec![a]).await;
+    run.replicas.push(a);
+    run.finish().await;
 }
 
 #[tokio::test]
@@ -585,21 +618,14 @@ async fn a_sigkilled_leader_s_standby_runs_no_index_twice() {
         return;
     };
     let kubeconfig = env.kubeconfig(None);
-    let a = Replica::start(&env, "killed-a", &kubeconfig);
-    a.wait_gauge(1, TIMEOUT).await;
-    let b = Replica::start(&env, "killed-b", &kubeconfig);
-    b.wait_gauge(0, TIMEOUT).await;
-    env.create_job().await;
-    let kubelet = env.kubelet();
-    wait_disruption_point(&env).await;
+    let mut run = Run::start(env, &["killed-a", "killed-b"], &kubeconfig).await;
+    wait_disruption_point(&run.env).await;
     let killed = Instant::now();
-    drop(a); // SIGKILL: no release; the standby waits out the 15 s Lease.
-    let took = b.wait_gauge(1, Duration::from_secs(30)).await - killed;
+    run.replicas.remove(0); // SIGKILL: no release; the standby waits out the 15 s Lease.
+    let took = run.replicas[0].wait_gauge(1, Duration::from_secs(30)).await - killed;
     eprintln!("SIGKILLed leader: the standby led {took:?} after the kill");
     assert!(took <= Duration::from_secs(20), "{took:?}");
-    assert_eq!(ending(&env).await, undisturbed());
-    kubelet.abort();
-    env.teardown(vec![b]).await;
+    run.finish().await;
 }
 
 #[tokio::test]
@@ -608,28 +634,20 @@ async fn a_sigtermed_leader_hands_over_within_3_s_and_no_index_runs_twice() {
         return;
     };
     let kubeconfig = env.kubeconfig(None);
-    let mut a = Replica::start(&env, "termed-a", &kubeconfig);
-    a.wait_gauge(1, TIMEOUT).await;
-    let b = Replica::start(&env, "termed-b", &kubeconfig);
-    b.wait_gauge(0, TIMEOUT).await;
-    env.create_job().await;
-    let kubelet = env.kubelet();
-    wait_disruption_point(&env).await;
+    let mut run = Run::start(env, &["termed-a", "termed-b"], &kubeconfig).await;
+    wait_disruption_point(&run.env).await;
     let termed = Instant::now();
-    a.signal(libc::SIGTERM);
-    let took = b.wait_gauge(1, Duration::from_secs(10)).await - termed;
+    run.replicas[0].signal(libc::SIGTERM);
+    let took = run.replicas[1].wait_gauge(1, Duration::from_secs(10)).await - termed;
     eprintln!("SIGTERMed leader: the standby led {took:?} after the signal");
     assert!(took <= Duration::from_secs(3), "hand-over took {took:?}");
     assert!(
-        a.exited(Duration::from_secs(20)).await,
+        run.replicas[0].exited(Duration::from_secs(20)).await,
         "a exits 0 on SIGTERM"
     );
-    let lease = env.lease().await;
-    let spec = lease.spec.unwrap_or_default();
+    let spec = run.env.lease().await.spec.unwrap_or_default();
     assert_eq!(spec.holder_identity.as_deref(), Some("termed-b"));
-    assert_eq!(ending(&env).await, undisturbed());
-    kubelet.abort();
-    env.teardown(vec![a, b]).await;
+    run.finish().await;
 }
 
 #[tokio::test]
@@ -642,17 +660,16 @@ async fn a_leader_cut_off_steps_down_before_its_lease_expires_and_leads_again() 
         return;
     }
     let proxy = Proxy::start(env.api_server()).await;
-    let a = Replica::start(&env, "cut-a", &env.kubeconfig(Some(proxy.port)));
-    a.wait_gauge(1, TIMEOUT).await;
-    env.create_job().await;
-    let kubelet = env.kubelet();
-    wait_disruption_point(&env).await;
+    let kubeconfig = env.kubeconfig(Some(proxy.port));
+    let run = Run::start(env, &["cut-a"], &kubeconfig).await;
+    let a = &run.replicas[0];
+    wait_disruption_point(&run.env).await;
 
     proxy.set_cut(true);
     let cut = Instant::now();
     let stepped_down = a.wait_gauge(0, Duration::from_secs(15)).await;
     // The Lease as the API server holds it: the last renewal before the cut.
-    let spec = env.lease().await.spec.unwrap_or_default();
+    let spec = run.env.lease().await.spec.unwrap_or_default();
     assert_eq!(spec.holder_identity.as_deref(), Some("cut-a"));
     let renewed = spec.renew_time.expect("renewed").0;
     let expires = renewed
@@ -682,7 +699,5 @@ async fn a_leader_cut_off_steps_down_before_its_lease_expires_and_leads_again() 
     let leads = a.wait_gauge(1, Duration::from_secs(15)).await - back;
     eprintln!("cut off: led again {leads:?} after the API server came back");
     assert!(leads <= Duration::from_secs(5), "{leads:?}");
-    assert_eq!(ending(&env).await, undisturbed());
-    kubelet.abort();
-    env.teardown(vec![a]).await;
+    run.finish().await;
 }

@@ -193,16 +193,8 @@ impl<S: LeaseStore> Elector<'_, S> {
         let (current, version) = match self.store.get().await {
             Ok(Some(found)) => found,
             Ok(None) => {
-                return match self.store.create(&mine).await {
-                    Ok(()) => {
-                        self.observed = Some((mine, Instant::now()));
-                        true
-                    }
-                    Err(e) => {
-                        tracing::debug!(error = %e, "creating the Lease");
-                        false
-                    }
-                };
+                let written = self.store.create(&mine).await;
+                return self.wrote(mine, written, "creating the Lease");
             }
             Err(e) => {
                 tracing::debug!(error = %e, "reading the Lease");
@@ -236,13 +228,19 @@ impl<S: LeaseStore> Elector<'_, S> {
                 ..mine
             }
         };
-        match self.store.update(&next, &version).await {
+        let written = self.store.update(&next, &version).await;
+        self.wrote(next, written, "writing the Lease")
+    }
+
+    /// After a write of `spec`: whether it went through, remembered as the record last seen.
+    fn wrote(&mut self, spec: LeaseSpec, written: Result<(), LeaseError>, what: &str) -> bool {
+        match written {
             Ok(()) => {
-                self.observed = Some((next, Instant::now()));
+                self.observed = Some((spec, Instant::now()));
                 true
             }
             Err(e) => {
-                tracing::debug!(error = %e, "writing the Lease");
+                tracing::debug!(error = %e, "{what}");
                 false
             }
         }
