@@ -606,8 +606,10 @@ async fn sigkill_and_restart_runs_no_index_twice() {
         "pods finished while no controller ran"
     );
     // The same pod, so the same HOSTNAME: it renews its own Lease at once.
+    let restarted = Instant::now();
     let a = Replica::start(&run.env, "restarting", &kubeconfig);
-    a.wait_gauge(1, Duration::from_secs(10)).await;
+    let took = a.wait_gauge(1, Duration::from_secs(10)).await - restarted;
+    eprintln!("SIGKILLed and restarted: leading {took:?} after the restart");
     run.replicas.push(a);
     run.finish().await;
 }

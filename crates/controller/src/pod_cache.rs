@@ -6,8 +6,8 @@
 //! Until its first list has loaded it says so (`is_synced`): an empty cache then means "not
 //! known yet", never "no pods", and nothing may be planned from it.
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher;
@@ -60,9 +60,60 @@ pub struct JobKey {
     pub uid: String,
 }
 
+/// One copy of each value of `T` the cached pods hold. Values no pod holds any more are let go
+/// whenever the set has doubled since it was last pruned, so it stays within twice what the
+/// pods use.
+#[derive(Debug)]
+struct Shared<T: ?Sized> {
+    values: HashSet<Arc<T>>,
+    pruned_at: usize,
+}
+
+impl<T: ?Sized> Default for Shared<T> {
+    fn default() -> Self {
+        Shared {
+            values: HashSet::new(),
+            pruned_at: 0,
+        }
+    }
+}
+
+impl<T: ?Sized + Eq + std::hash::Hash> Shared<T> {
+    fn share(&mut self, value: &Arc<T>) -> Arc<T> {
+        if let Some(shared) = self.values.get(value) {
+            return shared.clone();
+        }
+        self.values.insert(value.clone());
+        if self.values.len() > 2 * self.pruned_at.max(4096) {
+            self.values.retain(|v| Arc::strong_count(v) > 1);
+            self.pruned_at = self.values.len();
+        }
+        value.clone()
+    }
+}
+
+/// What the pods of the cache share of their labels: the lists (one per Job, the completion
+/// index apart) and the index values.
+#[derive(Debug, Default)]
+struct Interned {
+    lists: Shared<[(Arc<str>, Arc<str>)]>,
+    indexes: Shared<str>,
+}
+
+impl Interned {
+    fn labels(&mut self, pod: &mut CachedPod) {
+        let labels = &mut pod.labels;
+        labels.common = self.lists.share(&labels.common);
+        if let Some(index) = &labels.index {
+            labels.index = Some(self.indexes.share(index));
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct PodCache {
     index: RwLock<Index>,
+    interned: Mutex<Interned>,
     /// A relist in progress: applied atomically at `InitDone`.
     relist: RwLock<Option<Index>>,
     /// Set once the first list has been applied (upstream's `HasSynced`); it stays set across
@@ -148,7 +199,7 @@ impl PodCache {
                 if let Some(relist) = write(&self.relist).as_mut() {
                     let owner = owner(pod);
                     let ns = pod.metadata.namespace.as_deref().unwrap_or("");
-                    relist.insert(ns, owner.as_ref(), CachedPod::from_pod(pod));
+                    relist.insert(ns, owner.as_ref(), self.cached(pod));
                 }
                 Vec::new()
             }
@@ -163,8 +214,18 @@ impl PodCache {
         }
     }
 
+    /// The pod as the cache keeps it, its label strings shared.
+    fn cached(&self, pod: &Pod) -> CachedPod {
+        let mut cached = CachedPod::from_pod(pod);
+        self.interned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .labels(&mut cached);
+        cached
+    }
+
     fn upsert(&self, pod: &Pod) -> Option<PodObservation> {
-        let cached = CachedPod::from_pod(pod);
+        let cached = self.cached(pod);
         let owner = owner(pod);
         let namespace = pod.metadata.namespace.clone().unwrap_or_default();
         let unowned = unowned_key(&namespace);
@@ -358,6 +419,60 @@ mod tests {
         assert_eq!(
             seen,
             [("uid-a".to_owned(), false), ("uid-c".to_owned(), true)]
+        );
+    }
+
+    #[test]
+    fn the_pods_of_a_job_share_their_labels() {
+        let labelled = |name: &str, index: &str| {
+            let mut p = pod(name, "job");
+            p.metadata.labels = Some(
+                [
+                    ("batch.kubernetes.io/controller-uid", "job"),
+                    ("batch.kubernetes.io/job-completion-index", index),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+            );
+            p
+        };
+        let cache = PodCache::default();
+        cache.apply(&watcher::Event::Apply(labelled("a", "0")));
+        cache.apply(&watcher::Event::Apply(labelled("b", "1")));
+        cache.apply(&watcher::Event::Apply(labelled("c", "1")));
+        let pods = cache.for_job("job");
+        assert!(
+            pods.windows(2)
+                .all(|w| Arc::ptr_eq(&w[0].labels.common, &w[1].labels.common)),
+            "one list for the Job"
+        );
+        let ones: Vec<&Arc<str>> = pods
+            .iter()
+            .filter_map(|p| p.labels.index.as_ref())
+            .filter(|i| &***i == "1")
+            .collect();
+        assert!(Arc::ptr_eq(ones[0], ones[1]), "one copy of an index");
+        for p in &pods {
+            assert_eq!(p.label("batch.kubernetes.io/controller-uid"), Some("job"));
+            assert!(
+                p.label("batch.kubernetes.io/job-completion-index")
+                    .is_some()
+            );
+            assert_eq!(p.label("app"), None);
+        }
+    }
+
+    #[test]
+    fn values_no_pod_holds_are_let_go() {
+        let mut shared = Shared::<str>::default();
+        for i in 0..10_000 {
+            let _ = shared.share(&Arc::from(format!("uid-{i}")));
+        }
+        assert!(
+            shared.values.len() <= 2 * 4096 + 1,
+            "{}",
+            shared.values.len()
         );
     }
 

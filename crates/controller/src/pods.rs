@@ -33,6 +33,44 @@ pub struct ExitedContainer {
     pub init: bool,
 }
 
+/// A pod's labels, kept so that the pods of one Job share them: the completion index apart,
+/// every pod of a Job carries the same labels, so the rest is one list the pod cache shares
+/// among them (`Arc::ptr_eq` when it has), and the index is one of a few shared strings.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Labels {
+    /// Every label but the completion index, sorted by key.
+    pub common: Arc<[(Arc<str>, Arc<str>)]>,
+    /// The `batch.kubernetes.io/job-completion-index` label.
+    pub index: Option<Arc<str>>,
+}
+
+impl Labels {
+    /// From the labels in key order (a `BTreeMap`'s).
+    pub fn new<'a>(labels: impl Iterator<Item = (&'a String, &'a String)>) -> Labels {
+        let mut index = None;
+        let common = labels
+            .filter_map(|(k, v)| {
+                if k == COMPLETION_INDEX_KEY {
+                    index = Some(Arc::from(v.as_str()));
+                    return None;
+                }
+                Some((Arc::from(k.as_str()), Arc::from(v.as_str())))
+            })
+            .collect();
+        Labels { common, index }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        if key == COMPLETION_INDEX_KEY {
+            return self.index.as_deref();
+        }
+        self.common
+            .binary_search_by(|(k, _)| (**k).cmp(key))
+            .ok()
+            .map(|i| &*self.common[i].1)
+    }
+}
+
 /// One pod as the cache keeps it: only what `plan` and the expectations read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CachedPod {
@@ -44,8 +82,8 @@ pub struct CachedPod {
     pub owner_uid: Option<Arc<str>>,
     /// Some owner reference, of any kind, is its controller: such a pod is never adopted.
     pub controlled: bool,
-    /// Its labels, sorted by key, for the Job's selector (adoption and release).
-    pub labels: Box<[(Box<str>, Box<str>)]>,
+    /// Its labels, for the Job's selector (adoption and release).
+    pub labels: Labels,
     /// The controller name in `jobwarden.io/created-by`: which jobwarden controller made it.
     pub created_by: Option<Box<str>>,
     pub phase: Phase,
@@ -124,13 +162,7 @@ impl CachedPod {
             .iter()
             .flatten()
             .any(|o| o.controller == Some(true));
-        // A BTreeMap iterates in key order.
-        let labels = meta
-            .labels
-            .iter()
-            .flatten()
-            .map(|(k, v)| (Box::from(k.as_str()), Box::from(v.as_str())))
-            .collect();
+        let labels = Labels::new(meta.labels.iter().flatten());
         CachedPod {
             name: meta.name.clone().unwrap_or_default(),
             uid: Arc::from(meta.uid.as_deref().unwrap_or_default()),
@@ -155,10 +187,7 @@ impl CachedPod {
 
     /// The value of label `key`.
     pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels
-            .binary_search_by(|(k, _)| (**k).cmp(key))
-            .ok()
-            .map(|i| &*self.labels[i].1)
+        self.labels.get(key)
     }
 
     /// Upstream's `FilterActivePods`: not terminal and not being deleted.
