@@ -59,20 +59,25 @@ fn after_a_second(p: &SeenPod) -> Outcome {
     }
 }
 
+/// Runs the Jobs to their end with the default loop, pods succeeding after a second.
+async fn run_to_the_end(cluster: &Arc<InMemoryCluster>, jobs: &[(String, String)]) {
+    let report = run_until_finished(
+        cluster.clone(),
+        jobs,
+        LoopRunConfig::default(),
+        after_a_second,
+    )
+    .await;
+    assert!(report.finished);
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_indexed_job_of_200_pods_costs_two_writes_a_pod() {
     let (cluster, jobs) = cluster_with(vec![job(
         "big",
         json!({"completions": 200, "parallelism": 200, "completionMode": "Indexed"}),
     )]);
-    let report = run_until_finished(
-        cluster.clone(),
-        &jobs,
-        LoopRunConfig::default(),
-        after_a_second,
-    )
-    .await;
-    assert!(report.finished);
+    run_to_the_end(&cluster, &jobs).await;
     let job = cluster.with(|s| s.job("ns", "big")).expect("the Job");
     assert_eq!(job["status"]["succeeded"], 200);
     assert_eq!(job["status"]["completedIndexes"], "0-199");
@@ -144,14 +149,7 @@ async fn deleting_finished_jobs_and_their_pods_costs_no_request() {
         })
         .collect();
     let (cluster, jobs) = cluster_with(specs);
-    let report = run_until_finished(
-        cluster.clone(),
-        &jobs,
-        LoopRunConfig::default(),
-        after_a_second,
-    )
-    .await;
-    assert!(report.finished);
+    run_to_the_end(&cluster, &jobs).await;
     let before: u64 = cluster.with(|s| s.requests.values().sum());
     // A namespace torn down: the Jobs go, and the garbage collector takes their pods.
     for (ns, name) in &jobs {
@@ -388,14 +386,7 @@ async fn a_bare_pod_matching_the_selector_is_adopted_and_counted() {
     cluster
         .write(|s| s.create_pod("ns", &bare))
         .expect("the bare pod");
-    let report = run_until_finished(
-        cluster.clone(),
-        &jobs,
-        LoopRunConfig::default(),
-        after_a_second,
-    )
-    .await;
-    assert!(report.finished);
+    run_to_the_end(&cluster, &jobs).await;
     let job = cluster.with(|s| s.job("ns", "adopts")).expect("the Job");
     assert_eq!(job["status"]["succeeded"], 2);
     let adopted = cluster.with(|s| s.pod("ns", "by-hand")).expect("kept");

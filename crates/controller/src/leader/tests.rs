@@ -192,12 +192,18 @@ async fn until(limit: Duration, mut done: impl FnMut() -> bool) -> Instant {
     Instant::now()
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_standby_takes_a_released_lease_within_a_retry_period() {
+/// A Lease, and replica "a" leading it.
+async fn a_leading() -> (Arc<Shared>, Arc<Record>, Replica) {
     let shared = Arc::new(Shared::default());
     let record = Arc::new(Record::default());
-    let mut a = replica("a", &shared, &record);
+    let a = replica("a", &shared, &record);
     until(Duration::from_secs(5), || record.leading("a")).await;
+    (shared, record, a)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_standby_takes_a_released_lease_within_a_retry_period() {
+    let (shared, record, mut a) = a_leading().await;
     let b = replica("b", &shared, &record);
     // The standby waits as long as the leader renews.
     tokio::time::sleep(Duration::from_secs(60)).await;
@@ -221,10 +227,7 @@ async fn a_standby_takes_a_released_lease_within_a_retry_period() {
 
 #[tokio::test(start_paused = true)]
 async fn a_lease_left_by_a_killed_leader_is_taken_once_it_expires() {
-    let shared = Arc::new(Shared::default());
-    let record = Arc::new(Record::default());
-    let a = replica("a", &shared, &record);
-    until(Duration::from_secs(5), || record.leading("a")).await;
+    let (shared, record, a) = a_leading().await;
     let b = replica("b", &shared, &record);
     tokio::time::sleep(Duration::from_secs(7)).await;
     // SIGKILL: no release; the standby waits out the Lease from the last renewal it saw.
@@ -246,10 +249,7 @@ async fn a_lease_left_by_a_killed_leader_is_taken_once_it_expires() {
 
 #[tokio::test(start_paused = true)]
 async fn a_leader_cut_off_steps_down_before_its_lease_expires_and_leads_again_when_back() {
-    let shared = Arc::new(Shared::default());
-    let record = Arc::new(Record::default());
-    let a = replica("a", &shared, &record);
-    until(Duration::from_secs(5), || record.leading("a")).await;
+    let (_shared, record, a) = a_leading().await;
     // Outage after outage: each time it steps down within the renew deadline (10 s after its
     // last renewal, at most 2 s before which the cut came), and leads again within a retry
     // period of the API server's return, however many outages it has lived through.
@@ -279,10 +279,7 @@ async fn a_leader_cut_off_steps_down_before_its_lease_expires_and_leads_again_wh
 
 #[tokio::test(start_paused = true)]
 async fn a_standby_takes_over_from_a_cut_off_leader_only_after_it_stopped() {
-    let shared = Arc::new(Shared::default());
-    let record = Arc::new(Record::default());
-    let a = replica("a", &shared, &record);
-    until(Duration::from_secs(5), || record.leading("a")).await;
+    let (shared, record, a) = a_leading().await;
     let b = replica("b", &shared, &record);
     tokio::time::sleep(Duration::from_secs(5)).await;
     a.cut.store(true, Ordering::SeqCst);
