@@ -69,9 +69,8 @@ pub fn controller_needs(namespace: &str) -> Vec<Grant> {
             "coordination.k8s.io",
             "leases",
             Some(&lease),
-            // Leader election's writes are updates with the resourceVersion read, as
-            // client-go's.
-            &["get", "update"],
+            // Leader election writes merge patches with the resourceVersion read.
+            &["get", "patch"],
         ),
     ]
     .concat()

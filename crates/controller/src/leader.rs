@@ -8,8 +8,8 @@
 //!
 //! Expiry is judged as client-go judges it: from when this replica last saw the Lease record
 //! change (its own monotonic clock), never from the `renewTime` written by another machine's
-//! clock. Every write carries the resourceVersion read, so of two replicas racing for a free
-//! Lease one wins and the other gets a conflict.
+//! clock. Every write carries the resourceVersion read as a precondition, so of two replicas
+//! racing for a free Lease one wins and the other gets a conflict.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +19,7 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
@@ -99,11 +99,10 @@ impl KubeLeaseStore {
         }
     }
 
-    fn lease(&self, spec: &LeaseSpec, version: Option<&str>) -> Lease {
+    fn lease(&self, spec: &LeaseSpec) -> Lease {
         Lease {
             metadata: ObjectMeta {
                 name: Some(self.name.clone()),
-                resource_version: version.map(str::to_owned),
                 ..ObjectMeta::default()
             },
             spec: Some(spec.clone()),
@@ -131,19 +130,22 @@ impl LeaseStore for KubeLeaseStore {
 
     async fn create(&self, spec: &LeaseSpec) -> Result<(), LeaseError> {
         self.api
-            .create(&PostParams::default(), &self.lease(spec, None))
+            .create(&PostParams::default(), &self.lease(spec))
             .await
             .map(drop)
             .map_err(lease_error)
     }
 
     async fn update(&self, spec: &LeaseSpec, version: &str) -> Result<(), LeaseError> {
+        // A merge patch of the spec with the resourceVersion read as its precondition: as
+        // client-go's update, it fails with a conflict when someone wrote first, and it
+        // leaves the Lease's labels and annotations alone.
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": version},
+            "spec": spec,
+        });
         self.api
-            .replace(
-                &self.name,
-                &PostParams::default(),
-                &self.lease(spec, Some(version)),
-            )
+            .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map(drop)
             .map_err(lease_error)

@@ -18,6 +18,7 @@
 
 mod adoption;
 mod delegated_job;
+mod leader_lease;
 mod lifecycle;
 mod policies;
 mod support;
