@@ -48,6 +48,33 @@ pub struct ControllerArgs {
     /// (on the leader only); 0 turns it off.
     #[arg(long, env = "JOBWARDEN_AUDIT_INTERVAL_SECONDS", default_value_t = 600)]
     pub audit_interval_seconds: u64,
+
+    /// Seconds a Lease holds without renewal (as kube-controller-manager's
+    /// leader-elect-lease-duration).
+    #[arg(
+        long,
+        env = "JOBWARDEN_LEADER_ELECT_LEASE_DURATION_SECONDS",
+        default_value_t = 15
+    )]
+    pub leader_elect_lease_duration_seconds: u64,
+
+    /// Seconds the leader keeps acting without renewing its Lease; shorter than the Lease
+    /// (as kube-controller-manager's leader-elect-renew-deadline).
+    #[arg(
+        long,
+        env = "JOBWARDEN_LEADER_ELECT_RENEW_DEADLINE_SECONDS",
+        default_value_t = 10
+    )]
+    pub leader_elect_renew_deadline_seconds: u64,
+
+    /// Seconds between two tries to acquire or renew the Lease (as kube-controller-manager's
+    /// leader-elect-retry-period).
+    #[arg(
+        long,
+        env = "JOBWARDEN_LEADER_ELECT_RETRY_PERIOD_SECONDS",
+        default_value_t = 2
+    )]
+    pub leader_elect_retry_period_seconds: u64,
 }
 
 pub fn run(command: ServeCommand) -> Outcome {
@@ -117,6 +144,9 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
                 // In a cluster this is the pod's own namespace, where the RBAC grants Leases.
                 lease_namespace: client.default_namespace().to_owned(),
                 concurrent_syncs: args.concurrent_job_syncs,
+                lease_duration: Duration::from_secs(args.leader_elect_lease_duration_seconds),
+                renew_deadline: Duration::from_secs(args.leader_elect_renew_deadline_seconds),
+                retry_period: Duration::from_secs(args.leader_elect_retry_period_seconds),
                 ..Default::default()
             };
             let (jobs_tx, jobs) = watch::channel(None);

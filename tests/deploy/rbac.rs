@@ -1,6 +1,6 @@
 //! What each face uses of the API, from the code: the webhook's namespace watch
 //! (crates/server/src/namespaces.rs), the controller's kube calls (crates/controller/src/
-//! kube_api.rs, reconcile.rs), kube-runtime's event Recorder and kube-lease-manager.
+//! kube_api.rs, reconcile.rs), kube-runtime's event Recorder and leader.rs.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -69,6 +69,7 @@ pub fn controller_needs(namespace: &str) -> Vec<Grant> {
             "coordination.k8s.io",
             "leases",
             Some(&lease),
+            // Leader election writes merge patches with the resourceVersion read.
             &["get", "patch"],
         ),
     ]

@@ -26,6 +26,13 @@ pub struct JobRef {
     pub uid: String,
 }
 
+/// A Job as a fresh read from the API server shows it (not the cache).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveJob {
+    pub uid: String,
+    pub deleting: bool,
+}
+
 /// An event to record on a Job, core/v1 style.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventRecord {
@@ -61,13 +68,31 @@ pub trait ClusterApi: Send + Sync {
         namespace: &str,
         pod: &Value,
     ) -> impl Future<Output = Result<String, ApiError>> + Send;
-    /// The uid of the Job `namespace/name`, or `None` when there is none: the one read outside
-    /// the caches, to confirm that an orphaned pod's Job is really gone.
-    fn job_uid(
+    /// The Job `namespace/name` as the API server holds it now, or `None` when there is none:
+    /// the one read outside the caches, to confirm that an orphaned pod's Job is really gone,
+    /// and that a Job about to adopt pods is still the one cached and not being deleted
+    /// (upstream's `RecheckDeletionTimestamp`).
+    fn live_job(
         &self,
         namespace: &str,
         name: &str,
-    ) -> impl Future<Output = Result<Option<String>, ApiError>> + Send;
+    ) -> impl Future<Output = Result<Option<LiveJob>, ApiError>> + Send;
+    /// Makes the Job the controller of the pod with this uid and adds the tracking finalizer
+    /// (upstream's `AdoptPod`); refused when another controller owns it.
+    fn adopt_pod(
+        &self,
+        namespace: &str,
+        pod: &PodRef,
+        job: &JobRef,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+    /// Removes the Job's owner reference and the tracking finalizer from the pod with this
+    /// uid (upstream's `ReleasePod`, and the finalizer its orphan handling then removes).
+    fn release_pod(
+        &self,
+        namespace: &str,
+        pod: &PodRef,
+        job_uid: &str,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
     /// Best effort: a lost event loses no state.
     fn create_event(
         &self,
@@ -111,12 +136,30 @@ impl<T: ClusterApi> ClusterApi for std::sync::Arc<T> {
         (**self).create_pod(namespace, pod)
     }
 
-    fn job_uid(
+    fn live_job(
         &self,
         namespace: &str,
         name: &str,
-    ) -> impl Future<Output = Result<Option<String>, ApiError>> + Send {
-        (**self).job_uid(namespace, name)
+    ) -> impl Future<Output = Result<Option<LiveJob>, ApiError>> + Send {
+        (**self).live_job(namespace, name)
+    }
+
+    fn adopt_pod(
+        &self,
+        namespace: &str,
+        pod: &PodRef,
+        job: &JobRef,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+        (**self).adopt_pod(namespace, pod, job)
+    }
+
+    fn release_pod(
+        &self,
+        namespace: &str,
+        pod: &PodRef,
+        job_uid: &str,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+        (**self).release_pod(namespace, pod, job_uid)
     }
 
     fn create_event(

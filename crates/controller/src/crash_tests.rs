@@ -130,12 +130,13 @@ struct Lag {
 
 /// Runs the Job to its end; with `crash_after = Some(k)` the controller dies after its k-th
 /// API call and a new replica starts from a fresh list of the cluster.
-fn run(job: Value, script: Script, crash_after: Option<usize>, lag: Lag) -> Run {
+fn run(job: Value, script: Script, crash_after: Option<usize>, lag: Lag, setup: Setup) -> Run {
     let cluster = Arc::new(InMemoryCluster::new(at(0)));
     let created = cluster
         .write(|s| s.create_job(job))
         .expect("the Job is valid");
     let (ns, name) = meta_key(&created);
+    setup(&cluster, &created);
     cluster.with(|s| s.budget = crash_after);
     let config = PlanConfig::default();
     let mut replica = Replica::start(cluster.clone(), config.clone());
@@ -286,14 +287,21 @@ const LAGS: [Lag; 4] = [
     Lag { jobs: 2, pods: 2 },
 ];
 
+/// What else the cluster holds before the controller first starts, given the created Job.
+type Setup = fn(&InMemoryCluster, &Value);
+
 fn crash_everywhere(job: Value, script: Script) -> Outcome {
-    let clean = run(job.clone(), script, None, NO_LAG);
+    crash_everywhere_with(job, script, |_, _| {})
+}
+
+fn crash_everywhere_with(job: Value, script: Script, setup: Setup) -> Outcome {
+    let clean = run(job.clone(), script, None, NO_LAG, setup);
     assert!(clean.calls > 5, "the scripted run makes API calls");
     for lag in LAGS {
-        let lagging = run(job.clone(), script, None, lag);
+        let lagging = run(job.clone(), script, None, lag, setup);
         assert_eq!(lagging.outcome, clean.outcome, "{lag:?}, no crash");
         for k in 0..lagging.calls {
-            let crashed = run(job.clone(), script, Some(k), lag);
+            let crashed = run(job.clone(), script, Some(k), lag, setup);
             assert_eq!(
                 crashed.outcome, clean.outcome,
                 "crash after call {k} of {}, {lag:?}",
@@ -429,6 +437,30 @@ fn per_index_run_survives_a_crash_after_any_call() {
 }
 
 #[test]
+fn adoption_survives_a_crash_after_any_call() {
+    // A pod made by hand with the Job's selector labels and no owner: adopted, counted, and
+    // one pod fewer made, whichever call the controller dies after.
+    let setup: Setup = |cluster, job| {
+        let bare = serde_json::json!({
+            "metadata": {"name": "by-hand", "labels": job["spec"]["selector"]["matchLabels"]},
+            "spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "main", "image": "busybox"}]},
+        });
+        let (ns, _) = meta_key(job);
+        cluster
+            .write(|s| s.create_pod(&ns, &bare))
+            .expect("the bare pod");
+    };
+    let out = crash_everywhere_with(
+        JobBuilder::non_indexed(3, 3).manifest(),
+        |_, _| Some(true),
+        setup,
+    );
+    assert_eq!(out.succeeded, 3);
+    assert_eq!(out.failed, 0);
+}
+
+#[test]
 fn a_status_that_breaks_the_rules_is_refused_and_not_written() {
     use crate::conditions::new_condition;
     use crate::plan::Plan;
@@ -520,4 +552,107 @@ fn a_refused_creation_leaves_active_counting_only_the_pods_made() {
     // `active` is an omitempty int32: stored as 0, read back as absent.
     assert_eq!(num(&job["status"]["active"]), 0, "{}", job["status"]);
     assert!(job["status"]["startTime"].is_string());
+}
+
+/// Syncs the Job from `replica`'s caches, feeding them everything, until a pass writes nothing.
+fn settle(replica: &mut Replica, ns: &str, name: &str, now: k8s_openapi::jiff::Timestamp) {
+    for _ in 0..50 {
+        replica.catch_up(0, 0);
+        match replica.sync(ns, name, now) {
+            Some(Ok(r))
+                if r.status_written
+                    || r.created > 0
+                    || r.deleted > 0
+                    || r.finalizers_removed > 0 => {}
+            _ => return,
+        }
+    }
+}
+
+#[test]
+fn a_restart_with_pods_that_finished_while_no_controller_ran_runs_no_index_twice() {
+    restart_mid_run(true);
+}
+
+#[test]
+fn a_hand_over_between_two_replicas_runs_no_index_twice() {
+    restart_mid_run(false);
+}
+
+/// The controller stops once its first pods exist; with `pods_end_unwatched` they start and
+/// succeed before the next replica starts (a crash and a restart), else it starts at once (a
+/// hand-over). The next replica has its Jobs before its pods.
+fn restart_mid_run(pods_end_unwatched: bool) {
+    let cluster = Arc::new(InMemoryCluster::new(at(0)));
+    let created = cluster
+        .write(|s| s.create_job(JobBuilder::indexed(6, 3).manifest()))
+        .expect("the Job is valid");
+    let (ns, name) = meta_key(&created);
+    let config = PlanConfig::default();
+    let mut kubelet = Kubelet::new(&cluster);
+    let mut replica = Replica::start(cluster.clone(), config.clone());
+    settle(&mut replica, &ns, &name, at(1));
+    assert_eq!(
+        cluster.with(|s| s.pod_count()),
+        3,
+        "the first three indexes run"
+    );
+
+    drop(replica);
+    if pods_end_unwatched {
+        for t in [2, 3] {
+            cluster.write(|s| s.now = at(t));
+            kubelet.step(|_| PodOutcome::succeed());
+        }
+    }
+    let creates = |c: &InMemoryCluster| {
+        c.with(|s| {
+            s.requests
+                .get(&crate::in_memory::Request {
+                    verb: "create",
+                    resource: "pods",
+                })
+                .copied()
+                .unwrap_or(0)
+        })
+    };
+    assert_eq!(creates(&cluster), 3);
+
+    // The new replica has the Job before its pods: it plans nothing until they are in.
+    let writes = cluster.with(|s| s.status_writes.len());
+    let mut replica = Replica::start_before_pod_list(cluster.clone(), config);
+    let report = replica
+        .sync(&ns, &name, at(4))
+        .expect("the Job is cached")
+        .expect("no error");
+    assert_eq!(report.skipped, Some("pod cache not synced yet"));
+    assert_eq!(creates(&cluster), 3, "no pod made from an empty cache");
+    assert_eq!(cluster.with(|s| s.status_writes.len()), writes);
+
+    replica.list_pods();
+    for t in 4..40 {
+        cluster.write(|s| s.now = at(t));
+        settle(&mut replica, &ns, &name, at(t));
+        kubelet.step(|_| PodOutcome::succeed());
+    }
+    let job = cluster.with(|s| s.job(&ns, &name)).expect("the Job exists");
+    assert!(cond_true(&job, "Complete"), "{job}");
+    assert_eq!(job["status"]["completedIndexes"], "0-5");
+    assert_eq!(num(&job["status"]["succeeded"]), 6);
+    assert_eq!(
+        creates(&cluster),
+        6,
+        "one pod per index, as an undisturbed run"
+    );
+    let mut indexes: Vec<String> = pod_ends(&cluster)
+        .into_iter()
+        .filter(|p| p.phase == "Succeeded")
+        .filter_map(|p| p.index)
+        .collect();
+    indexes.sort();
+    assert_eq!(
+        indexes,
+        ["0", "1", "2", "3", "4", "5"],
+        "no index succeeded twice"
+    );
 }

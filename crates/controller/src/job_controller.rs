@@ -13,14 +13,15 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::watcher;
 
+use crate::adoption::{Claim, Claimant, claim};
 use crate::backoff::BackoffRecord;
-use crate::cluster_api::{ClusterApi, EventRecord, JobRef};
+use crate::cluster_api::{ApiError, ClusterApi, EventRecord, JobRef};
 use crate::events::{EventLimiter, pods_message};
 use crate::executor::{self, Applied, ApplyError};
 use crate::expectations::{EXPECTATIONS_TIMEOUT, Expectations};
 use crate::job_cache::CachedJob;
 use crate::metrics::{ControllerMetrics, CreatedLabels, FinishedLabels, SyncLabels};
-use crate::plan::{Finish, InFlight, Plan, PlanConfig, plan};
+use crate::plan::{Finish, InFlight, Plan, PlanConfig, PodRef, plan};
 use crate::pod_cache::{PodCache, PodObservation};
 use crate::pods::CachedPod;
 use jobwarden_rules::well_known::{
@@ -175,6 +176,17 @@ impl<A: ClusterApi> JobController<A> {
                 ..SyncReport::default()
             });
         }
+        if !self.pods.is_synced() {
+            // Upstream's `WaitForNamedCacheSync`: an empty pod cache before its first list is
+            // "not known yet", and planning from it would create again every pod that exists
+            // (after a restart, a second pod for each index that finished while no controller
+            // ran). The loop holds its syncs until the list is in; this guards other callers.
+            return Ok(SyncReport {
+                skipped: Some("pod cache not synced yet"),
+                requeue_after: Some(Duration::from_secs(1)),
+                ..SyncReport::default()
+            });
+        }
         if self
             .memory()
             .expectations
@@ -226,17 +238,22 @@ impl<A: ClusterApi> JobController<A> {
                 backoff,
             }
         };
-        let pods: Vec<Arc<CachedPod>> = self.pods.for_job(uid);
-        let p = plan(&parsed, &pods, now, &self.config, &in_flight);
-        self.expect(uid, &p, now);
-        let applied = executor::apply(&self.api, &raw, &p).await;
-        self.settle(uid, job.resource_version(), &p, &applied, now);
-
         let job_ref = JobRef {
             namespace: job.namespace().to_owned(),
             name: job.name().to_owned(),
             uid: uid.to_owned(),
         };
+        let pods = if parsed.is_finished() {
+            // Upstream's syncJob returns before claiming pods for a finished Job.
+            self.pods.for_job(uid)
+        } else {
+            self.claim_pods(job, &parsed, &job_ref).await?
+        };
+        let p = plan(&parsed, &pods, now, &self.config, &in_flight);
+        self.expect(uid, &p, now);
+        let applied = executor::apply(&self.api, &raw, &p).await;
+        self.settle(uid, job.resource_version(), &p, &applied, now);
+
         let events_written = self.record_events(&job_ref, &p, &applied, now).await;
         self.count(&parsed, &p, &applied);
         let finished = parsed.is_finished() || (applied.status_written && p.finished.is_some());
@@ -286,6 +303,86 @@ impl<A: ClusterApi> JobController<A> {
             .into()),
             (None, None) => Ok(report),
         }
+    }
+
+    /// Upstream's `getPodsForJob`: the Job's pods, after adopting the pods of its namespace
+    /// that no controller owns and that match its selector, and releasing its pods that no
+    /// longer match (`adoption::claim` decides). Before the first adoption the Job is read
+    /// afresh from the API server: it must still be the cached one and not being deleted
+    /// (upstream's `RecheckDeletionTimestamp`). An adopted pod counts in this very sync, as
+    /// upstream's claimed pods do; its watch event follows.
+    async fn claim_pods(
+        &self,
+        job: &CachedJob,
+        parsed: &JobObject<'_>,
+        job_ref: &JobRef,
+    ) -> Result<Vec<Arc<CachedPod>>, SyncError> {
+        let claimant = Claimant {
+            uid: &job_ref.uid,
+            deleting: job.metadata.deletion_timestamp.is_some(),
+            selector: parsed.spec.selector.as_ref(),
+        };
+        let mut pods = Vec::new();
+        for pod in self.pods.for_job(&job_ref.uid) {
+            match claim(&claimant, &pod) {
+                Claim::Keep => pods.push(pod),
+                Claim::Release => {
+                    tracing::info!(job = %job_ref.name, pod = %pod.name, "releasing a pod whose labels no longer match the Job's selector");
+                    self.api
+                        .release_pod(&job_ref.namespace, &pod_ref(&pod), &job_ref.uid)
+                        .await
+                        .or_else(gone_is_fine)
+                        .map_err(|source| ApplyError::Api {
+                            step: "releasing a pod",
+                            source,
+                        })?;
+                }
+                Claim::Adopt | Claim::Ignore => {}
+            }
+        }
+        let orphans: Vec<Arc<CachedPod>> = self
+            .pods
+            .unowned_in(&job_ref.namespace)
+            .into_iter()
+            .filter(|p| claim(&claimant, p) == Claim::Adopt)
+            .collect();
+        if orphans.is_empty() {
+            return Ok(pods);
+        }
+        let live = self
+            .api
+            .live_job(&job_ref.namespace, &job_ref.name)
+            .await
+            .map_err(|source| ApplyError::Api {
+                step: "reading the Job before adopting pods",
+                source,
+            })?;
+        if live.is_none_or(|l| l.uid != job_ref.uid || l.deleting) {
+            tracing::info!(job = %job_ref.name, "not adopting pods: the Job is gone, replaced or being deleted");
+            return Ok(pods);
+        }
+        for orphan in orphans {
+            match self
+                .api
+                .adopt_pod(&job_ref.namespace, &pod_ref(&orphan), job_ref)
+                .await
+            {
+                Ok(()) => {
+                    tracing::info!(job = %job_ref.name, pod = %orphan.name, "adopted a pod that matches the Job's selector");
+                    pods.push(Arc::new(CachedPod {
+                        owner_uid: Some(Arc::from(job_ref.uid.as_str())),
+                        controlled: true,
+                        has_finalizer: true,
+                        ..(*orphan).clone()
+                    }));
+                }
+                // Gone, changed, or taken by another controller meanwhile: not ours.
+                Err(e) => {
+                    tracing::info!(job = %job_ref.name, pod = %orphan.name, error = %e, "could not adopt a pod")
+                }
+            }
+        }
+        Ok(pods)
     }
 
     /// Before writing: what the cache is to show once the writes land.
@@ -406,6 +503,21 @@ impl<A: ClusterApi> JobController<A> {
                 })
                 .inc();
         }
+    }
+}
+
+fn pod_ref(pod: &CachedPod) -> PodRef {
+    PodRef {
+        name: pod.name.clone(),
+        uid: pod.uid.to_string(),
+    }
+}
+
+/// A pod already gone needs no release.
+fn gone_is_fine(e: ApiError) -> Result<(), ApiError> {
+    match e {
+        ApiError::NotFound => Ok(()),
+        other => Err(other),
     }
 }
 

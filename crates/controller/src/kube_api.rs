@@ -4,6 +4,9 @@
 //! event, as upstream's recorder writes them), and a metadata-only GET to confirm an orphan.
 //! It decides nothing.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -14,12 +17,15 @@ use kube::api::{
 };
 use serde_json::{Value, json};
 
-use crate::cluster_api::{ApiError, ClusterApi, EventRecord, JobRef};
+use crate::cluster_api::{ApiError, ClusterApi, EventRecord, JobRef, LiveJob};
 use crate::plan::PodRef;
 use jobwarden_rules::well_known::TRACKING_FINALIZER;
 
 pub struct KubeApi {
     client: Client,
+    /// Up while this replica leads: every write checks it first, so a leader that lost its
+    /// Lease sends nothing more, not even from a sync already under way.
+    leading: Option<Arc<AtomicBool>>,
     /// The controller name: the events' reporting component.
     controller_name: String,
     /// This replica: the events' reporting instance.
@@ -31,10 +37,37 @@ impl KubeApi {
     pub fn new(client: Client, controller_name: &str, identity: &str) -> Self {
         KubeApi {
             client,
+            leading: None,
             controller_name: controller_name.to_owned(),
             identity: identity.to_owned(),
             field_manager: "jobwarden-controller".to_owned(),
         }
+    }
+
+    /// Writes only while `leading` is up.
+    pub fn fenced(self, leading: Arc<AtomicBool>) -> Self {
+        KubeApi {
+            leading: Some(leading),
+            ..self
+        }
+    }
+
+    fn may_write(&self) -> Result<(), ApiError> {
+        match &self.leading {
+            Some(l) if !l.load(Ordering::SeqCst) => Err(ApiError::Other(
+                "not the leader any more: the write was not sent".to_owned(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// A strategic merge patch of a pod.
+    async fn patch_pod(&self, namespace: &str, name: &str, patch: Value) -> Result<(), ApiError> {
+        Api::<Pod>::namespaced(self.client.clone(), namespace)
+            .patch(name, &self.params(), &Patch::Strategic(patch))
+            .await
+            .map(drop)
+            .map_err(api_error)
     }
 
     fn params(&self) -> PatchParams {
@@ -68,6 +101,7 @@ impl ClusterApi for KubeApi {
         name: &str,
         patch: &Value,
     ) -> Result<(), ApiError> {
+        self.may_write()?;
         self.dynamic::<Job>(namespace)
             .patch_status(name, &self.params(), &Patch::Merge(patch))
             .await
@@ -76,20 +110,18 @@ impl ClusterApi for KubeApi {
     }
 
     async fn remove_pod_finalizer(&self, namespace: &str, pod: &PodRef) -> Result<(), ApiError> {
+        self.may_write()?;
         // The strategic-merge directive removes our entry only, whatever else the list holds;
         // the uid makes it fail (409) on a different pod that reuses the name.
         let patch = json!({"metadata": {
             "uid": pod.uid,
             "$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER],
         }});
-        Api::<Pod>::namespaced(self.client.clone(), namespace)
-            .patch(&pod.name, &self.params(), &Patch::Strategic(patch))
-            .await
-            .map(drop)
-            .map_err(api_error)
+        self.patch_pod(namespace, &pod.name, patch).await
     }
 
     async fn delete_pod(&self, namespace: &str, pod: &PodRef) -> Result<(), ApiError> {
+        self.may_write()?;
         let params = DeleteParams {
             preconditions: Some(Preconditions {
                 uid: Some(pod.uid.clone()),
@@ -105,6 +137,7 @@ impl ClusterApi for KubeApi {
     }
 
     async fn create_pod(&self, namespace: &str, pod: &Value) -> Result<String, ApiError> {
+        self.may_write()?;
         let object: DynamicObject =
             serde_json::from_value(pod.clone()).map_err(|e| ApiError::Other(e.to_string()))?;
         let created = self
@@ -115,15 +148,51 @@ impl ClusterApi for KubeApi {
         Ok(created.metadata.name.unwrap_or_default())
     }
 
-    async fn job_uid(&self, namespace: &str, name: &str) -> Result<Option<String>, ApiError> {
+    async fn live_job(&self, namespace: &str, name: &str) -> Result<Option<LiveJob>, ApiError> {
         Api::<Job>::namespaced(self.client.clone(), namespace)
             .get_metadata_opt(name)
             .await
-            .map(|job| job.and_then(|j| j.metadata.uid))
+            .map(|job| {
+                job.map(|j| LiveJob {
+                    uid: j.metadata.uid.unwrap_or_default(),
+                    deleting: j.metadata.deletion_timestamp.is_some(),
+                })
+            })
             .map_err(api_error)
     }
 
+    async fn adopt_pod(&self, namespace: &str, pod: &PodRef, job: &JobRef) -> Result<(), ApiError> {
+        self.may_write()?;
+        // Upstream's adoption patch: the owner reference (merged by uid), the finalizer, and
+        // the pod's uid as a precondition. The API server refuses a second controller.
+        let patch = json!({"metadata": {
+            "uid": pod.uid,
+            "ownerReferences": [{
+                "apiVersion": "batch/v1", "kind": "Job", "name": job.name, "uid": job.uid,
+                "controller": true, "blockOwnerDeletion": true,
+            }],
+            "finalizers": [TRACKING_FINALIZER],
+        }});
+        self.patch_pod(namespace, &pod.name, patch).await
+    }
+
+    async fn release_pod(
+        &self,
+        namespace: &str,
+        pod: &PodRef,
+        job_uid: &str,
+    ) -> Result<(), ApiError> {
+        self.may_write()?;
+        let patch = json!({"metadata": {
+            "uid": pod.uid,
+            "ownerReferences": [{"$patch": "delete", "uid": job_uid}],
+            "$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER],
+        }});
+        self.patch_pod(namespace, &pod.name, patch).await
+    }
+
     async fn create_event(&self, job: &JobRef, event: &EventRecord) -> Result<(), ApiError> {
+        self.may_write()?;
         let reporter = EventReporter {
             component: self.controller_name.clone(),
             instance: self.identity.clone(),

@@ -1,96 +1,448 @@
-//! Leadership: runs a task only while this replica holds a `coordination.k8s.io` Lease, stops
-//! it when the Lease is lost, and releases the Lease on shutdown so the next replica takes over
-//! at once. It never runs two copies of the task at a time, and knows nothing of Jobs.
+//! Leadership: runs a task only while this replica holds a `coordination.k8s.io` Lease, with
+//! client-go's leader election semantics (`tools/leaderelection`): a Lease not renewed for
+//! `lease_duration` is free, the holder renews every `retry_period` and steps down when it
+//! could not renew within `renew_deadline` (shorter than the Lease, so it has stopped acting
+//! before anyone else may take over), and it releases the Lease on shutdown, as client-go's
+//! `ReleaseOnCancel` does. A standby tries every `retry_period`, so a released Lease is taken
+//! within one. It never runs two copies of the task at a time, and knows nothing of Jobs.
+//!
+//! Expiry is judged as client-go judges it: from when this replica last saw the Lease record
+//! change (its own monotonic clock), never from the `renewTime` written by another machine's
+//! clock. Every write carries the resourceVersion read as a precondition, so of two replicas
+//! racing for a free Lease one wins and the other gets a conflict.
 
-use anyhow::Context as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use kube_lease_manager::LeaseManagerBuilder;
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use tokio::sync::{oneshot, watch};
+use tokio::time::Instant;
 
-/// Which Lease, and who this replica is in it.
+/// Which Lease, who this replica is in it, and client-go's three durations.
 #[derive(Debug, Clone)]
 pub struct LeaseSettings {
     pub namespace: String,
     pub name: String,
     /// This replica's name in the Lease.
     pub identity: String,
-    /// How long a Lease holds without renewal.
-    pub duration_secs: u64,
-    /// How long before expiry the holder renews it.
-    pub grace_secs: u64,
+    /// How long a Lease holds without renewal (client-go's `LeaseDuration`, 15 s).
+    pub lease_duration: Duration,
+    /// How long the holder keeps acting without a successful renewal (`RenewDeadline`, 10 s).
+    pub renew_deadline: Duration,
+    /// Between two attempts to acquire or renew (`RetryPeriod`, 2 s).
+    pub retry_period: Duration,
 }
 
-/// Runs `task` each time this replica becomes the leader, handing it a future that resolves
-/// when it must stop (shutdown, or the Lease lost); returns once `shutdown` has resolved, the
-/// task has stopped and the Lease is released. `on_lead` is told when leading starts and stops.
-pub async fn lead<T, F>(
-    client: Client,
-    lease: LeaseSettings,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-    on_lead: impl Fn(bool),
-    mut task: T,
-) -> anyhow::Result<()>
-where
-    T: FnMut(Stop) -> F,
-    F: Future<Output = ()>,
-{
-    let (stop_tx, stop_rx) = watch::channel(false);
-    tokio::spawn(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    });
-
-    let manager = LeaseManagerBuilder::new(client, &lease.name)
-        .with_namespace(&lease.namespace)
-        .with_identity(&lease.identity)
-        .with_duration(lease.duration_secs)
-        .with_grace(lease.grace_secs)
-        .build()
-        .await
-        .context("preparing the leader Lease")?;
-    let (leading, lease_task) = manager.watch().await;
-
-    loop {
-        let mut wait_lead = leading.clone();
-        let mut wait_stop = stop_rx.clone();
-        tokio::select! {
-            r = wait_lead.wait_for(|l| *l) => {
-                if r.is_err() {
-                    anyhow::bail!("the Lease manager stopped");
-                }
-            }
-            _ = wait_stop.wait_for(|s| *s) => break,
-        }
-        tracing::info!(identity = %lease.identity, "leading: starting the reconcile loop");
-        on_lead(true);
-        task(stop_or_lost(stop_rx.clone(), leading.clone())).await;
-        on_lead(false);
-        if *stop_rx.borrow() {
-            break;
-        }
-        tracing::warn!(identity = %lease.identity, "lost the Lease: reconcile loop stopped");
+impl LeaseSettings {
+    /// client-go's rule: the holder must have stopped before its Lease can expire, with room
+    /// for a retry period of clock jitter.
+    pub fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            !self.retry_period.is_zero(),
+            "the leader-election retry period must be positive"
+        );
+        anyhow::ensure!(
+            self.lease_duration > self.renew_deadline,
+            "the Lease duration ({:?}) must be longer than the renew deadline ({:?})",
+            self.lease_duration,
+            self.renew_deadline
+        );
+        anyhow::ensure!(
+            self.renew_deadline > self.retry_period.mul_f64(1.2),
+            "the renew deadline ({:?}) must be longer than 1.2 retry periods ({:?})",
+            self.renew_deadline,
+            self.retry_period
+        );
+        Ok(())
     }
-    // Closing the channel makes the manager release the Lease before its task ends.
-    drop(leading);
-    lease_task
-        .await
-        .context("the Lease task")?
-        .context("releasing the Lease")?;
-    tracing::info!(identity = %lease.identity, "Lease released");
-    Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LeaseError {
+    /// The resourceVersion precondition failed, or the Lease was created meanwhile.
+    #[error("conflict: the Lease changed since it was read")]
+    Conflict,
+    #[error("{0}")]
+    Other(String),
+}
+
+/// The three calls leader election makes on its Lease (client-go's `resourcelock.Interface`).
+pub trait LeaseStore: Send + Sync {
+    /// The Lease's spec and resourceVersion, `None` when there is no Lease.
+    fn get(&self) -> impl Future<Output = Result<Option<(LeaseSpec, String)>, LeaseError>> + Send;
+    /// Creates the Lease; fails with a conflict when it exists.
+    fn create(&self, spec: &LeaseSpec) -> impl Future<Output = Result<(), LeaseError>> + Send;
+    /// Replaces the Lease's spec if its resourceVersion is still `version`.
+    fn update(
+        &self,
+        spec: &LeaseSpec,
+        version: &str,
+    ) -> impl Future<Output = Result<(), LeaseError>> + Send;
+}
+
+/// The Lease in the cluster.
+pub struct KubeLeaseStore {
+    api: Api<Lease>,
+    name: String,
+}
+
+impl KubeLeaseStore {
+    pub fn new(client: Client, namespace: &str, name: &str) -> Self {
+        KubeLeaseStore {
+            api: Api::namespaced(client, namespace),
+            name: name.to_owned(),
+        }
+    }
+
+    fn lease(&self, spec: &LeaseSpec) -> Lease {
+        Lease {
+            metadata: ObjectMeta {
+                name: Some(self.name.clone()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(spec.clone()),
+        }
+    }
+}
+
+fn lease_error(e: kube::Error) -> LeaseError {
+    match e {
+        kube::Error::Api(s) if s.is_conflict() || s.code == 409 => LeaseError::Conflict,
+        other => LeaseError::Other(other.to_string()),
+    }
+}
+
+impl LeaseStore for KubeLeaseStore {
+    async fn get(&self) -> Result<Option<(LeaseSpec, String)>, LeaseError> {
+        let lease = self.api.get_opt(&self.name).await.map_err(lease_error)?;
+        Ok(lease.map(|l| {
+            (
+                l.spec.unwrap_or_default(),
+                l.metadata.resource_version.unwrap_or_default(),
+            )
+        }))
+    }
+
+    async fn create(&self, spec: &LeaseSpec) -> Result<(), LeaseError> {
+        self.api
+            .create(&PostParams::default(), &self.lease(spec))
+            .await
+            .map(drop)
+            .map_err(lease_error)
+    }
+
+    async fn update(&self, spec: &LeaseSpec, version: &str) -> Result<(), LeaseError> {
+        // A merge patch of the spec with the resourceVersion read as its precondition: as
+        // client-go's update, it fails with a conflict when someone wrote first, and it
+        // leaves the Lease's labels and annotations alone.
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": version},
+            "spec": spec,
+        });
+        self.api
+            .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(drop)
+            .map_err(lease_error)
+    }
+}
+
+/// What a term of leadership is handed: when to stop, and a flag that is `true` only while
+/// this replica may act. Every write the task makes checks the flag first, so a leader that
+/// lost its Lease stops writing at once, syncs in flight included.
+pub struct Term {
+    pub stop: Stop,
+    pub leading: Arc<AtomicBool>,
 }
 
 /// Resolves on shutdown or when leadership is lost.
 pub type Stop = std::pin::Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
 
+/// The election's memory of the Lease: the record as last seen and when it was seen to change.
+struct Elector<'a, S> {
+    store: &'a S,
+    settings: &'a LeaseSettings,
+    observed: Option<(LeaseSpec, Instant)>,
+}
+
+fn holder(spec: &LeaseSpec) -> &str {
+    spec.holder_identity.as_deref().unwrap_or("")
+}
+
+fn seconds(d: Duration) -> i32 {
+    i32::try_from(d.as_secs()).unwrap_or(i32::MAX).max(1)
+}
+
+impl<S: LeaseStore> Elector<'_, S> {
+    /// client-go's `tryAcquireOrRenew`: takes the Lease if it is free, expired or ours, and
+    /// says whether this replica holds it now.
+    async fn try_acquire_or_renew(&mut self) -> bool {
+        let me = self.settings.identity.as_str();
+        let now = MicroTime(Timestamp::now());
+        let mine = LeaseSpec {
+            holder_identity: Some(me.to_owned()),
+            lease_duration_seconds: Some(seconds(self.settings.lease_duration)),
+            acquire_time: Some(now.clone()),
+            renew_time: Some(now.clone()),
+            lease_transitions: Some(0),
+            ..LeaseSpec::default()
+        };
+        let (current, version) = match self.store.get().await {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                let written = self.store.create(&mine).await;
+                return self.wrote(mine, written, "creating the Lease");
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "reading the Lease");
+                return false;
+            }
+        };
+        if self.observed.as_ref().map(|(spec, _)| spec) != Some(&current) {
+            self.observed = Some((current.clone(), Instant::now()));
+        }
+        let held_by = holder(&current);
+        if !held_by.is_empty() && held_by != me {
+            let duration =
+                Duration::from_secs(current.lease_duration_seconds.unwrap_or(0).max(0) as u64);
+            let seen = self
+                .observed
+                .as_ref()
+                .map_or_else(Instant::now, |(_, at)| *at);
+            if seen + duration > Instant::now() {
+                return false;
+            }
+        }
+        let next = if held_by == me {
+            LeaseSpec {
+                acquire_time: current.acquire_time.clone(),
+                lease_transitions: current.lease_transitions,
+                ..mine
+            }
+        } else {
+            LeaseSpec {
+                lease_transitions: Some(current.lease_transitions.unwrap_or(0).saturating_add(1)),
+                ..mine
+            }
+        };
+        let written = self.store.update(&next, &version).await;
+        self.wrote(next, written, "writing the Lease")
+    }
+
+    /// After a write of `spec`: whether it went through, remembered as the record last seen.
+    fn wrote(&mut self, spec: LeaseSpec, written: Result<(), LeaseError>, what: &str) -> bool {
+        match written {
+            Ok(()) => {
+                self.observed = Some((spec, Instant::now()));
+                true
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "{what}");
+                false
+            }
+        }
+    }
+
+    /// client-go's `release`: clears the holder and shortens the Lease to a second, so a
+    /// standby takes it at its next try. Only a Lease still ours is touched.
+    async fn release(&mut self) -> Result<(), LeaseError> {
+        let (current, version) = match self.store.get().await? {
+            Some(found) => found,
+            None => return Ok(()),
+        };
+        if holder(&current) != self.settings.identity {
+            return Ok(());
+        }
+        let now = MicroTime(Timestamp::now());
+        let released = LeaseSpec {
+            holder_identity: Some(String::new()),
+            lease_duration_seconds: Some(1),
+            acquire_time: Some(now.clone()),
+            renew_time: Some(now),
+            lease_transitions: current.lease_transitions,
+            ..LeaseSpec::default()
+        };
+        self.store.update(&released, &version).await
+    }
+}
+
+/// `period` shortened by up to a tenth, from the clock's low bits: replicas started together
+/// drift apart, and no attempt comes later than `period` after the last.
+fn jittered(period: Duration) -> Duration {
+    let nanos = u64::from(Timestamp::now().subsec_nanosecond().unsigned_abs());
+    period.mul_f64(1.0 - (nanos % 1000) as f64 / 10_000.0)
+}
+
+/// Runs `task` each time this replica becomes the leader, handing it a [`Term`]; returns once
+/// `shutdown` has resolved, the task has stopped and the Lease is released. `on_lead` is told
+/// when leading starts and stops: it is told `false` the moment the renew deadline passes,
+/// before the task has wound down.
+pub async fn lead<S, T, F>(
+    store: S,
+    settings: LeaseSettings,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    on_lead: impl Fn(bool),
+    mut task: T,
+) -> anyhow::Result<()>
+where
+    S: LeaseStore,
+    T: FnMut(Term) -> F,
+    F: Future<Output = ()>,
+{
+    settings.check()?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let stopping = || *stop_rx.borrow();
+    let mut elector = Elector {
+        store: &store,
+        settings: &settings,
+        observed: None,
+    };
+    let identity = settings.identity.as_str();
+    loop {
+        // Standing by: a try every retry period, each given at most that long (a request
+        // hung on a dead connection must not hold back the next try).
+        loop {
+            let next_try = Instant::now() + jittered(settings.retry_period);
+            let attempt = tokio::time::timeout_at(next_try, elector.try_acquire_or_renew());
+            let mut wait_stop = stop_rx.clone();
+            tokio::select! {
+                acquired = attempt => {
+                    if acquired == Ok(true) {
+                        break;
+                    }
+                }
+                _ = wait_stop.wait_for(|s| *s) => return Ok(()),
+            }
+            let mut wait_stop = stop_rx.clone();
+            tokio::select! {
+                () = tokio::time::sleep_until(next_try) => {}
+                _ = wait_stop.wait_for(|s| *s) => return Ok(()),
+            }
+        }
+        tracing::info!(identity, "acquired the Lease: leading");
+        let leading = Arc::new(AtomicBool::new(true));
+        on_lead(true);
+        let (lost_tx, lost_rx) = watch::channel(false);
+        let run = task(Term {
+            stop: stop_or_lost(stop_rx.clone(), lost_rx),
+            leading: leading.clone(),
+        });
+        tokio::pin!(run);
+        let mut renewed = Instant::now();
+        let mut task_done = false;
+        // Leading: renew every retry period until shutdown, the task's end, or the deadline.
+        let lost = loop {
+            if stopping() {
+                break false;
+            }
+            let deadline = renewed + settings.renew_deadline;
+            let next_try = (Instant::now() + jittered(settings.retry_period)).min(deadline);
+            let mut wait_stop = stop_rx.clone();
+            tokio::select! {
+                () = &mut run, if !task_done => {
+                    task_done = true;
+                    tracing::warn!(identity, "the reconcile loop ended while leading");
+                    break false;
+                }
+                _ = wait_stop.wait_for(|s| *s) => break false,
+                () = tokio::time::sleep_until(next_try) => {}
+            }
+            let give_up = (Instant::now() + settings.retry_period).min(deadline);
+            let renewal = tokio::time::timeout_at(give_up, elector.try_acquire_or_renew());
+            let mut wait_stop = stop_rx.clone();
+            tokio::select! {
+                _ = wait_stop.wait_for(|s| *s) => break false,
+                () = &mut run, if !task_done => {
+                    task_done = true;
+                    tracing::warn!(identity, "the reconcile loop ended while leading");
+                    break false;
+                }
+                r = renewal => {
+                    if r == Ok(true) {
+                        renewed = Instant::now();
+                    }
+                }
+            }
+            if Instant::now() >= deadline {
+                break true;
+            }
+        };
+        if lost {
+            // Stop acting before anything else: the flag fences every write still to come.
+            leading.store(false, Ordering::SeqCst);
+            on_lead(false);
+            tracing::warn!(
+                identity,
+                renew_deadline = ?settings.renew_deadline,
+                "could not renew the Lease within the renew deadline: stopped leading"
+            );
+        }
+        let _ = lost_tx.send(true);
+        if !task_done {
+            // The syncs in flight finish (once the Lease is lost their writes are refused);
+            // one stuck on a dead connection is dropped rather than waited for, so that the
+            // Lease is released in time on shutdown, and competing resumes after an outage.
+            let drain = if lost {
+                settings.retry_period
+            } else {
+                settings.renew_deadline / 2
+            };
+            if tokio::time::timeout(drain, &mut run).await.is_err() {
+                tracing::warn!(
+                    identity,
+                    ?drain,
+                    "the reconcile loop did not stop in time: dropped"
+                );
+            }
+        }
+        leading.store(false, Ordering::SeqCst);
+        if !lost {
+            on_lead(false);
+            match tokio::time::timeout(settings.renew_deadline, elector.release()).await {
+                Ok(Ok(())) => tracing::info!(identity, "Lease released"),
+                Ok(Err(e)) => tracing::warn!(identity, error = %e, "could not release the Lease"),
+                Err(_) => tracing::warn!(identity, "releasing the Lease timed out"),
+            }
+        }
+        if stopping() {
+            return Ok(());
+        }
+    }
+}
+
+/// The Lease in the cluster, with the settings' namespace and name.
+pub async fn lead_in_cluster<T, F>(
+    client: Client,
+    settings: LeaseSettings,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    on_lead: impl Fn(bool),
+    task: T,
+) -> anyhow::Result<()>
+where
+    T: FnMut(Term) -> F,
+    F: Future<Output = ()>,
+{
+    let store = KubeLeaseStore::new(client, &settings.namespace, &settings.name);
+    lead(store, settings, shutdown, on_lead, task).await
+}
+
 /// kube-runtime wants a `Sync` future, so the waiting happens in a task and only a oneshot
 /// receiver is handed over.
-fn stop_or_lost(mut stop: watch::Receiver<bool>, mut leading: watch::Receiver<bool>) -> Stop {
+fn stop_or_lost(mut stop: watch::Receiver<bool>, mut lost: watch::Receiver<bool>) -> Stop {
     let (tx, rx) = oneshot::channel::<()>();
     tokio::spawn(async move {
         tokio::select! {
             _ = stop.wait_for(|s| *s) => {}
-            _ = leading.wait_for(|l| !*l) => {}
+            _ = lost.wait_for(|l| *l) => {}
         }
         let _ = tx.send(());
     });
@@ -98,3 +450,6 @@ fn stop_or_lost(mut stop: watch::Receiver<bool>, mut leading: watch::Receiver<bo
         let _ = rx.await;
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -18,8 +18,9 @@
 //! # }
 //! ```
 //!
-//! * [`run`]: acquires the Lease, runs the reconcile loop while leading, stops it when the Lease
-//!   is lost, and on `shutdown` drains in-flight syncs and releases the Lease.
+//! * [`run`]: acquires the Lease, runs the reconcile loop while leading, stops it (and every
+//!   write at once) when the Lease cannot be renewed within the renew deadline, and on
+//!   `shutdown` drains in-flight syncs and releases the Lease.
 //! * [`client::controller_client`]: the kube client the controller should use: its own
 //!   User-Agent and a client-side request rate limit.
 //! * [`plan::plan`]: the pure heart, `plan(job, pods, now, config, in_flight) -> Plan`.
@@ -28,11 +29,11 @@
 //!
 //! Deciding (pure): `plan` and its parts (`pods`, `backoff`, `conditions`, `pod_template`,
 //! `pod_failure_policy`, `success_policy`, `per_index`), `status_patch`, `events`,
-//! `expectations`, `orphans`. Acting: `executor` applies a plan through the `ClusterApi`
+//! `expectations`, `orphans`, `adoption`. Acting: `executor` applies a plan through the `ClusterApi`
 //! trait (`cluster_api`; `kube_api` is the real one, `in_memory` a faithful stand-in for tests,
 //! the scale benchmark and `jobwarden simulate`); `job_controller` syncs one Job from the
-//! caches (`job_cache`, `pod_cache`); `reconcile` is the loop; `leader` the Lease; this file
-//! wires them.
+//! caches (`job_cache`, `pod_cache`); `reconcile` is the loop (no sync before both caches
+//! have listed); `leader` the Lease, with client-go's leader election; this file wires them.
 //!
 //! # End-to-end tests
 //!
@@ -40,6 +41,7 @@
 //! cluster `JOBWARDEN_E2E_KUBECONFIG` names) and compares jobwarden with upstream's Job
 //! controller side by side; see `tests/e2e/main.rs`.
 
+pub mod adoption;
 pub mod backoff;
 pub mod client;
 pub mod cluster_api;
@@ -99,10 +101,12 @@ pub struct ControllerConfig {
     pub lease_name: String,
     /// This replica's name in the Lease.
     pub identity: String,
-    /// How long a Lease holds without renewal.
-    pub lease_duration_secs: u64,
-    /// How long before expiry the holder renews it.
-    pub lease_grace_secs: u64,
+    /// How long a Lease holds without renewal (client-go's `LeaseDuration`).
+    pub lease_duration: Duration,
+    /// How long the leader keeps acting without renewing (client-go's `RenewDeadline`).
+    pub renew_deadline: Duration,
+    /// Between two tries to acquire or renew the Lease (client-go's `RetryPeriod`).
+    pub retry_period: Duration,
     /// Jobs synced at once (upstream's `--concurrent-job-syncs`).
     pub concurrent_syncs: u16,
     /// How long pod events wait to be handled together (upstream's 1 s batch period).
@@ -116,8 +120,9 @@ impl Default for ControllerConfig {
             lease_namespace: "default".to_owned(),
             lease_name: "jobwarden-job-controller".to_owned(),
             identity: std::env::var("HOSTNAME").unwrap_or_else(|_| "jobwarden".to_owned()),
-            lease_duration_secs: 15,
-            lease_grace_secs: 5,
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
             concurrent_syncs: 5,
             batch_period: Duration::from_secs(1),
         }
@@ -148,11 +153,12 @@ pub async fn run_sharing_jobs(
         namespace: config.lease_namespace.clone(),
         name: config.lease_name.clone(),
         identity: config.identity.clone(),
-        duration_secs: config.lease_duration_secs,
-        grace_secs: config.lease_grace_secs,
+        lease_duration: config.lease_duration,
+        renew_deadline: config.renew_deadline,
+        retry_period: config.retry_period,
     };
     let leader_gauge = metrics.leader.clone();
-    leader::lead(
+    leader::lead_in_cluster(
         client.clone(),
         lease,
         shutdown,
@@ -162,10 +168,12 @@ pub async fn run_sharing_jobs(
                 jobs.send_replace(None);
             }
         },
-        |stop| {
+        |term: leader::Term| {
             // Each term starts from fresh caches: a new leader lists what the old one watched.
+            // Its writes are fenced by the term's flag: once the Lease is lost, none goes out.
             let controller = Arc::new(JobController::new(
-                KubeApi::new(client.clone(), &config.controller_name, &config.identity),
+                KubeApi::new(client.clone(), &config.controller_name, &config.identity)
+                    .fenced(term.leading),
                 PlanConfig {
                     controller_name: config.controller_name.clone(),
                     ..PlanConfig::default()
@@ -181,7 +189,7 @@ pub async fn run_sharing_jobs(
                 kube_sources(&client),
                 Arc::new(k8s_openapi::jiff::Timestamp::now),
                 loop_config,
-                stop,
+                term.stop,
                 {
                     let jobs = jobs.clone();
                     move |store| {

@@ -82,8 +82,8 @@ pub async fn confirm<A: ClusterApi>(ctl: &JobController<A>, candidate: &OrphanCa
     let Some(name) = &candidate.job_name else {
         return true;
     };
-    match ctl.api().job_uid(&candidate.namespace, name).await {
-        Ok(uid) => uid.as_deref() != candidate.pod.owner_uid.as_deref(),
+    match ctl.api().live_job(&candidate.namespace, name).await {
+        Ok(job) => job.map(|j| j.uid).as_deref() != candidate.pod.owner_uid.as_deref(),
         Err(e) => {
             tracing::warn!(pod = %candidate.pod.name, error = %e, "cannot tell whether a pod's Job is gone; keeping it");
             false

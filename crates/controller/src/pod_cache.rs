@@ -3,9 +3,11 @@
 //! holds a few hundred bytes per pod. Fed by watch events (including relists, which it applies
 //! atomically); each event is turned into what it means for the controller (`PodObservation`:
 //! a pod showed up, began deleting, lost its finalizer, went away), for the expectations.
+//! Until its first list has loaded it says so (`is_synced`): an empty cache then means "not
+//! known yet", never "no pods", and nothing may be planned from it.
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher;
@@ -26,7 +28,8 @@ struct JobPods {
 /// Job's uid one for all its pods.
 #[derive(Debug, Default, Clone)]
 struct Index {
-    /// By the controlling Job's uid; pods with no Job controller under `""`.
+    /// By the controlling Job's uid; pods with no Job controller under `unowned_key` of their
+    /// namespace.
     jobs: HashMap<Arc<str>, JobPods>,
     /// Pod uid to the key it is filed under in `jobs`.
     filed_under: HashMap<Arc<str>, Arc<str>>,
@@ -57,11 +60,71 @@ pub struct JobKey {
     pub uid: String,
 }
 
+/// One copy of each value of `T` the cached pods hold. Values no pod holds any more are let go
+/// whenever the set has doubled since it was last pruned, so it stays within twice what the
+/// pods use.
+#[derive(Debug)]
+struct Shared<T: ?Sized> {
+    values: HashSet<Arc<T>>,
+    pruned_at: usize,
+}
+
+impl<T: ?Sized> Default for Shared<T> {
+    fn default() -> Self {
+        Shared {
+            values: HashSet::new(),
+            pruned_at: 0,
+        }
+    }
+}
+
+impl<T: ?Sized + Eq + std::hash::Hash> Shared<T> {
+    fn share(&mut self, value: &Arc<T>) -> Arc<T> {
+        if let Some(shared) = self.values.get(value) {
+            return shared.clone();
+        }
+        self.values.insert(value.clone());
+        if self.values.len() > 2 * self.pruned_at.max(4096) {
+            self.values.retain(|v| Arc::strong_count(v) > 1);
+            self.pruned_at = self.values.len();
+        }
+        value.clone()
+    }
+}
+
+/// What the pods of the cache share of their labels: the lists (one per Job, the completion
+/// index apart) and the index values.
+#[derive(Debug, Default)]
+struct Interned {
+    lists: Shared<[(Arc<str>, Arc<str>)]>,
+    indexes: Shared<str>,
+}
+
+impl Interned {
+    fn labels(&mut self, pod: &mut CachedPod) {
+        let labels = &mut pod.labels;
+        labels.common = self.lists.share(&labels.common);
+        if let Some(index) = &labels.index {
+            labels.index = Some(self.indexes.share(index));
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct PodCache {
     index: RwLock<Index>,
+    interned: Mutex<Interned>,
     /// A relist in progress: applied atomically at `InitDone`.
     relist: RwLock<Option<Index>>,
+    /// Set once the first list has been applied (upstream's `HasSynced`); it stays set across
+    /// later relists, which replace the index whole and never show it half filled.
+    synced: tokio::sync::watch::Sender<bool>,
+}
+
+/// Where pods with no Job controller are filed: by namespace, under a key no uid can be
+/// (uids are UUIDs; a NUL cannot come from one).
+fn unowned_key(namespace: &str) -> String {
+    format!("\0{namespace}")
 }
 
 fn owner(pod: &Pod) -> Option<(String, String)> {
@@ -80,7 +143,14 @@ impl Index {
         owner: Option<&(String, String)>,
         mut pod: CachedPod,
     ) -> Arc<CachedPod> {
-        let (job_name, job_uid) = owner.map_or(("", ""), |(n, u)| (n.as_str(), u.as_str()));
+        let unowned;
+        let (job_name, job_uid) = match owner {
+            Some((n, u)) => (n.as_str(), u.as_str()),
+            None => {
+                unowned = unowned_key(namespace);
+                ("", unowned.as_str())
+            }
+        };
         let key = match self.jobs.get_key_value(job_uid) {
             Some((k, _)) => k.clone(),
             None => Arc::from(job_uid),
@@ -129,7 +199,7 @@ impl PodCache {
                 if let Some(relist) = write(&self.relist).as_mut() {
                     let owner = owner(pod);
                     let ns = pod.metadata.namespace.as_deref().unwrap_or("");
-                    relist.insert(ns, owner.as_ref(), CachedPod::from_pod(pod));
+                    relist.insert(ns, owner.as_ref(), self.cached(pod));
                 }
                 Vec::new()
             }
@@ -138,16 +208,28 @@ impl PodCache {
                     return Vec::new();
                 };
                 let old = std::mem::replace(&mut *write(&self.index), new.clone());
+                self.synced.send_replace(true);
                 diff(&old, &new)
             }
         }
     }
 
+    /// The pod as the cache keeps it, its label strings shared.
+    fn cached(&self, pod: &Pod) -> CachedPod {
+        let mut cached = CachedPod::from_pod(pod);
+        self.interned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .labels(&mut cached);
+        cached
+    }
+
     fn upsert(&self, pod: &Pod) -> Option<PodObservation> {
-        let cached = CachedPod::from_pod(pod);
+        let cached = self.cached(pod);
         let owner = owner(pod);
         let namespace = pod.metadata.namespace.clone().unwrap_or_default();
-        let job_uid = owner.as_ref().map_or("", |(_, u)| u.as_str());
+        let unowned = unowned_key(&namespace);
+        let job_uid = owner.as_ref().map_or(unowned.as_str(), |(_, u)| u.as_str());
         let mut index = write(&self.index);
         if index.get(job_uid, &cached.uid).map(|p| &**p) == Some(&cached) {
             return None;
@@ -173,6 +255,22 @@ impl PodCache {
         Some(observation(namespace, owner, Some(&last), None))
     }
 
+    /// Whether the first list has loaded.
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Resolves once the first list has loaded.
+    pub fn wait_synced(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut synced = self.synced.subscribe();
+        async move {
+            // The sender lives as long as the cache; a cache dropped unsynced never resolves.
+            if synced.wait_for(|s| *s).await.is_err() {
+                futures::future::pending::<()>().await;
+            }
+        }
+    }
+
     /// The pods whose controller is the Job with this uid.
     pub fn for_job(&self, job_uid: &str) -> Vec<Arc<CachedPod>> {
         read(&self.index)
@@ -180,6 +278,11 @@ impl PodCache {
             .get(job_uid)
             .map(|e| e.pods.values().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// The pods of `namespace` that no Job controls: candidates for adoption.
+    pub fn unowned_in(&self, namespace: &str) -> Vec<Arc<CachedPod>> {
+        self.for_job(&unowned_key(namespace))
     }
 
     pub fn len(&self) -> usize {
@@ -254,7 +357,8 @@ fn diff(old: &Index, new: &Index) -> Vec<PodObservation> {
 }
 
 fn job_key(job_uid: &str, entry: &JobPods) -> Option<(String, String)> {
-    (!job_uid.is_empty()).then(|| (entry.job_name.to_string(), job_uid.to_owned()))
+    (!job_uid.is_empty() && !job_uid.starts_with('\0'))
+        .then(|| (entry.job_name.to_string(), job_uid.to_owned()))
 }
 
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
@@ -263,4 +367,123 @@ fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(name: &str, job_uid: &str) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
+                             "name": "j", "uid": job_uid, "controller": true}]},
+        }))
+        .expect("a pod")
+    }
+
+    #[test]
+    fn synced_once_the_first_list_is_in_and_a_relist_is_never_seen_half_filled() {
+        let cache = PodCache::default();
+        assert!(!cache.is_synced());
+        cache.apply(&watcher::Event::Init);
+        cache.apply(&watcher::Event::InitApply(pod("a", "job")));
+        assert!(!cache.is_synced(), "half a list is not a sync");
+        assert!(cache.for_job("job").is_empty());
+        cache.apply(&watcher::Event::InitApply(pod("b", "job")));
+        cache.apply(&watcher::Event::InitDone);
+        assert!(cache.is_synced());
+        assert_eq!(cache.for_job("job").len(), 2);
+
+        // A watch restarted after 410 Gone lists again: the old index is read until the new
+        // one is whole, then replaced at once; the cache stays synced throughout.
+        cache.apply(&watcher::Event::Init);
+        cache.apply(&watcher::Event::InitApply(pod("b", "job")));
+        assert_eq!(cache.for_job("job").len(), 2);
+        assert!(cache.is_synced());
+        cache.apply(&watcher::Event::InitApply(pod("c", "job")));
+        let changes = cache.apply(&watcher::Event::InitDone);
+        let mut names: Vec<String> = cache
+            .for_job("job")
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["b", "c"]);
+        let mut seen: Vec<(String, bool)> = changes
+            .iter()
+            .map(|o| (o.pod_uid.clone(), o.appeared))
+            .collect();
+        seen.sort();
+        assert_eq!(
+            seen,
+            [("uid-a".to_owned(), false), ("uid-c".to_owned(), true)]
+        );
+    }
+
+    #[test]
+    fn the_pods_of_a_job_share_their_labels() {
+        let labelled = |name: &str, index: &str| {
+            let mut p = pod(name, "job");
+            p.metadata.labels = Some(
+                [
+                    ("batch.kubernetes.io/controller-uid", "job"),
+                    ("batch.kubernetes.io/job-completion-index", index),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+            );
+            p
+        };
+        let cache = PodCache::default();
+        cache.apply(&watcher::Event::Apply(labelled("a", "0")));
+        cache.apply(&watcher::Event::Apply(labelled("b", "1")));
+        cache.apply(&watcher::Event::Apply(labelled("c", "1")));
+        let pods = cache.for_job("job");
+        assert!(
+            pods.windows(2)
+                .all(|w| Arc::ptr_eq(&w[0].labels.common, &w[1].labels.common)),
+            "one list for the Job"
+        );
+        let ones: Vec<&Arc<str>> = pods
+            .iter()
+            .filter_map(|p| p.labels.index.as_ref())
+            .filter(|i| &***i == "1")
+            .collect();
+        assert!(Arc::ptr_eq(ones[0], ones[1]), "one copy of an index");
+        for p in &pods {
+            assert_eq!(p.label("batch.kubernetes.io/controller-uid"), Some("job"));
+            assert!(
+                p.label("batch.kubernetes.io/job-completion-index")
+                    .is_some()
+            );
+            assert_eq!(p.label("app"), None);
+        }
+    }
+
+    #[test]
+    fn values_no_pod_holds_are_let_go() {
+        let mut shared = Shared::<str>::default();
+        for i in 0..10_000 {
+            let _ = shared.share(&Arc::from(format!("uid-{i}")));
+        }
+        assert!(
+            shared.values.len() <= 2 * 4096 + 1,
+            "{}",
+            shared.values.len()
+        );
+    }
+
+    #[tokio::test]
+    async fn wait_synced_resolves_at_the_first_list() {
+        let cache = PodCache::default();
+        let waiting = cache.wait_synced();
+        cache.apply(&watcher::Event::Init);
+        cache.apply(&watcher::Event::InitDone);
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+            .await
+            .expect("resolved");
+    }
 }

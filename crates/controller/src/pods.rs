@@ -33,6 +33,44 @@ pub struct ExitedContainer {
     pub init: bool,
 }
 
+/// A pod's labels, kept so that the pods of one Job share them: the completion index apart,
+/// every pod of a Job carries the same labels, so the rest is one list the pod cache shares
+/// among them (`Arc::ptr_eq` when it has), and the index is one of a few shared strings.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Labels {
+    /// Every label but the completion index, sorted by key.
+    pub common: Arc<[(Arc<str>, Arc<str>)]>,
+    /// The `batch.kubernetes.io/job-completion-index` label.
+    pub index: Option<Arc<str>>,
+}
+
+impl Labels {
+    /// From the labels in key order (a `BTreeMap`'s).
+    pub fn new<'a>(labels: impl Iterator<Item = (&'a String, &'a String)>) -> Labels {
+        let mut index = None;
+        let common = labels
+            .filter_map(|(k, v)| {
+                if k == COMPLETION_INDEX_KEY {
+                    index = Some(Arc::from(v.as_str()));
+                    return None;
+                }
+                Some((Arc::from(k.as_str()), Arc::from(v.as_str())))
+            })
+            .collect();
+        Labels { common, index }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        if key == COMPLETION_INDEX_KEY {
+            return self.index.as_deref();
+        }
+        self.common
+            .binary_search_by(|(k, _)| (**k).cmp(key))
+            .ok()
+            .map(|i| &*self.common[i].1)
+    }
+}
+
 /// One pod as the cache keeps it: only what `plan` and the expectations read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CachedPod {
@@ -42,6 +80,10 @@ pub struct CachedPod {
     /// The uid in the pod's controller owner reference, when that is a `batch/v1` Job; shared
     /// by all the Job's pods in the cache.
     pub owner_uid: Option<Arc<str>>,
+    /// Some owner reference, of any kind, is its controller: such a pod is never adopted.
+    pub controlled: bool,
+    /// Its labels, for the Job's selector (adoption and release).
+    pub labels: Labels,
     /// The controller name in `jobwarden.io/created-by`: which jobwarden controller made it.
     pub created_by: Option<Box<str>>,
     pub phase: Phase,
@@ -115,10 +157,18 @@ impl CachedPod {
             .flatten()
             .find(|o| o.controller == Some(true) && o.kind == "Job" && o.api_version == "batch/v1")
             .map(|o| Arc::from(o.uid.as_str()));
+        let controlled = meta
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.controller == Some(true));
+        let labels = Labels::new(meta.labels.iter().flatten());
         CachedPod {
             name: meta.name.clone().unwrap_or_default(),
             uid: Arc::from(meta.uid.as_deref().unwrap_or_default()),
             owner_uid,
+            controlled,
+            labels,
             created_by: annotation(CREATED_BY_ANNOTATION).map(|v| Box::from(v.as_str())),
             phase,
             deleting,
@@ -133,6 +183,11 @@ impl CachedPod {
             exited,
             conditions,
         }
+    }
+
+    /// The value of label `key`.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels.get(key)
     }
 
     /// Upstream's `FilterActivePods`: not terminal and not being deleted.

@@ -126,6 +126,7 @@ pub async fn run_loop<A: ClusterApi + 'static>(
         })
     };
     let wakes = futures::stream::select(job_wakes.flatten(), pod_wakes.flatten());
+    let wakes = hold_until(wakes, controller.pods().wait_synced());
     let queue = until(batched(wakes, config.batch_period), stop).map(Ok::<_, Infallible>);
 
     let orphan_ctl = controller.clone();
@@ -286,6 +287,52 @@ fn until<S: Stream + Send + 'static>(
         tokio::select! {
             _ = &mut stop => None,
             item = stream.next() => item.map(|i| (i, (Some(stream), stop))),
+        }
+    })
+}
+
+/// Upstream's `WaitForNamedCacheSync`: no Job is synced before the pod cache has loaded its
+/// first list (kube's applier already waits for the Job cache). Until then the wakes are held,
+/// one per Job, and they all go out at once when it has: a Job planned from a pod cache still
+/// empty would be given again every pod it has.
+fn hold_until(
+    wakes: impl Stream<Item = Wake> + Send + 'static,
+    synced: impl Future<Output = ()> + Send + 'static,
+) -> impl Stream<Item = Wake> + Send {
+    struct State<S, F> {
+        wakes: Pin<Box<S>>,
+        synced: Option<Pin<Box<F>>>,
+        held: Vec<ObjectRef<CachedJob>>,
+        seen: HashSet<ObjectRef<CachedJob>>,
+    }
+    let state = State {
+        wakes: Box::pin(wakes),
+        synced: Some(Box::pin(synced)),
+        held: Vec::new(),
+        seen: HashSet::new(),
+    };
+    futures::stream::unfold(state, |mut s| async move {
+        loop {
+            let Some(synced) = s.synced.as_mut() else {
+                if let Some(r) = s.held.pop() {
+                    return Some((Wake::Now(r), s));
+                }
+                let wake = s.wakes.next().await?;
+                return Some((wake, s));
+            };
+            tokio::select! {
+                () = synced => {
+                    s.synced = None;
+                    s.seen = HashSet::new();
+                }
+                wake = s.wakes.next() => match wake? {
+                    Wake::Now(r) | Wake::Batched(r) => {
+                        if s.seen.insert(r.clone()) {
+                            s.held.push(r);
+                        }
+                    }
+                },
+            }
         }
     })
 }

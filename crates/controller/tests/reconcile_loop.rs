@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jobwarden_controller::in_memory::{
-    InMemoryCluster, LoopRunConfig, Outcome, Request, SeenPod, meta_key, run_until_finished,
+    InMemoryCluster, LoopRunConfig, Outcome, Request, RunningLoop, SeenPod, World, finalizers,
+    meta_key, run_until_finished,
 };
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
@@ -58,20 +59,25 @@ fn after_a_second(p: &SeenPod) -> Outcome {
     }
 }
 
+/// Runs the Jobs to their end with the default loop, pods succeeding after a second.
+async fn run_to_the_end(cluster: &Arc<InMemoryCluster>, jobs: &[(String, String)]) {
+    let report = run_until_finished(
+        cluster.clone(),
+        jobs,
+        LoopRunConfig::default(),
+        after_a_second,
+    )
+    .await;
+    assert!(report.finished);
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_indexed_job_of_200_pods_costs_two_writes_a_pod() {
     let (cluster, jobs) = cluster_with(vec![job(
         "big",
         json!({"completions": 200, "parallelism": 200, "completionMode": "Indexed"}),
     )]);
-    let report = run_until_finished(
-        cluster.clone(),
-        &jobs,
-        LoopRunConfig::default(),
-        after_a_second,
-    )
-    .await;
-    assert!(report.finished);
+    run_to_the_end(&cluster, &jobs).await;
     let job = cluster.with(|s| s.job("ns", "big")).expect("the Job");
     assert_eq!(job["status"]["succeeded"], 200);
     assert_eq!(job["status"]["completedIndexes"], "0-199");
@@ -143,14 +149,7 @@ async fn deleting_finished_jobs_and_their_pods_costs_no_request() {
         })
         .collect();
     let (cluster, jobs) = cluster_with(specs);
-    let report = run_until_finished(
-        cluster.clone(),
-        &jobs,
-        LoopRunConfig::default(),
-        after_a_second,
-    )
-    .await;
-    assert!(report.finished);
+    run_to_the_end(&cluster, &jobs).await;
     let before: u64 = cluster.with(|s| s.requests.values().sum());
     // A namespace torn down: the Jobs go, and the garbage collector takes their pods.
     for (ns, name) in &jobs {
@@ -232,4 +231,212 @@ async fn a_pod_deleted_while_running_holds_its_replacement_back_after_it_is_gone
         gap.as_secs() >= 11,
         "replaced {gap:?} after the first pod started"
     );
+}
+
+/// How a controller is disrupted mid-run, and replaced.
+#[derive(Debug, Clone, Copy)]
+enum Disruption {
+    /// SIGKILL: the loop dies between two API calls, and a new one starts 5 s later, while
+    /// the pods go on finishing with no controller running.
+    KilledAndRestarted,
+    /// SIGTERM: the syncs in flight finish, and a standby starts at once.
+    HandedOver,
+}
+
+/// What a run of the Indexed Job `restarts` left behind.
+#[derive(Debug, PartialEq)]
+struct Ending {
+    status: (Value, Value, Value, Vec<(String, String)>),
+    pods_created: u64,
+}
+
+/// An Indexed Job of 12 indexes, 3 at a time, pods finishing a second after they start; the
+/// controller disrupted once 5 indexes are counted. Returns the ending and, per index, how
+/// many of its pods succeeded.
+async fn indexed_run(disruption: Option<Disruption>) -> (Ending, Vec<usize>) {
+    let (cluster, jobs) = cluster_with(vec![job(
+        "restarts",
+        json!({"completions": 12, "parallelism": 3, "completionMode": "Indexed"}),
+    )]);
+    let config = LoopRunConfig::default();
+    let mut world = World::new(&cluster, config.kubelet_period);
+    let mut outcome = after_a_second;
+    let limit = Duration::from_secs(600);
+    let succeeded = |c: &InMemoryCluster| {
+        c.with(|s| s.job("ns", "restarts"))
+            .and_then(|j| j["status"]["succeeded"].as_i64())
+            .unwrap_or(0)
+    };
+    let finished = |c: &InMemoryCluster| {
+        c.with(|s| s.job("ns", "restarts")).is_some_and(|j| {
+            j["status"]["conditions"]
+                .as_array()
+                .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Complete"))
+        }) && c
+            .with(|s| s.pods())
+            .iter()
+            .all(|p| finalizers(p).is_empty())
+    };
+    let mut running = RunningLoop::start(&cluster, &config, world.clock());
+    if let Some(disruption) = disruption {
+        assert!(
+            world
+                .run_until(limit, &mut outcome, |c| succeeded(c) >= 5)
+                .await
+        );
+        match disruption {
+            Disruption::KilledAndRestarted => {
+                running.kill().await;
+                world
+                    .run_until(Duration::from_secs(5), &mut outcome, |_| false)
+                    .await;
+                // The scenario needs pods that ended while no controller ran.
+                let unrecorded = cluster.with(|s| {
+                    s.pods()
+                        .iter()
+                        .filter(|p| p["status"]["phase"] == "Succeeded")
+                        .filter(|p| !finalizers(p).is_empty())
+                        .count()
+                });
+                assert!(unrecorded > 0, "pods finished while no controller ran");
+            }
+            Disruption::HandedOver => running.stop().await,
+        }
+        running = RunningLoop::start(&cluster, &config, world.clock());
+    }
+    assert!(world.run_until(limit, &mut outcome, finished).await);
+    running.stop().await;
+    let _ = &jobs;
+    let job = cluster.with(|s| s.job("ns", "restarts")).expect("the Job");
+    let st = &job["status"];
+    let conditions = st["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| (c["type"].to_string(), c["reason"].to_string()))
+        .collect();
+    let mut per_index = vec![0; 12];
+    for p in cluster.with(|s| s.last_pod_states()) {
+        let index = p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
+            .as_str()
+            .and_then(|i| i.parse::<usize>().ok());
+        if let Some(i) = index
+            && p["status"]["phase"] == "Succeeded"
+        {
+            per_index[i] += 1;
+        }
+    }
+    let ending = Ending {
+        status: (
+            st["succeeded"].clone(),
+            st["failed"].clone(),
+            st["completedIndexes"].clone(),
+            conditions,
+        ),
+        pods_created: requests(&cluster, "create", "pods"),
+    };
+    (ending, per_index)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restart_or_a_hand_over_runs_no_index_twice() {
+    let (undisturbed, per_index) = indexed_run(None).await;
+    assert_eq!(per_index, vec![1; 12]);
+    assert_eq!(undisturbed.pods_created, 12);
+    for disruption in [Disruption::KilledAndRestarted, Disruption::HandedOver] {
+        let (ending, per_index) = indexed_run(Some(disruption)).await;
+        assert_eq!(
+            per_index,
+            vec![1; 12],
+            "{disruption:?}: succeeded pods per index"
+        );
+        assert_eq!(ending, undisturbed, "{disruption:?}");
+    }
+}
+
+/// The Job's generated selector labels, as the API server set them.
+fn selector_labels(cluster: &InMemoryCluster, name: &str) -> Value {
+    let job = cluster.with(|s| s.job("ns", name)).expect("the Job");
+    job["spec"]["selector"]["matchLabels"].clone()
+}
+
+fn owners(pod: &Value) -> Vec<String> {
+    pod["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["uid"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_bare_pod_matching_the_selector_is_adopted_and_counted() {
+    let (cluster, jobs) = cluster_with(vec![job(
+        "adopts",
+        json!({"completions": 2, "parallelism": 2}),
+    )]);
+    let uid = cluster
+        .with(|s| s.job("ns", "adopts"))
+        .and_then(|j| j["metadata"]["uid"].as_str().map(str::to_owned))
+        .expect("a uid");
+    // Someone made a pod by hand with the Job's labels, and no owner.
+    let bare = json!({"metadata": {"name": "by-hand", "labels": selector_labels(&cluster, "adopts")},
+                      "spec": {"restartPolicy": "Never",
+                               "containers": [{"name": "main", "image": "busybox"}]}});
+    cluster
+        .write(|s| s.create_pod("ns", &bare))
+        .expect("the bare pod");
+    run_to_the_end(&cluster, &jobs).await;
+    let job = cluster.with(|s| s.job("ns", "adopts")).expect("the Job");
+    assert_eq!(job["status"]["succeeded"], 2);
+    let adopted = cluster.with(|s| s.pod("ns", "by-hand")).expect("kept");
+    assert_eq!(owners(&adopted), [uid]);
+    assert_eq!(
+        adopted["metadata"]["ownerReferences"][0]["controller"],
+        true
+    );
+    assert!(finalizers(&adopted).is_empty(), "counted, then released");
+    // One pod fewer made, as upstream's controller makes.
+    assert_eq!(requests(&cluster, "create", "pods"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_whose_labels_no_longer_match_is_released_and_replaced() {
+    let (cluster, jobs) = cluster_with(vec![job(
+        "releases",
+        json!({"completions": 1, "parallelism": 1}),
+    )]);
+    let cluster2 = cluster.clone();
+    // The first pod's labels are changed while it runs; it never ends. Its replacement
+    // succeeds.
+    let outcome = move |p: &SeenPod| match p.ordinal {
+        1 if p.running_for >= Duration::from_secs(1) => {
+            let _ = cluster2.write(|s| {
+                s.kubelet_update(&p.namespace, &p.name, |pod| {
+                    pod["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] =
+                        json!("someone-else");
+                })
+            });
+            Outcome::Run
+        }
+        2.. if p.running_for >= Duration::from_secs(1) => Outcome::succeed(),
+        _ => Outcome::Run,
+    };
+    let config = LoopRunConfig {
+        give_up_after: Duration::from_secs(120),
+        ..LoopRunConfig::default()
+    };
+    let report = run_until_finished(cluster.clone(), &jobs, config, outcome).await;
+    assert!(report.finished);
+    let job = cluster.with(|s| s.job("ns", "releases")).expect("the Job");
+    assert_eq!(job["status"]["succeeded"], 1);
+    assert_eq!(requests(&cluster, "create", "pods"), 2);
+    let released: Vec<Value> = cluster
+        .with(|s| s.pods())
+        .into_iter()
+        .filter(|p| p["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] == "someone-else")
+        .collect();
+    assert_eq!(released.len(), 1);
+    assert!(owners(&released[0]).is_empty(), "{}", released[0]);
+    assert!(finalizers(&released[0]).is_empty());
 }

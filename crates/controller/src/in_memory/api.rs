@@ -6,7 +6,7 @@ use std::future::{Ready, ready};
 use serde_json::Value;
 
 use super::{InMemoryCluster, Request, State, str_at};
-use crate::cluster_api::{ApiError, ClusterApi, EventRecord, JobRef};
+use crate::cluster_api::{ApiError, ClusterApi, EventRecord, JobRef, LiveJob};
 use crate::plan::PodRef;
 
 impl InMemoryCluster {
@@ -57,15 +57,35 @@ impl ClusterApi for InMemoryCluster {
         self.answer("create", "pods", |s| s.create_pod(namespace, pod))
     }
 
-    fn job_uid(
+    fn live_job(
         &self,
         namespace: &str,
         name: &str,
-    ) -> impl Future<Output = Result<Option<String>, ApiError>> + Send {
+    ) -> impl Future<Output = Result<Option<LiveJob>, ApiError>> + Send {
         self.answer("get", "jobs", |s| {
-            Ok(s.job(namespace, name)
-                .and_then(|j| str_at(&j, &["metadata", "uid"]).map(str::to_owned)))
+            Ok(s.job(namespace, name).map(|j| LiveJob {
+                uid: str_at(&j, &["metadata", "uid"]).unwrap_or("").to_owned(),
+                deleting: j["metadata"].get("deletionTimestamp").is_some(),
+            }))
         })
+    }
+
+    fn adopt_pod(
+        &self,
+        namespace: &str,
+        pod: &PodRef,
+        job: &JobRef,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+        self.answer("patch", "pods", |s| s.adopt_pod(namespace, pod, job))
+    }
+
+    fn release_pod(
+        &self,
+        namespace: &str,
+        pod: &PodRef,
+        job_uid: &str,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+        self.answer("patch", "pods", |s| s.release_pod(namespace, pod, job_uid))
     }
 
     fn create_event(

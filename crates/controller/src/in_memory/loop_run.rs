@@ -10,7 +10,9 @@ use futures::StreamExt as _;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
-use super::{Change, InMemoryCluster, Kubelet, Outcome, Resource, SeenPod, watch_jobs, watch_pods};
+use super::{
+    Change, InMemoryCluster, Kubelet, Lags, Outcome, Resource, SeenPod, watch_jobs, watch_pods,
+};
 use crate::job_controller::JobController;
 use crate::metrics::ControllerMetrics;
 use crate::plan::PlanConfig;
@@ -21,6 +23,9 @@ use jobwarden_rules::well_known::TRACKING_FINALIZER;
 pub struct LoopRunConfig {
     /// How far each watch trails the writes.
     pub watch_lag: Duration,
+    /// How long the pod list takes to arrive after the Job list has (a controller starting on
+    /// a real cluster has its few Jobs well before its many pods).
+    pub pod_list_lag: Duration,
     /// How often the kubelet looks at its pods.
     pub kubelet_period: Duration,
     pub plan: PlanConfig,
@@ -33,6 +38,7 @@ impl Default for LoopRunConfig {
     fn default() -> Self {
         LoopRunConfig {
             watch_lag: Duration::from_millis(50),
+            pod_list_lag: Duration::from_secs(2),
             kubelet_period: Duration::from_millis(100),
             plan: PlanConfig::default(),
             run: LoopConfig::default(),
@@ -139,6 +145,119 @@ impl Drop for Progress {
     }
 }
 
+/// One controller process against the in-memory cluster: its reconcile loop with fresh caches
+/// (the Job list first, the pod list `pod_list_lag` later), running until stopped or killed.
+pub struct RunningLoop {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+    pub metrics: ControllerMetrics,
+}
+
+impl RunningLoop {
+    pub fn start(cluster: &Arc<InMemoryCluster>, config: &LoopRunConfig, clock: Clock) -> Self {
+        let metrics = ControllerMetrics::default();
+        let controller = Arc::new(JobController::new(
+            cluster.clone(),
+            config.plan.clone(),
+            metrics.clone(),
+        ));
+        let changes = config.watch_lag;
+        let sources = Sources {
+            jobs: watch_jobs(
+                cluster.clone(),
+                Lags {
+                    list: Duration::ZERO,
+                    changes,
+                },
+            )
+            .boxed(),
+            pods: watch_pods(
+                cluster.clone(),
+                Lags {
+                    list: config.pod_list_lag,
+                    changes,
+                },
+            )
+            .boxed(),
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(run_loop(
+            controller,
+            sources,
+            clock,
+            config.run.clone(),
+            async move {
+                let _ = stopped.await;
+            },
+            |_| {},
+        ));
+        RunningLoop {
+            stop,
+            task,
+            metrics,
+        }
+    }
+
+    /// A graceful stop, as on SIGTERM: the syncs in flight finish.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+
+    /// A crash, as on SIGKILL: the loop is dropped wherever it stands, between two API calls.
+    pub async fn kill(self) {
+        self.task.abort();
+        let _ = self.task.await;
+    }
+}
+
+/// The cluster's clock and a kubelet ending the pods, stepped together whether or not a
+/// controller runs.
+pub struct World {
+    cluster: Arc<InMemoryCluster>,
+    clock: Clock,
+    kubelet: Kubelet,
+    period: Duration,
+}
+
+impl World {
+    pub fn new(cluster: &Arc<InMemoryCluster>, kubelet_period: Duration) -> World {
+        World {
+            cluster: cluster.clone(),
+            clock: virtual_clock(cluster.with(|s| s.now)),
+            kubelet: Kubelet::new(cluster),
+            period: kubelet_period,
+        }
+    }
+
+    pub fn clock(&self) -> Clock {
+        self.clock.clone()
+    }
+
+    /// Steps the kubelet until `done` holds (checked after each step) or `limit` of virtual
+    /// time has passed; returns whether `done` held.
+    pub async fn run_until(
+        &mut self,
+        limit: Duration,
+        outcome: &mut impl FnMut(&SeenPod) -> Outcome,
+        mut done: impl FnMut(&InMemoryCluster) -> bool,
+    ) -> bool {
+        let started = tokio::time::Instant::now();
+        loop {
+            let now = (self.clock)();
+            self.cluster.write(|s| s.now = now);
+            self.kubelet.step(&mut *outcome);
+            if done(&self.cluster) {
+                return true;
+            }
+            if started.elapsed() >= limit {
+                return false;
+            }
+            tokio::time::sleep(self.period).await;
+        }
+    }
+}
+
 /// Runs the loop and a kubelet until the Jobs `jobs` (namespace, name) are finished, or
 /// `give_up_after` of virtual time has passed.
 pub async fn run_until_finished(
@@ -147,45 +266,15 @@ pub async fn run_until_finished(
     config: LoopRunConfig,
     mut outcome: impl FnMut(&SeenPod) -> Outcome,
 ) -> LoopRunReport {
-    let clock = virtual_clock(cluster.with(|s| s.now));
     let started = tokio::time::Instant::now();
-    let metrics = ControllerMetrics::default();
-    let controller = Arc::new(JobController::new(
-        cluster.clone(),
-        config.plan.clone(),
-        metrics.clone(),
-    ));
-    let sources = Sources {
-        jobs: watch_jobs(cluster.clone(), config.watch_lag).boxed(),
-        pods: watch_pods(cluster.clone(), config.watch_lag).boxed(),
-    };
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let looping = tokio::spawn(run_loop(
-        controller,
-        sources,
-        clock.clone(),
-        config.run.clone(),
-        async move {
-            let _ = stop_rx.await;
-        },
-        |_| {},
-    ));
-    let mut kubelet = Kubelet::new(&cluster);
+    let mut world = World::new(&cluster, config.kubelet_period);
+    let running = RunningLoop::start(&cluster, &config, world.clock());
+    let metrics = running.metrics.clone();
     let mut progress = Progress::new(&cluster, jobs);
-    let finished = loop {
-        let now = clock();
-        cluster.write(|s| s.now = now);
-        kubelet.step(&mut outcome);
-        if progress.done() {
-            break true;
-        }
-        if started.elapsed() >= config.give_up_after {
-            break false;
-        }
-        tokio::time::sleep(config.kubelet_period).await;
-    };
-    let _ = stop_tx.send(());
-    let _ = looping.await;
+    let finished = world
+        .run_until(config.give_up_after, &mut outcome, |_| progress.done())
+        .await;
+    running.stop().await;
     LoopRunReport {
         finished,
         took: started.elapsed(),

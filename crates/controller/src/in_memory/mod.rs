@@ -30,11 +30,13 @@ mod watch;
 mod watch_log;
 
 pub use kubelet::{Kubelet, Outcome, SeenPod};
-pub use loop_run::{LoopRunConfig, LoopRunReport, run_until_finished, virtual_clock};
+pub use loop_run::{
+    LoopRunConfig, LoopRunReport, RunningLoop, World, run_until_finished, virtual_clock,
+};
 pub use pods::{finalizers, pod_ref, terminate};
 pub use replica::Replica;
 pub use stored::normalize;
-pub use watch::{watch_jobs, watch_pods};
+pub use watch::{Lags, watch_jobs, watch_pods};
 use watch_log::WatchLog;
 
 /// A request, as the API server's audit log would count it.

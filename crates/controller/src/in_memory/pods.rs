@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::stored::{metadata_mut, normalize, well_formed};
 use super::{Change, State, key, set, str_at};
-use crate::cluster_api::ApiError;
+use crate::cluster_api::{ApiError, JobRef};
 use crate::plan::PodRef;
 use jobwarden_rules::well_known::{CONTROLLER_UID_LABEL, TRACKING_FINALIZER};
 
@@ -84,20 +84,90 @@ impl State {
     /// The strategic merge patch `$deleteFromPrimitiveList/finalizers` with the pod's uid: only
     /// our finalizer goes. A deleted pod with no finalizer left and its grace over is removed.
     pub fn remove_pod_finalizer(&mut self, namespace: &str, pod: &PodRef) -> Result<(), ApiError> {
+        self.patch_pod(namespace, pod, |p| Ok(drop_tracking_finalizer(p)))
+    }
+
+    /// Upstream's adoption patch: the Job's controller reference (merged by uid) and the
+    /// tracking finalizer, the pod's uid as a precondition. As kube-apiserver's validation
+    /// does, a second controller reference is refused.
+    pub fn adopt_pod(
+        &mut self,
+        namespace: &str,
+        pod: &PodRef,
+        job: &JobRef,
+    ) -> Result<(), ApiError> {
+        self.patch_pod(namespace, pod, |p| {
+            let refs = owner_references(p);
+            if refs
+                .iter()
+                .any(|r| r["controller"] == true && r["uid"] != job.uid.as_str())
+            {
+                return Err(ApiError::Other(
+                    "metadata.ownerReferences: Only one reference can have Controller set to true"
+                        .to_owned(),
+                ));
+            }
+            let ours = json!({"apiVersion": "batch/v1", "kind": "Job", "name": job.name,
+                              "uid": job.uid, "controller": true, "blockOwnerDeletion": true});
+            let mut changed = false;
+            if !refs.contains(&ours) {
+                let mut refs: Vec<Value> = refs
+                    .into_iter()
+                    .filter(|r| r["uid"] != job.uid.as_str())
+                    .collect();
+                refs.push(ours);
+                p["metadata"]["ownerReferences"] = json!(refs);
+                changed = true;
+            }
+            let mut held = finalizers(p);
+            if !held.iter().any(|f| f == TRACKING_FINALIZER) {
+                held.push(TRACKING_FINALIZER.to_owned());
+                p["metadata"]["finalizers"] = json!(held);
+                changed = true;
+            }
+            Ok(changed)
+        })
+    }
+
+    /// Upstream's release patch (`$patch: delete` of the owner reference with the Job's
+    /// uid), with the tracking finalizer removed in the same write.
+    pub fn release_pod(
+        &mut self,
+        namespace: &str,
+        pod: &PodRef,
+        job_uid: &str,
+    ) -> Result<(), ApiError> {
+        self.patch_pod(namespace, pod, |p| {
+            let refs = owner_references(p);
+            let kept: Vec<Value> = refs
+                .iter()
+                .filter(|r| r["uid"] != job_uid)
+                .cloned()
+                .collect();
+            let released = kept.len() != refs.len();
+            if released {
+                p["metadata"]["ownerReferences"] = json!(kept);
+            }
+            Ok(drop_tracking_finalizer(p) || released)
+        })
+    }
+
+    /// A strategic merge patch of a pod with its uid as a precondition: `edit` makes the
+    /// change and says whether there was one. A deleted pod with no finalizer left and its
+    /// grace over is removed.
+    fn patch_pod(
+        &mut self,
+        namespace: &str,
+        pod: &PodRef,
+        edit: impl FnOnce(&mut Value) -> Result<bool, ApiError>,
+    ) -> Result<(), ApiError> {
         let mut p = self.pod(namespace, &pod.name).ok_or(ApiError::NotFound)?;
         if str_at(&p, &["metadata", "uid"]) != Some(pod.uid.as_str()) {
             return Err(ApiError::Conflict);
         }
-        let before = finalizers(&p);
-        let after: Vec<String> = before
-            .iter()
-            .filter(|f| *f != TRACKING_FINALIZER)
-            .cloned()
-            .collect();
-        if after.len() == before.len() {
+        if !edit(&mut p)? {
             return Ok(());
         }
-        p["metadata"]["finalizers"] = json!(after);
         normalize(&mut p);
         self.next_revision();
         if self.collectable(&p) {
@@ -180,6 +250,28 @@ pub fn terminate(pod: &mut Value, phase: &str, code: i32, finished_at: &str) {
         .collect();
     pod["status"]["phase"] = json!(phase);
     pod["status"]["containerStatuses"] = json!(statuses);
+}
+
+fn owner_references(pod: &Value) -> Vec<Value> {
+    pod["metadata"]["ownerReferences"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Takes jobwarden's finalizer off the pod; whether it held it.
+fn drop_tracking_finalizer(pod: &mut Value) -> bool {
+    let before = finalizers(pod);
+    let after: Vec<String> = before
+        .iter()
+        .filter(|f| *f != TRACKING_FINALIZER)
+        .cloned()
+        .collect();
+    if after.len() == before.len() {
+        return false;
+    }
+    pod["metadata"]["finalizers"] = json!(after);
+    true
 }
 
 pub fn finalizers(pod: &Value) -> Vec<String> {

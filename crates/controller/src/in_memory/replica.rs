@@ -34,21 +34,24 @@ fn decode<K: serde::de::DeserializeOwned>(text: &str) -> Option<K> {
 impl Replica {
     /// Starts a replica the way an informer does: watch, then list.
     pub fn start(cluster: Arc<InMemoryCluster>, config: PlanConfig) -> Replica {
+        let mut replica = Replica::start_before_pod_list(cluster, config);
+        replica.list_pods();
+        replica
+    }
+
+    /// A replica whose Job list is in and whose pod list is not yet (on a cluster the pods,
+    /// many more, arrive last): its pod cache has not synced.
+    pub fn start_before_pod_list(cluster: Arc<InMemoryCluster>, config: PlanConfig) -> Replica {
         let job_watch = cluster.subscribe(Resource::Jobs);
         let pod_watch = cluster.subscribe(Resource::Pods);
         let (jobs, mut writer) = reflector::store::<CachedJob>();
-        let (listed_jobs, listed_pods) = cluster.with(|s| (s.list_jobs(), s.list_pods()));
+        let listed_jobs = cluster.with(|s| s.list_jobs());
         writer.apply_watcher_event(&watcher::Event::Init);
         for j in listed_jobs.iter().filter_map(|t| decode::<CachedJob>(t)) {
             writer.apply_watcher_event(&watcher::Event::InitApply(j));
         }
         writer.apply_watcher_event(&watcher::Event::InitDone);
         let controller = JobController::new(cluster.clone(), config, ControllerMetrics::default());
-        controller.observe_pods(&watcher::Event::Init);
-        for p in listed_pods.iter().filter_map(|t| decode::<Pod>(t)) {
-            controller.observe_pods(&watcher::Event::InitApply(p));
-        }
-        controller.observe_pods(&watcher::Event::InitDone);
         Replica {
             cluster,
             controller,
@@ -57,6 +60,19 @@ impl Replica {
             job_watch,
             pod_watch,
         }
+    }
+
+    /// Lists the pods, and watches them from that list on (as an informer's watch starts at
+    /// its list's resourceVersion).
+    pub fn list_pods(&mut self) {
+        self.cluster.unsubscribe(Resource::Pods, self.pod_watch);
+        self.pod_watch = self.cluster.subscribe(Resource::Pods);
+        let listed_pods = self.cluster.with(|s| s.list_pods());
+        self.controller.observe_pods(&watcher::Event::Init);
+        for p in listed_pods.iter().filter_map(|t| decode::<Pod>(t)) {
+            self.controller.observe_pods(&watcher::Event::InitApply(p));
+        }
+        self.controller.observe_pods(&watcher::Event::InitDone);
     }
 
     pub fn controller(&self) -> &JobController<Arc<InMemoryCluster>> {

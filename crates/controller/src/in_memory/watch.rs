@@ -2,6 +2,8 @@
 //! `InitApply`…, `InitDone`), then every change in order, each batch held back by `lag`
 //! (tokio time, so a paused clock makes it free), as a real watch trails the writes. The
 //! reconcile loop runs on these in the scale benchmark and the tests exactly as on a cluster.
+//! The list itself can be held back (`list_lag`), as a LIST of many pods takes longer than one
+//! of a few Jobs: a controller restarting on a real cluster has its Jobs well before its pods.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,18 +21,27 @@ const BATCH: usize = 256;
 
 type Events<K> = Result<watcher::Event<K>, watcher::Error>;
 
+/// How a watch trails the cluster.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lags {
+    /// Before the first list is delivered (it is taken when the watch starts).
+    pub list: Duration,
+    /// Before each batch of changes is delivered.
+    pub changes: Duration,
+}
+
 pub fn watch_jobs(
     cluster: Arc<InMemoryCluster>,
-    lag: Duration,
+    lags: Lags,
 ) -> impl Stream<Item = Events<CachedJob>> + Send + 'static {
-    watch(cluster, Resource::Jobs, lag)
+    watch(cluster, Resource::Jobs, lags)
 }
 
 pub fn watch_pods(
     cluster: Arc<InMemoryCluster>,
-    lag: Duration,
+    lags: Lags,
 ) -> impl Stream<Item = Events<Pod>> + Send + 'static {
-    watch(cluster, Resource::Pods, lag)
+    watch(cluster, Resource::Pods, lags)
 }
 
 struct Watch {
@@ -48,7 +59,7 @@ impl Drop for Watch {
 fn watch<K: DeserializeOwned + Send + 'static>(
     cluster: Arc<InMemoryCluster>,
     resource: Resource,
-    lag: Duration,
+    lags: Lags,
 ) -> impl Stream<Item = Events<K>> + Send + 'static {
     let id = cluster.subscribe(resource);
     let listed = cluster.with(|s| match resource {
@@ -73,6 +84,9 @@ fn watch<K: DeserializeOwned + Send + 'static>(
     );
     let batches = futures::stream::unfold(state, move |(w, pending)| async move {
         if !pending.is_empty() {
+            if !lags.list.is_zero() {
+                tokio::time::sleep(lags.list).await;
+            }
             return Some((pending, (w, Vec::new())));
         }
         let events = loop {
@@ -87,8 +101,8 @@ fn watch<K: DeserializeOwned + Send + 'static>(
             changed.await;
         };
         {
-            if !lag.is_zero() {
-                tokio::time::sleep(lag).await;
+            if !lags.changes.is_zero() {
+                tokio::time::sleep(lags.changes).await;
             }
             let decoded: Vec<watcher::Event<K>> = events
                 .iter()

@@ -14,8 +14,10 @@
 //! * `differential`: every scenario run by upstream's Job controller and by jobwarden side by
 //!   side, compared.
 
+mod adoption;
 mod delegated_job;
 mod differential;
+mod leader_lease;
 mod lifecycle;
 mod policies;
 mod support;

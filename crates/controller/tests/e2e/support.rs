@@ -26,40 +26,50 @@ pub struct Env {
 }
 
 pub async fn setup(scenario: &str) -> Option<Env> {
+    let mut env = setup_without_controller(scenario).await?;
+    env.start_controller();
+    Some(env)
+}
+
+/// The namespace and names, the controller not started yet: what is made now is there before
+/// it lists anything.
+pub async fn setup_without_controller(scenario: &str) -> Option<Env> {
     let plane = ControlPlane::shared()?;
     let client = plane.client().await;
     let ns = plane
         .create_namespace(&client, &format!("jobwarden-e2e-{scenario}"))
         .await;
-    let controller = format!("jobwarden.io/e2e-{scenario}");
-    let config = ControllerConfig {
-        controller_name: controller.clone(),
-        lease_namespace: ns.clone(),
-        lease_name: "jobwarden-e2e".to_owned(),
-        identity: format!("e2e-{scenario}"),
-        ..Default::default()
-    };
-    let (stop, stopped) = oneshot::channel::<()>();
-    let metrics = ControllerMetrics::default();
-    let task = tokio::spawn(jobwarden_controller::run(
-        client.clone(),
-        config,
-        metrics.clone(),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
     Some(Env {
         client,
         ns,
-        controller,
-        metrics,
-        stop: Some(stop),
-        task: Some(task),
+        controller: format!("jobwarden.io/e2e-{scenario}"),
+        metrics: ControllerMetrics::default(),
+        stop: None,
+        task: None,
     })
 }
 
 impl Env {
+    pub fn start_controller(&mut self) {
+        let config = ControllerConfig {
+            controller_name: self.controller.clone(),
+            lease_namespace: self.ns.clone(),
+            lease_name: "jobwarden-e2e".to_owned(),
+            identity: format!("e2e-{}", self.ns),
+            ..Default::default()
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        self.task = Some(tokio::spawn(jobwarden_controller::run(
+            self.client.clone(),
+            config,
+            self.metrics.clone(),
+            async move {
+                let _ = stopped.await;
+            },
+        )));
+        self.stop = Some(stop);
+    }
+
     pub fn jobs(&self) -> Api<Job> {
         Api::namespaced(self.client.clone(), &self.ns)
     }
