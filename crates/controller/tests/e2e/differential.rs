@@ -368,6 +368,9 @@ enum Steps {
     SuspendResume,
     /// The one pod is deleted while it runs; its replacement succeeds.
     DeleteRunningPod,
+    /// A bare pod with the Job's selector labels joins its two running pods: adopted (upstream's
+    /// ClaimPods), then deleted as the excess pod it is, and counted as failed.
+    BarePodJoins,
 }
 
 struct Scenario {
@@ -479,6 +482,14 @@ fn scenarios() -> Vec<Scenario> {
             gate: 0,
             steps: Steps::DeleteRunningPod,
         },
+        Scenario {
+            name: "bare-pod-adopted",
+            spec: json!({"completions": 2, "parallelism": 2}),
+            annotations: json!({}),
+            script: None,
+            gate: 0,
+            steps: Steps::BarePodJoins,
+        },
     ]
 }
 
@@ -522,6 +533,48 @@ async fn run(side: Side, scenario: &Scenario) -> Observed {
             .await;
             let replacement = side.wait_active(1).await;
             play(&pods, &replacement[0].name_any(), Fate::Succeed).await;
+        }
+        Steps::BarePodJoins => {
+            let running = side.wait_active(2).await;
+            for pod in &running {
+                play(&pods, &pod.name_any(), Fate::Hold).await;
+            }
+            let uid = side
+                .wait_job("created", |_| true)
+                .await
+                .uid()
+                .unwrap_or_default();
+            // Pending beside two running pods: the one an excess deletion picks first.
+            let bare: Pod = serde_json::from_value(json!({
+                "metadata": {"name": "bare", "labels": {
+                    "batch.kubernetes.io/controller-uid": uid, "controller-uid": uid,
+                    "batch.kubernetes.io/job-name": "job", "job-name": "job",
+                }},
+                "spec": {
+                    "schedulerName": "jobwarden-e2e-nobody",
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "busybox"}],
+                },
+            }))
+            .expect("a pod");
+            pods.create(&PostParams::default(), &bare)
+                .await
+                .expect("the bare pod is created");
+            eventually(&format!("{}: the bare pod claimed", side.ns), || async {
+                match pods.get_opt("bare").await.map_err(|e| e.to_string())? {
+                    Some(p)
+                        if p.metadata.deletion_timestamp.is_none()
+                            && p.owner_references().is_empty() =>
+                    {
+                        Err("not yet".to_owned())
+                    }
+                    _ => Ok(()),
+                }
+            })
+            .await;
+            for pod in &running {
+                play(&pods, &pod.name_any(), Fate::Succeed).await;
+            }
         }
     }
     let observed = finish(&side, &seen).await;
