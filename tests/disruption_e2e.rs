@@ -82,16 +82,9 @@ struct Replica {
     log: PathBuf,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 impl Replica {
     fn start(env: &Env, identity: &str, kubeconfig: &Path) -> Replica {
-        let metrics_port = free_port();
+        let metrics_port = jobwarden_envtest::free_port().expect("a free port");
         let stamp = Instant::now().duration_since(env.started).as_millis();
         let log = env.dir.join(format!("{identity}-{stamp}.log"));
         let file = std::fs::File::create(&log).expect("the log file");

@@ -8,8 +8,7 @@
 //! one line when the binaries are absent. With `JOBWARDEN_E2E_KUBECONFIG` (another cluster) it
 //! is skipped too: a cluster elsewhere cannot call a server on this machine's loopback.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::TcpStream;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -46,13 +45,6 @@ impl Served {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 /// A CA and a serving certificate for 127.0.0.1, as cert-manager would issue them.
 fn certificates(dir: &Path) -> (PathBuf, PathBuf, String) {
     let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
@@ -74,6 +66,7 @@ fn serve(plane: &ControlPlane, dir: &Path, policy: &str) -> (Served, String) {
     let (cert, key, ca_pem) = certificates(dir);
     let config = dir.join("policy.yaml");
     std::fs::write(&config, policy).expect("written");
+    let free_port = || jobwarden_envtest::free_port().expect("a free port");
     let (port, metrics) = (free_port(), free_port());
     let log = dir.join("serve.log");
     let child = Command::new(env!("CARGO_BIN_EXE_jobwarden"))
@@ -94,7 +87,11 @@ fn serve(plane: &ControlPlane, dir: &Path, policy: &str) -> (Served, String) {
         .expect("jobwarden serve starts");
     let mut served = Served { child, port, log };
     let started = Instant::now();
-    while !ready(metrics) {
+    let ready = || {
+        jobwarden_envtest::http_get(metrics, "/readyz")
+            .is_some_and(|r| r.starts_with("HTTP/1.1 200"))
+    };
+    while !ready() {
         assert!(
             served.child.try_wait().ok().flatten().is_none(),
             "serve exited: {}",
@@ -105,24 +102,6 @@ fn serve(plane: &ControlPlane, dir: &Path, policy: &str) -> (Served, String) {
     }
     served.port = port;
     (served, ca_pem)
-}
-
-fn ready(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    if stream
-        .write_all(b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
-    let mut line = String::new();
-    let _ = BufReader::new(stream.try_clone().expect("a stream")).read_line(&mut line);
-    let mut rest = String::new();
-    let _ = stream.read_to_string(&mut rest);
-    line.starts_with("HTTP/1.1 200")
 }
 
 /// The shipped webhook configurations, pointed at the test's server and scoped to `namespaces`.

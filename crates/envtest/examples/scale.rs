@@ -78,11 +78,7 @@ fn usage(pid: u32) -> (f64, u64) {
 
 /// A client that names itself, so its requests are told apart in the audit log.
 async fn client_as(plane: &ControlPlane, agent: &str) -> Client {
-    let file = kube::config::Kubeconfig::read_from(plane.kubeconfig()).expect("kubeconfig");
-    let mut config =
-        kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
-            .await
-            .expect("config");
+    let mut config = plane.config().await;
     config.headers.push((
         http::header::USER_AGENT,
         http::HeaderValue::from_str(agent).expect("a header value"),
@@ -243,13 +239,6 @@ fn count(audit: &PathBuf, ns: &str) -> BTreeMap<String, BTreeMap<String, u64>> {
     out
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 /// `jobwarden serve --no-webhook`, killed when dropped.
 struct Jobwarden(Child);
 
@@ -260,16 +249,12 @@ impl Drop for Jobwarden {
     }
 }
 
+/// Whether `jobwarden_controller_leader` reads 1.
 fn leads(metrics_port: u16) -> bool {
-    use std::io::{Read as _, Write as _};
-    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", metrics_port)) else {
-        return false;
-    };
-    let _ = stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    let mut body = String::new();
-    let _ = stream.read_to_string(&mut body);
-    body.lines()
-        .any(|l| l.starts_with("jobwarden_controller_leader") && l.ends_with(" 1"))
+    jobwarden_envtest::http_get(metrics_port, "/metrics").is_some_and(|body| {
+        body.lines()
+            .any(|l| l.starts_with("jobwarden_controller_leader") && l.ends_with(" 1"))
+    })
 }
 
 #[tokio::main]
@@ -288,7 +273,7 @@ async fn main() {
     let admin = plane.client().await;
     let kcm = *plane.pids().last().expect("kube-controller-manager");
 
-    let metrics_port = free_port();
+    let metrics_port = jobwarden_envtest::free_port().expect("a free port");
     let jobwarden = Jobwarden(
         Command::new(&binary)
             .args(["serve", "--no-webhook", "--metrics-listen"])

@@ -28,6 +28,8 @@
 mod pki;
 mod process;
 
+pub use process::free_port;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
@@ -137,14 +139,17 @@ impl ControlPlane {
         &self.kubeconfig
     }
 
+    /// The admin's client configuration, for a client of one's own (another User-Agent, say).
+    pub async fn config(&self) -> Config {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        admin_config(&self.kubeconfig)
+            .await
+            .unwrap_or_else(|e| panic!("the kubeconfig is usable: {e}"))
+    }
+
     /// A client for the admin, made in the caller's runtime.
     pub async fn client(&self) -> Client {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let file = Kubeconfig::read_from(&self.kubeconfig).expect("the kubeconfig reads");
-        let config = Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
-            .await
-            .expect("the kubeconfig is usable");
-        Client::try_from(config).expect("a client")
+        Client::try_from(self.config().await).expect("a client")
     }
 
     /// `kubectl --kubeconfig …`: the v1.36.2 kubectl built beside the server when there is
@@ -178,12 +183,6 @@ impl ControlPlane {
     pub fn audit_log(&self) -> Option<PathBuf> {
         let owned = self.owned.as_ref().filter(|o| o.audit_log)?;
         Some(owned.dir.join("logs/audit.log"))
-    }
-
-    /// The CA that signed the API server's certificate, PEM; `None` for an outside cluster.
-    pub fn ca_pem(&self) -> Option<String> {
-        let owned = self.owned.as_ref()?;
-        std::fs::read_to_string(&owned.pki.ca_cert).ok()
     }
 
     /// Starts kube-controller-manager (once; later calls return the first result) and waits
@@ -247,14 +246,6 @@ impl ControlPlane {
             .clone()
     }
 
-    /// Whether kube-controller-manager runs beside the API server (always taken to be so for
-    /// an outside cluster).
-    pub fn has_upstream_controller(&self) -> bool {
-        self.owned
-            .as_ref()
-            .is_none_or(|o| matches!(o.controller_manager.get(), Some(Ok(()))))
-    }
-
     /// A new namespace named after `prefix`, with the `default` ServiceAccount that pods use
     /// (created here so the test need not wait for kube-controller-manager, or run without it).
     pub async fn create_namespace(&self, client: &Client, prefix: &str) -> String {
@@ -263,25 +254,14 @@ impl ControlPlane {
             .map(|d| d.as_micros() % 1_000_000_000)
             .unwrap_or(0);
         let name = format!("{prefix}-{stamp}");
-        let namespace: Namespace = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": name}
-        }))
-        .expect("a namespace");
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &namespace)
-            .await
-            .expect("the namespace is created");
-        let account: ServiceAccount = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "default"}
-        }))
-        .expect("a service account");
-        match Api::<ServiceAccount>::namespaced(client.clone(), &name)
-            .create(&PostParams::default(), &account)
-            .await
-        {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => panic!("the default ServiceAccount is created: {e}"),
+        let named = |name: &str| serde_json::json!({"metadata": {"name": name}});
+        let namespaces = Api::<Namespace>::all(client.clone());
+        if let Err(e) = create_if_absent(&namespaces, named(&name)).await {
+            panic!("the namespace is created: {e}");
+        }
+        let accounts = Api::<ServiceAccount>::namespaced(client.clone(), &name);
+        if let Err(e) = create_if_absent(&accounts, named("default")).await {
+            panic!("the default ServiceAccount is created: {e}");
         }
         name
     }
@@ -301,7 +281,7 @@ impl Drop for ControlPlane {
 }
 
 /// The folder of binaries: `JOBWARDEN_ENVTEST_BIN`, else kube-envtest's cache.
-pub fn bin_dir() -> PathBuf {
+fn bin_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("JOBWARDEN_ENVTEST_BIN") {
         return PathBuf::from(dir);
     }
@@ -316,10 +296,23 @@ pub fn bin_dir() -> PathBuf {
 
 /// Whether etcd and kube-apiserver are in [`bin_dir`] (kube-controller-manager is looked for
 /// when it is asked for).
-pub fn binaries_present() -> bool {
+fn binaries_present() -> bool {
     ["etcd", "kube-apiserver"]
         .iter()
         .all(|b| bin_dir().join(b).is_file())
+}
+
+/// A plain-HTTP GET of `path` on a loopback port, such as `jobwarden serve`'s `/readyz` and
+/// `/metrics`: the whole response, status line first, or `None` when nothing answers.
+pub fn http_get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    Some(response)
 }
 
 /// Prints the skip line once per test binary, straight to stderr: libtest captures what a
@@ -333,7 +326,7 @@ fn say_skipped() {
 }
 
 /// The line a test binary prints when its e2e tests skip.
-pub fn skip_message() -> String {
+fn skip_message() -> String {
     format!(
         "skipped: no control-plane binaries in {} and JOBWARDEN_E2E_KUBECONFIG is not set; \
          build them with ../shared/tools/kube-envtest/build.sh (docs/development.md)",
@@ -501,19 +494,32 @@ fn wait_for_readyz(kubeconfig: &Path, pid: u32) -> Result<(), String> {
 
 /// Polls `path` until it answers `ok`, while the process `pid` runs.
 async fn poll_ok(client: &Client, path: &str, pid: u32) -> Result<(), String> {
+    poll_until(pid, &format!("{path} ok"), || async {
+        let Ok(request) = http::Request::get(path).body(Vec::new()) else {
+            return false;
+        };
+        client.request_text(request).await.is_ok_and(|t| t == "ok")
+    })
+    .await
+}
+
+/// Asks `done` every 250 ms until it says yes, while the process `pid` runs, for at most
+/// [`START_TIMEOUT`].
+async fn poll_until<F, Fut>(pid: u32, what: &str, mut done: F) -> Result<(), String>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
     let started = Instant::now();
     loop {
-        let request = http::Request::get(path)
-            .body(Vec::new())
-            .map_err(|e| e.to_string())?;
-        if client.request_text(request).await.is_ok_and(|t| t == "ok") {
+        if done().await {
             return Ok(());
         }
         if !process::running(pid) {
             return Err("exited".to_owned());
         }
         if started.elapsed() > START_TIMEOUT {
-            return Err(format!("{path} not ok after {START_TIMEOUT:?}"));
+            return Err(format!("no {what} after {START_TIMEOUT:?}"));
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
@@ -538,34 +544,34 @@ fn wait_for_healthz(port: u16, pid: u32) -> Result<(), String> {
 fn wait_for_service_accounts(kubeconfig: &Path, pid: u32) -> Result<(), String> {
     with_client(kubeconfig, move |client| async move {
         let name = "jobwarden-envtest-probe";
-        let namespace: Namespace =
-            serde_json::from_value(serde_json::json!({"metadata": {"name": name}}))
-                .map_err(|e| e.to_string())?;
-        match Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &namespace)
-            .await
-        {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => return Err(format!("creating namespace {name}: {e}")),
-        }
+        create_if_absent(
+            &Api::<Namespace>::all(client.clone()),
+            serde_json::json!({"metadata": {"name": name}}),
+        )
+        .await
+        .map_err(|e| format!("creating namespace {name}: {e}"))?;
         let accounts = Api::<ServiceAccount>::namespaced(client, name);
-        let started = Instant::now();
-        loop {
-            if accounts.get_opt("default").await.is_ok_and(|a| a.is_some()) {
-                return Ok(());
-            }
-            if !process::running(pid) {
-                return Err("exited".to_owned());
-            }
-            if started.elapsed() > START_TIMEOUT {
-                return Err(format!(
-                    "no default ServiceAccount in {name} after {START_TIMEOUT:?}"
-                ));
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
+        poll_until(
+            pid,
+            &format!("a default ServiceAccount in {name}"),
+            || async { accounts.get_opt("default").await.is_ok_and(|a| a.is_some()) },
+        )
+        .await
     })
+}
+
+/// Creates `object` unless one of its name is there already.
+async fn create_if_absent<K>(api: &Api<K>, object: serde_json::Value) -> Result<(), String>
+where
+    K: kube::Resource + Clone + std::fmt::Debug,
+    K: k8s_openapi::serde::Serialize + k8s_openapi::serde::de::DeserializeOwned,
+{
+    let object: K = serde_json::from_value(object).map_err(|e| e.to_string())?;
+    match api.create(&PostParams::default(), &object).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Runs `f` with an admin client, off any runtime the caller is in.
@@ -576,13 +582,17 @@ where
 {
     let kubeconfig = kubeconfig.to_owned();
     off_runtime(move || async move {
-        let file = Kubeconfig::read_from(&kubeconfig).map_err(|e| e.to_string())?;
-        let config = Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
-            .await
-            .map_err(|e| e.to_string())?;
+        let config = admin_config(&kubeconfig).await?;
         let client = Client::try_from(config).map_err(|e| e.to_string())?;
         f(client).await
     })
+}
+
+async fn admin_config(kubeconfig: &Path) -> Result<Config, String> {
+    let file = Kubeconfig::read_from(kubeconfig).map_err(|e| e.to_string())?;
+    Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Runs `f` to the end on a thread and runtime of its own: the caller may be a test's tokio

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use crate::delegated_job::delegated_job;
-use crate::support::{counter, eventually, is_true, only_active, run_pod, terminal};
+use crate::support::{counter, eventually, is_true, only_active, run_pod, terminal, wait_for_job};
 
 /// The controller name of the jobwarden that runs the delegated side.
 const JOBWARDEN: &str = "jobwarden.io/differential";
@@ -120,15 +120,7 @@ impl Side {
     }
 
     async fn wait_job(&self, what: &str, f: impl Fn(&Job) -> bool) -> Job {
-        eventually(&format!("{}: {what}", self.ns), || async {
-            let job = self.jobs().get("job").await.map_err(|e| e.to_string())?;
-            if f(&job) {
-                Ok(job)
-            } else {
-                Err(format!("{:?}", job.status))
-            }
-        })
-        .await
+        wait_for_job(&self.jobs(), "job", &format!("{}: {what}", self.ns), f).await
     }
 
     async fn wait_active(&self, n: usize) -> Vec<Pod> {

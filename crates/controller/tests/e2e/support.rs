@@ -104,15 +104,7 @@ impl Env {
 
     /// Waits until `f` holds for the Job, returning it.
     pub async fn wait_job(&self, name: &str, what: &str, f: impl Fn(&Job) -> bool) -> Job {
-        eventually(what, || async {
-            let job = self.jobs().get(name).await.map_err(|e| e.to_string())?;
-            if f(&job) {
-                Ok(job)
-            } else {
-                Err(format!("{:?}", job.status))
-            }
-        })
-        .await
+        wait_for_job(&self.jobs(), name, what, f).await
     }
 
     /// Waits until the Job has exactly `n` active (not terminal, not deleted) pods.
@@ -192,6 +184,24 @@ where
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// Waits until `f` holds for the Job `name`, returning it.
+pub async fn wait_for_job(
+    jobs: &Api<Job>,
+    name: &str,
+    what: &str,
+    f: impl Fn(&Job) -> bool,
+) -> Job {
+    eventually(what, || async {
+        let job = jobs.get(name).await.map_err(|e| e.to_string())?;
+        if f(&job) {
+            Ok(job)
+        } else {
+            Err(format!("{:?}", job.status))
+        }
+    })
+    .await
 }
 
 /// The pods neither terminal nor deleted.
