@@ -9,6 +9,7 @@ mod job_view;
 mod json_tree;
 mod patch;
 pub mod policy;
+pub mod registration;
 pub mod wire;
 
 use std::collections::BTreeMap;
