@@ -6,9 +6,11 @@
 mod audit;
 mod check;
 mod input;
+mod registered_webhooks;
 mod review;
 mod serve;
 mod simulate;
+mod webhooks;
 
 use std::process::ExitCode;
 
@@ -41,6 +43,9 @@ enum Command {
     Simulate(simulate::SimulateArgs),
     /// Run the admission webhook (HTTPS) and, when a cluster is reachable, the Job controller.
     Serve(Box<serve::ServeCommand>),
+    /// Print the webhook configurations a policy needs: the requests whose answer jobwarden
+    /// can change, and no others.
+    Webhooks(webhooks::WebhooksArgs),
 }
 
 /// The command line, its usage and errors naming the binary as it was called: `kubectl
@@ -102,6 +107,7 @@ pub fn main() -> ExitCode {
         Command::Audit(args) => audit::run(&args),
         Command::Simulate(args) => simulate::run(&args),
         Command::Serve(args) => serve::run(*args),
+        Command::Webhooks(args) => webhooks::run(&args),
     };
     outcome.into()
 }

@@ -16,6 +16,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use super::Outcome;
+use super::registered_webhooks::{self, RegistrationArgs};
 
 /// `serve`'s flags: the server's, and the controller's below.
 #[derive(Debug, clap::Args)]
@@ -24,6 +25,8 @@ pub struct ServeCommand {
     pub server: ServeArgs,
     #[command(flatten)]
     pub controller: ControllerArgs,
+    #[command(flatten)]
+    pub registration: RegistrationArgs,
 }
 
 /// The reconcile loop's flags.
@@ -78,7 +81,11 @@ pub struct ControllerArgs {
 }
 
 pub fn run(command: ServeCommand) -> Outcome {
-    let ServeCommand { server, controller } = command;
+    let ServeCommand {
+        server,
+        controller,
+        registration,
+    } = command;
     // Held until `run` returns, so the last lines (the drain) are flushed before exit.
     let _logging = jobwarden_server::init_logging(server.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -97,6 +104,15 @@ pub fn run(command: ServeCommand) -> Outcome {
             Some(c) => Some(client::client(c.clone(), "webhook", None)?),
             None => None,
         };
+        if let (Some(client), Ok(policy), false) =
+            (&webhook_client, server.policy(), server.no_webhook)
+        {
+            tokio::spawn(registered_webhooks::check(
+                client.clone(),
+                registration.webhook_configurations,
+                policy,
+            ));
+        }
         let hook = config.map(|c| controller_hook(c, controller));
         jobwarden_server::run(server, webhook_client, hook).await
     });

@@ -1,184 +1,18 @@
-//! The webhook as a real kube-apiserver calls it: the built binary's `serve` on a loopback
-//! port, registered with the configurations `deploy/webhooks/webhooks.yaml` ships (rules,
-//! match conditions, failure policies), with `clientConfig.url` in place of the Service and a
-//! CA made in the test. The API server calls it on Job create, update and status update, and
-//! what kubectl prints is checked word for word against docs/operations.md.
-//!
-//! It runs on the test binary's own control plane (`jobwarden-envtest`), and is skipped with
-//! one line when the binaries are absent. With `JOBWARDEN_E2E_KUBECONFIG` (another cluster) it
-//! is skipped too: a cluster elsewhere cannot call a server on this machine's loopback.
+//! Reviews as kube-apiserver asks for them: on Job create, update and status update, with
+//! the configurations `jobwarden webhooks` generates for the test's policy, and what kubectl
+//! prints checked word for word against docs/operations.md.
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::Output;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use jobwarden_envtest::ControlPlane;
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use serde_json::{Value, json};
 
-const TIMEOUT: Duration = Duration::from_secs(90);
-
-/// `jobwarden serve`, killed when dropped.
-struct Served {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Served {
-    /// The JSON log lines written so far.
-    fn log_lines(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-}
-
-/// A CA and a serving certificate for 127.0.0.1, as cert-manager would issue them.
-fn certificates(dir: &Path) -> (PathBuf, PathBuf, String) {
-    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("a key")).expect("a CA");
-    let key = KeyPair::generate().expect("a key");
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_owned()])
-        .expect("params")
-        .signed_by(&key, &ca)
-        .expect("a serving certificate");
-    let (cert_path, key_path) = (dir.join("tls.crt"), dir.join("tls.key"));
-    std::fs::write(&cert_path, cert.pem()).expect("written");
-    std::fs::write(&key_path, key.serialize_pem()).expect("written");
-    (cert_path, key_path, ca.pem())
-}
-
-/// Starts `serve` and waits for `/readyz`.
-fn serve(plane: &ControlPlane, dir: &Path, policy: &str) -> (Served, String) {
-    let (cert, key, ca_pem) = certificates(dir);
-    let config = dir.join("policy.yaml");
-    std::fs::write(&config, policy).expect("written");
-    let free_port = || jobwarden_envtest::free_port().expect("a free port");
-    let (port, metrics) = (free_port(), free_port());
-    let log = dir.join("serve.log");
-    let child = Command::new(env!("CARGO_BIN_EXE_jobwarden"))
-        .arg("serve")
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--metrics-listen", &format!("127.0.0.1:{metrics}")])
-        .arg("--tls-cert")
-        .arg(&cert)
-        .arg("--tls-key")
-        .arg(&key)
-        .arg("--config")
-        .arg(&config)
-        .args(["--no-controller", "--log-format", "json"])
-        .env("KUBECONFIG", plane.kubeconfig())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("a log file"))
-        .spawn()
-        .expect("jobwarden serve starts");
-    let mut served = Served { child, port, log };
-    let started = Instant::now();
-    let ready = || {
-        jobwarden_envtest::http_get(metrics, "/readyz")
-            .is_some_and(|r| r.starts_with("HTTP/1.1 200"))
-    };
-    while !ready() {
-        assert!(
-            served.child.try_wait().ok().flatten().is_none(),
-            "serve exited: {}",
-            std::fs::read_to_string(&served.log).unwrap_or_default()
-        );
-        assert!(started.elapsed() < TIMEOUT, "serve never became ready");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    served.port = port;
-    (served, ca_pem)
-}
-
-/// The shipped webhook configurations, pointed at the test's server and scoped to `namespaces`.
-fn registration(port: u16, ca_pem: &str, namespaces: &[&str]) -> String {
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/webhooks/webhooks.yaml"),
-    )
-    .expect("deploy/webhooks/webhooks.yaml");
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    let mut items = Vec::new();
-    for doc in serde_yaml_ng::Deserializer::from_str(&text) {
-        let mut config: Value = serde::Deserialize::deserialize(doc).expect("webhooks.yaml");
-        if config.is_null() {
-            continue;
-        }
-        config["metadata"]["name"] = json!("jobwarden-e2e");
-        if let Some(annotations) = config["metadata"].as_object_mut() {
-            // No cert-manager here: the CA goes in directly.
-            annotations.remove("annotations");
-        }
-        for webhook in config["webhooks"].as_array_mut().expect("webhooks") {
-            let path = webhook["clientConfig"]["service"]["path"]
-                .as_str()
-                .expect("a path")
-                .to_owned();
-            webhook["clientConfig"] = json!({
-                "url": format!("https://127.0.0.1:{port}{path}"),
-                "caBundle": ca,
-            });
-            webhook["namespaceSelector"] = json!({"matchExpressions": [{
-                "key": "kubernetes.io/metadata.name", "operator": "In", "values": namespaces,
-            }]});
-        }
-        items.push(config);
-    }
-    json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
-}
-
-fn kubectl(plane: &ControlPlane, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut command = plane.kubectl();
-    command
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    command.stdin(if stdin.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    });
-    let mut child = command.spawn().expect("kubectl runs");
-    if let Some(text) = stdin
-        && let Some(mut input) = child.stdin.take()
-    {
-        input.write_all(text.as_bytes()).expect("kubectl reads");
-    }
-    child.wait_with_output().expect("kubectl ends")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn job(name: &str, annotations: Value, spec: Value) -> Value {
-    let mut job = json!({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "annotations": annotations},
-        "spec": {"suspend": true, "template": {"spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": "main", "image": "busybox:1.36", "command": ["true"]}]
-        }}}
-    });
-    if let (Some(target), Some(extra)) = (job["spec"].as_object_mut(), spec.as_object()) {
-        target.extend(extra.clone());
-    }
-    job
-}
+use crate::served::{
+    TIMEOUT, Target, generated, job, kubectl, local_plane, register, registration, serve, text,
+    unregister,
+};
 
 /// Writes `job` to a file named after it and runs `kubectl apply -n ns -f FILE`.
 fn apply(plane: &ControlPlane, dir: &Path, ns: &str, job: &Value) -> Output {
@@ -209,21 +43,9 @@ fn documented(snippet_start: &str) -> String {
 
 #[test]
 fn the_api_server_calls_the_webhook_on_create_update_and_status_update() {
-    if std::env::var_os("JOBWARDEN_E2E_KUBECONFIG").is_some() {
-        eprintln!(
-            "skipped: the webhook e2e test needs the envtest control plane on this machine \
-             (a cluster elsewhere cannot call 127.0.0.1)"
-        );
-        return;
-    }
-    let Some(plane) = ControlPlane::shared() else {
+    let Some((plane, dir)) = local_plane("webhook-e2e") else {
         return;
     };
-    let dir = plane
-        .dir()
-        .expect("a control plane of this binary's own")
-        .join("webhook-e2e");
-    std::fs::create_dir_all(&dir).expect("a folder");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -237,13 +59,20 @@ fn the_api_server_calls_the_webhook_on_create_update_and_status_update() {
     });
     let policy =
         format!("allowedManagedBy: [example.com/allowed]\nsuspendOnCreate:\n  names: [{gated}]\n");
-    let (served, ca_pem) = serve(plane, &dir, &policy);
-    let registered = kubectl(
+    let served = serve(plane, &dir, &policy, &[]);
+    let target = Target {
+        port: served.port,
+        ca_pem: Some(&served.ca_pem),
+    };
+    register(
         plane,
-        &["apply", "-f", "-"],
-        Some(&registration(served.port, &ca_pem, &[&ns, &gated])),
+        &registration(
+            &generated(&dir, &policy),
+            "jobwarden-e2e",
+            &target,
+            &[&ns, &gated],
+        ),
     );
-    assert!(registered.status.success(), "{}", text(&registered.stderr));
 
     // The API server reads webhook configurations through an informer: wait until a server-side
     // dry run is refused by jobwarden.
@@ -389,7 +218,6 @@ fn the_api_server_calls_the_webhook_on_create_update_and_status_update() {
         .collect();
     for seen in [
         ["mutate", "gated", "CREATE", ""],
-        ["validate", "done", "CREATE", ""],
         ["validate", "done", "UPDATE", "status"],
         ["validate", "done", "UPDATE", ""],
     ] {
@@ -399,14 +227,5 @@ fn the_api_server_calls_the_webhook_on_create_update_and_status_update() {
         );
     }
 
-    let removed = kubectl(
-        plane,
-        &[
-            "delete",
-            "mutatingwebhookconfiguration,validatingwebhookconfiguration",
-            "jobwarden-e2e",
-        ],
-        None,
-    );
-    assert!(removed.status.success(), "{}", text(&removed.stderr));
+    unregister(plane, "jobwarden-e2e");
 }

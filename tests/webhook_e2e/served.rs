@@ -1,0 +1,281 @@
+//! What the suite's tests share: `jobwarden serve` on a loopback port with a certificate made in
+//! the test, webhook configurations (shipped or generated) pointed at it by URL and scoped to
+//! the test's namespaces, kubectl, and jobwarden's own request counter.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use jobwarden_envtest::ControlPlane;
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use serde_json::{Value, json};
+
+pub const TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The test binary's own control plane, with upstream's Job controller, and a folder for the
+/// test's files; `None` (after a line saying why) when there is none, or when
+/// `JOBWARDEN_E2E_KUBECONFIG` names a cluster elsewhere, which cannot call 127.0.0.1.
+pub fn local_plane(test: &str) -> Option<(&'static ControlPlane, PathBuf)> {
+    if std::env::var_os("JOBWARDEN_E2E_KUBECONFIG").is_some() {
+        eprintln!(
+            "skipped: the webhook e2e tests need the envtest control plane on this machine \
+             (a cluster elsewhere cannot call 127.0.0.1)"
+        );
+        return None;
+    }
+    let plane = ControlPlane::shared_with_upstream()?;
+    let dir = plane.dir()?.join(test);
+    std::fs::create_dir_all(&dir).expect("a folder");
+    Some((plane, dir))
+}
+
+/// `jobwarden serve`, killed when dropped.
+pub struct Served {
+    child: Child,
+    pub port: u16,
+    pub metrics: u16,
+    log: PathBuf,
+    pub ca_pem: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Served {
+    /// The JSON log lines written so far.
+    pub fn log_lines(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// `jobwarden_admission_requests_total`, all series summed: every call kube-apiserver made.
+    pub fn admission_requests(&self) -> f64 {
+        let page = jobwarden_envtest::http_get(self.metrics, "/metrics").unwrap_or_default();
+        page.lines()
+            .filter(|l| l.starts_with("jobwarden_admission_requests_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+}
+
+/// A CA and a serving certificate for 127.0.0.1, as cert-manager would issue them.
+fn certificates(dir: &Path) -> (PathBuf, PathBuf, String) {
+    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("a key")).expect("a CA");
+    let key = KeyPair::generate().expect("a key");
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .expect("params")
+        .signed_by(&key, &ca)
+        .expect("a serving certificate");
+    let (cert_path, key_path) = (dir.join("tls.crt"), dir.join("tls.key"));
+    std::fs::write(&cert_path, cert.pem()).expect("written");
+    std::fs::write(&key_path, key.serialize_pem()).expect("written");
+    (cert_path, key_path, ca.pem())
+}
+
+/// Starts `serve` with the policy and extra arguments, and waits for `/readyz`.
+pub fn serve(plane: &ControlPlane, dir: &Path, policy: &str, extra: &[&str]) -> Served {
+    std::fs::create_dir_all(dir).expect("a folder");
+    let (cert, key, ca_pem) = certificates(dir);
+    let config = dir.join("policy.yaml");
+    std::fs::write(&config, policy).expect("written");
+    let free_port = || jobwarden_envtest::free_port().expect("a free port");
+    let (port, metrics) = (free_port(), free_port());
+    let log = dir.join("serve.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_jobwarden"))
+        .arg("serve")
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--metrics-listen", &format!("127.0.0.1:{metrics}")])
+        .arg("--tls-cert")
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&key)
+        .arg("--config")
+        .arg(&config)
+        .args(["--no-controller", "--log-format", "json"])
+        .args(extra)
+        .env("KUBECONFIG", plane.kubeconfig())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("a log file"))
+        .spawn()
+        .expect("jobwarden serve starts");
+    let mut served = Served {
+        child,
+        port,
+        metrics,
+        log,
+        ca_pem,
+    };
+    let started = Instant::now();
+    let ready = || {
+        jobwarden_envtest::http_get(metrics, "/readyz")
+            .is_some_and(|r| r.starts_with("HTTP/1.1 200"))
+    };
+    while !ready() {
+        assert!(
+            served.child.try_wait().ok().flatten().is_none(),
+            "serve exited: {}",
+            std::fs::read_to_string(&served.log).unwrap_or_default()
+        );
+        assert!(started.elapsed() < TIMEOUT, "serve never became ready");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    served
+}
+
+/// The configurations shipped in deploy/webhooks/ (the default policy's).
+pub fn shipped() -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/webhooks/webhooks.yaml"),
+    )
+    .expect("deploy/webhooks/webhooks.yaml")
+}
+
+/// What `jobwarden webhooks --config FILE` prints for a policy.
+pub fn generated(dir: &Path, policy: &str) -> String {
+    std::fs::create_dir_all(dir).expect("a folder");
+    let file = dir.join("generate-policy.yaml");
+    std::fs::write(&file, policy).expect("written");
+    let out = Command::new(env!("CARGO_BIN_EXE_jobwarden"))
+        .arg("webhooks")
+        .arg("--config")
+        .arg(&file)
+        .output()
+        .expect("jobwarden webhooks runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// Where the configurations send requests: a server of the test's, or a port nobody listens
+/// on (an outage).
+pub struct Target<'a> {
+    pub port: u16,
+    pub ca_pem: Option<&'a str>,
+}
+
+/// `configurations` (YAML, both kinds) renamed `name`, pointed at the target by URL, and scoped
+/// to `namespaces` besides their own selectors (a label selector ANDs its requirements).
+pub fn registration(
+    configurations: &str,
+    name: &str,
+    target: &Target<'_>,
+    namespaces: &[&str],
+) -> String {
+    let mut items = Vec::new();
+    for doc in serde_yaml_ng::Deserializer::from_str(configurations) {
+        let mut config: Value = serde::Deserialize::deserialize(doc).expect("configurations");
+        if config.is_null() {
+            continue;
+        }
+        config["metadata"]["name"] = json!(name);
+        if let Some(metadata) = config["metadata"].as_object_mut() {
+            // No cert-manager here: the CA goes in directly.
+            metadata.remove("annotations");
+        }
+        for webhook in config["webhooks"].as_array_mut().expect("webhooks") {
+            let path = webhook["clientConfig"]["service"]["path"]
+                .as_str()
+                .expect("a path")
+                .to_owned();
+            let mut client = json!({"url": format!("https://127.0.0.1:{}{path}", target.port)});
+            if let Some(ca) = target.ca_pem {
+                client["caBundle"] = json!(base64::engine::general_purpose::STANDARD.encode(ca));
+            }
+            webhook["clientConfig"] = client;
+            let scoped = json!({
+                "key": "kubernetes.io/metadata.name", "operator": "In", "values": namespaces,
+            });
+            match webhook
+                .pointer_mut("/namespaceSelector/matchExpressions")
+                .and_then(Value::as_array_mut)
+            {
+                Some(expressions) => expressions.push(scoped),
+                None => webhook["namespaceSelector"] = json!({"matchExpressions": [scoped]}),
+            }
+        }
+        items.push(config);
+    }
+    json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
+}
+
+/// Registers the configurations (a `List` from [`registration`]).
+pub fn register(plane: &ControlPlane, list: &str) {
+    let registered = kubectl(plane, &["apply", "-f", "-"], Some(list));
+    assert!(registered.status.success(), "{}", text(&registered.stderr));
+}
+
+pub fn unregister(plane: &ControlPlane, name: &str) {
+    let removed = kubectl(
+        plane,
+        &[
+            "delete",
+            "mutatingwebhookconfiguration,validatingwebhookconfiguration",
+            name,
+        ],
+        None,
+    );
+    assert!(removed.status.success(), "{}", text(&removed.stderr));
+}
+
+pub fn kubectl(plane: &ControlPlane, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut command = plane.kubectl();
+    command
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    let mut child = command.spawn().expect("kubectl runs");
+    if let Some(text) = stdin
+        && let Some(mut input) = child.stdin.take()
+    {
+        input.write_all(text.as_bytes()).expect("kubectl reads");
+    }
+    child.wait_with_output().expect("kubectl ends")
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A suspended Job of one container, with these annotations and spec fields added.
+pub fn job(name: &str, annotations: Value, spec: Value) -> Value {
+    let mut job = json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {"suspend": true, "template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox:1.36", "command": ["true"]}]
+        }}}
+    });
+    if let (Some(target), Some(extra)) = (job["spec"].as_object_mut(), spec.as_object()) {
+        target.extend(extra.clone());
+    }
+    job
+}
+
+/// Polls `done` every 100 ms until it holds, failing after [`TIMEOUT`] with `what`.
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < TIMEOUT,
+            "timed out waiting until {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
