@@ -6,11 +6,16 @@
 # cert-manager's CA injector instead would leave a moment (or, with the injector down, an
 # outage) in which two fail-closed webhooks refuse every Job write.
 #
+# The configurations are this directory's webhooks.yaml, which `jobwarden webhooks` prints for
+# the default policy; with --config they are what it prints for that policy file instead (the
+# one the Deployment mounts): each webhook is sent only what jobwarden can judge under it.
+#
 # Later changes: kubectl apply -k deploy/webhooks/ (the CA injector keeps caBundle filled, and
 # since no applied configuration ever holds caBundle, no apply removes it).
 #
-# Usage: deploy/webhooks/register.sh [--timeout DURATION] [--print [--ca-file FILE]]
+# Usage: deploy/webhooks/register.sh [--timeout DURATION] [--config FILE] [--print [--ca-file FILE]]
 #   --timeout   how long to wait for the Certificate and the rollout (default 5m)
+#   --config    the policy file; needs the jobwarden binary ($JOBWARDEN, else on the PATH)
 #   --print     print the configurations that would be created, and create nothing; with
 #               --ca-file the CA is read from FILE (PEM) and no cluster is needed
 set -euo pipefail
@@ -22,6 +27,7 @@ certificate=jobwarden-tls # its Secret has the same name and holds the CA as ca.
 timeout=5m
 print=false
 ca_file=
+config=
 
 die() { echo "register.sh: $*" >&2; exit 1; }
 
@@ -30,6 +36,7 @@ while [ $# -gt 0 ]; do
     --timeout) [ $# -ge 2 ] || die "--timeout needs a value"; timeout=$2; shift 2 ;;
     --print) print=true; shift ;;
     --ca-file) [ $# -ge 2 ] || die "--ca-file needs a value"; ca_file=$2; shift 2 ;;
+    --config) [ $# -ge 2 ] || die "--config needs a value"; config=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
@@ -66,11 +73,20 @@ fi
 # directory inside the base it builds.
 build=$(mktemp -d "$here/../.webhooks-register.XXXXXX")
 trap 'rm -rf "$build"' EXIT
+source=../$(basename "$here")
+if [ -n "$config" ]; then
+  # This directory, with the policy's configurations in place of the default policy's.
+  mkdir "$build/generated"
+  cp "$here/kustomization.yaml" "$build/generated/"
+  "${JOBWARDEN:-jobwarden}" webhooks --config "$config" >"$build/generated/webhooks.yaml" ||
+    die "jobwarden webhooks --config $config failed"
+  source=./generated
+fi
 cat >"$build/kustomization.yaml" <<EOF
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-  - ../$(basename "$here")
+  - $source
 configMapGenerator:
   - name: jobwarden-register-ca-bundle
     literals:
@@ -100,4 +116,4 @@ fi
 # create, not apply: caBundle must never be part of an applied configuration, or a later
 # kubectl apply -k deploy/webhooks/ (which has none) would remove it.
 kubectl kustomize "$build" | kubectl create -f -
-echo "Registered. kube-apiserver now calls jobwarden for Job writes outside kube-system and $namespace."
+echo "Registered. kube-apiserver now calls jobwarden for the Job writes its policy can judge, outside kube-system and $namespace."

@@ -456,10 +456,12 @@ fn the_values_schema_refuses_mistyped_values() {
             "policy.suspendOnCreate.names=gated",
             "/policy/suspendOnCreate/names",
         ),
+        // The failure policy is no choice: each webhook fails closed on what it is sent.
         (
-            "webhooks.validateFailurePolicy=fail",
-            "/webhooks/validateFailurePolicy",
+            "webhooks.validateFailurePolicy=Ignore",
+            "validateFailurePolicy",
         ),
+        ("webhooks.timeoutSeconds=60", "/webhooks/timeoutSeconds"),
         ("webhook.extraArgs={no-controller}", "/webhook/extraArgs/0"),
         ("webhook.replica=3", "replica"),
         ("tls.certManager.duration=90d", "/tls/certManager/duration"),

@@ -1,5 +1,6 @@
 //! What each face uses of the API, from the code: the webhook's namespace watch
-//! (crates/server/src/namespaces.rs), the controller's kube calls (crates/controller/src/
+//! (crates/server/src/namespaces.rs) and its read of its webhook configurations
+//! (src/cli/registered_webhooks.rs), the controller's kube calls (crates/controller/src/
 //! kube_api.rs, reconcile.rs), kube-runtime's event Recorder and leader.rs.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -38,8 +39,27 @@ pub fn grants(
         .collect()
 }
 
-pub fn webhook_needs() -> Vec<Grant> {
-    grants(None, "", "namespaces", None, &["get", "list", "watch"])
+/// `configurations`: the name of its webhook configurations (src/cli/registered_webhooks.rs
+/// reads them at start).
+pub fn webhook_needs(configurations: &str) -> Vec<Grant> {
+    [
+        grants(None, "", "namespaces", None, &["get", "list", "watch"]),
+        grants(
+            None,
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations",
+            Some(configurations),
+            &["get"],
+        ),
+        grants(
+            None,
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            Some(configurations),
+            &["get"],
+        ),
+    ]
+    .concat()
 }
 
 pub fn controller_needs(namespace: &str) -> Vec<Grant> {

@@ -72,24 +72,6 @@ annotations:
 {{- end -}}
 {{- end -}}
 
-{{/* The webhooks' namespaceSelector: what every webhook leaves out, plus the user's. */}}
-{{- define "jobwarden.namespaceSelector" -}}
-{{- with .Values.webhooks.namespaceSelector.matchLabels }}
-matchLabels:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-matchExpressions:
-  - key: kubernetes.io/metadata.name
-    operator: NotIn
-    values: {{ concat (list "kube-system" .Release.Namespace) .Values.webhooks.excludedNamespaces | uniq | toJson }}
-  - key: jobwarden.io/admission
-    operator: NotIn
-    values: ["disabled"]
-{{- with .Values.webhooks.namespaceSelector.matchExpressions }}
-{{ toYaml . }}
-{{- end }}
-{{- end -}}
-
 {{/* The pod securityContext and the container's, as the restricted Pod Security profile asks. */}}
 {{- define "jobwarden.podSecurityContext" -}}
 runAsNonRoot: true
