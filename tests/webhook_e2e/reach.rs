@@ -37,7 +37,7 @@ fn plain(name: &str) -> Job {
 fn annotated(name: &str) -> Job {
     serde_json::from_value(job(
         name,
-        json!({"jobwarden.io/pod-failure-policy-rule-names": r#"["exit-1"]"#}),
+        json!({"jobwarden.io/pod-failure-policy-rule-names": r#"["ExitCode1"]"#}),
         json!({"podFailurePolicy": {"rules": [
             {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1]}},
         ]}}),
@@ -332,7 +332,7 @@ fn with_a_replica_serving_plain_jobs_cost_no_call_and_guarded_ones_are_reviewed(
 
 /// The configurations registered under `name`, with a namespaceSelector no namespace matches
 /// (every namespace has the label; an exclusion, which the start-up check allows installs).
-fn register_matching_nothing(plane: &jobwarden_envtest::ControlPlane, name: &str) {
+fn register_matching_nothing(plane: &'static jobwarden_envtest::ControlPlane, name: &str) {
     let target = Target {
         port: 9,
         ca_pem: None,

@@ -9,6 +9,11 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use jobwarden_envtest::ControlPlane;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::{Api, Client};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use serde_json::{Value, json};
 
@@ -209,22 +214,67 @@ pub fn registration(
 }
 
 /// Registers the configurations (a `List` from [`registration`]).
-pub fn register(plane: &ControlPlane, list: &str) {
-    let registered = kubectl(plane, &["apply", "-f", "-"], Some(list));
-    assert!(registered.status.success(), "{}", text(&registered.stderr));
+/// Registers the configurations (a `List` from [`registration`]) by server-side apply, through
+/// the API rather than kubectl: kubectl's client-side validation fetches the OpenAPI v2
+/// document, which some builds of kube-apiserver serve only as an error.
+pub fn register(plane: &'static ControlPlane, list: &str) {
+    let list: Value = serde_json::from_str(list).expect("a List");
+    on_the_api(plane, move |client| async move {
+        let apply = PatchParams::apply("jobwarden-webhook-e2e").force();
+        for item in list["items"].as_array().into_iter().flatten() {
+            let name = item["metadata"]["name"].as_str().unwrap_or_default();
+            let applied = match item["kind"].as_str() {
+                Some("MutatingWebhookConfiguration") => {
+                    Api::<MutatingWebhookConfiguration>::all(client.clone())
+                        .patch(name, &apply, &Patch::Apply(item))
+                        .await
+                        .map(|_| ())
+                }
+                _ => Api::<ValidatingWebhookConfiguration>::all(client.clone())
+                    .patch(name, &apply, &Patch::Apply(item))
+                    .await
+                    .map(|_| ()),
+            };
+            if let Err(e) = applied {
+                panic!("{} {name} is registered: {e}", item["kind"]);
+            }
+        }
+    });
 }
 
-pub fn unregister(plane: &ControlPlane, name: &str) {
-    let removed = kubectl(
-        plane,
-        &[
-            "delete",
-            "mutatingwebhookconfiguration,validatingwebhookconfiguration",
-            name,
-        ],
-        None,
-    );
-    assert!(removed.status.success(), "{}", text(&removed.stderr));
+pub fn unregister(plane: &'static ControlPlane, name: &str) {
+    let name = name.to_owned();
+    on_the_api(plane, move |client| async move {
+        let delete = DeleteParams::default();
+        Api::<MutatingWebhookConfiguration>::all(client.clone())
+            .delete(&name, &delete)
+            .await
+            .expect("the MutatingWebhookConfiguration is deleted");
+        Api::<ValidatingWebhookConfiguration>::all(client)
+            .delete(&name, &delete)
+            .await
+            .expect("the ValidatingWebhookConfiguration is deleted");
+    });
+}
+
+/// Runs `f` with a client of the control plane, on a thread and runtime of its own (the
+/// callers may be inside a runtime already).
+fn on_the_api<F, Fut>(plane: &'static ControlPlane, f: F)
+where
+    F: FnOnce(Client) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let done = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+            .block_on(async move { f(plane.client().await).await })
+    })
+    .join();
+    if let Err(panic) = done {
+        std::panic::resume_unwind(panic);
+    }
 }
 
 pub fn kubectl(plane: &ControlPlane, args: &[&str], stdin: Option<&str>) -> Output {
