@@ -214,6 +214,18 @@ fn with_nothing_serving_plain_jobs_live_and_guarded_ones_are_refused() {
         for refusal in &annotated_refusals {
             assert_eq!(refusal, &want, "what the user reads during an outage");
         }
+        // docs/operations.md shows the same words, for the Service every install registers.
+        let doc = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/operations.md"),
+        )
+        .expect("docs/operations.md");
+        let shown = want.split(" Post ").next().unwrap_or_default();
+        assert!(
+            doc.lines()
+                .any(|l| l.starts_with("Error from server (InternalError)")
+                    && l.contains(&format!("Internal error occurred: {shown} Post "))),
+            "docs/operations.md shows what an outage reads: {shown}"
+        );
 
         // The built-in controller's status writes: the pods it made, counted, then the Jobs
         // complete.
