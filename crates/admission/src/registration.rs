@@ -134,11 +134,11 @@ pub fn hooks(policy: &Policy) -> Vec<Hook> {
 /// v1.36, where the API server defaults it first, so the condition costs nothing there), and
 /// `delegate.jobsNamingRules` for a Job that names its rules and picks no controller.
 fn mutate(policy: &Policy) -> Hook {
-    let mut any = vec![Guard::SpecField(Side::New, "podReplacementPolicy").not()];
+    let mut any = vec![!Guard::SpecField(Side::New, "podReplacementPolicy")];
     if policy.delegate.jobs_naming_rules {
         any.push(Guard::All(vec![
             Guard::Annotation(Side::New, rule_names::ANNOTATION),
-            Guard::SpecField(Side::New, "managedBy").not(),
+            !Guard::SpecField(Side::New, "managedBy"),
         ]));
     }
     Hook {
@@ -172,14 +172,14 @@ fn validate(policy: &Policy) -> Hook {
         Guard::AnnotationPrefix(Side::Old, ANNOTATION_PREFIX),
         Guard::All(vec![
             Guard::Suspended(Side::New),
-            Guard::Suspended(Side::Old).not(),
+            !Guard::Suspended(Side::Old),
             Guard::Finished(Side::Old),
         ]),
     ];
     if !policy.resume.is_empty() {
         any.push(Guard::All(vec![
             Guard::Suspended(Side::Old),
-            Guard::Suspended(Side::New).not(),
+            !Guard::Suspended(Side::New),
         ]));
     }
     if !policy.allowed_managed_by.is_empty() {

@@ -63,11 +63,15 @@ pub enum Guard {
     All(Vec<Guard>),
 }
 
-impl Guard {
-    pub fn not(self) -> Guard {
+impl std::ops::Not for Guard {
+    type Output = Guard;
+
+    fn not(self) -> Guard {
         Guard::Not(Box::new(self))
     }
+}
 
+impl Guard {
     /// The CEL expression kube-apiserver evaluates.
     pub fn cel(&self) -> String {
         match self {

@@ -261,10 +261,14 @@ fn each_policy_setting_widens_the_set_only_as_far_as_it_reaches() {
         allowed_managed_by: vec!["example.com/allowed".to_owned()],
         ..Policy::default()
     };
-    let mut suspend_names = Policy::default();
-    suspend_names.suspend_on_create = names(&["gated"]);
-    let mut suspend_selected = Policy::default();
-    suspend_selected.suspend_on_create = selected.clone();
+    let suspend_names = Policy {
+        suspend_on_create: names(&["gated"]),
+        ..Policy::default()
+    };
+    let suspend_selected = Policy {
+        suspend_on_create: selected.clone(),
+        ..Policy::default()
+    };
     let mut delegate_names = Policy::default();
     delegate_names.delegate.namespaces = names(&["ml", "gated"]);
     let mut delegate_selected = Policy::default();
@@ -280,7 +284,14 @@ fn each_policy_setting_widens_the_set_only_as_far_as_it_reaches() {
         .remove("object", "/spec/suspend");
     let managed = |m: &str| Req::create().set("object", "/spec/managedBy", json!(m));
     let names_rules = Req::create().set("object", "/metadata/annotations", annotated());
-    let cases: Vec<(&str, &Policy, Req, &BTreeMap<String, String>, Vec<&str>)> = vec![
+    type Case<'a> = (
+        &'a str,
+        &'a Policy,
+        Req,
+        &'a BTreeMap<String, String>,
+        Vec<&'a str>,
+    );
+    let cases: Vec<Case<'_>> = vec![
         ("resume: a resume", &resume, resuming, &none, vec![VALIDATE]),
         (
             "resume: suspend unset",
