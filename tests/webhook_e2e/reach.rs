@@ -223,7 +223,7 @@ fn with_nothing_serving_plain_jobs_live_and_guarded_ones_are_refused() {
         assert!(
             doc.lines()
                 .any(|l| l.starts_with("Error from server (InternalError)")
-                    && l.contains(&format!("Internal error occurred: {shown} Post "))),
+                    && l.contains(&format!("{shown} Post "))),
             "docs/operations.md shows what an outage reads: {shown}"
         );
 
@@ -344,13 +344,17 @@ fn with_a_replica_serving_plain_jobs_cost_no_call_and_guarded_ones_are_reviewed(
 
 /// The configurations registered under `name`, with a namespaceSelector no namespace matches
 /// (every namespace has the label; an exclusion, which the start-up check allows installs).
-fn register_matching_nothing(plane: &'static jobwarden_envtest::ControlPlane, name: &str) {
+fn register_matching_nothing(
+    plane: &'static jobwarden_envtest::ControlPlane,
+    configurations: &str,
+    name: &str,
+) {
     let target = Target {
         port: 9,
         ca_pem: None,
     };
     let mut list: Value =
-        serde_json::from_str(&registration(&shipped(), name, &target, &[])).expect("JSON");
+        serde_json::from_str(&registration(configurations, name, &target, &[])).expect("JSON");
     for config in list["items"].as_array_mut().into_iter().flatten() {
         for webhook in config["webhooks"].as_array_mut().into_iter().flatten() {
             if let Some(expressions) = webhook
@@ -374,7 +378,7 @@ fn serve_says_when_the_registered_configurations_miss_what_its_policy_needs() {
     let Some((plane, dir)) = local_plane("webhook-startup") else {
         return;
     };
-    register_matching_nothing(plane, "jobwarden-startup");
+    register_matching_nothing(plane, &shipped(), "jobwarden-startup");
     let logged = |policy: &str, name: &str, sub: &str, message: &str| {
         let served = serve(
             plane,
@@ -415,6 +419,27 @@ fn serve_says_when_the_registered_configurations_miss_what_its_policy_needs() {
         "no webhook configurations are registered under this name yet",
     );
     unregister(plane, "jobwarden-startup");
+}
+
+/// kube-apiserver compiles every CEL condition of a configuration when it is written: the
+/// configurations of a policy with every setting are accepted as they are.
+#[test]
+fn the_api_server_accepts_the_configurations_of_every_policy_setting() {
+    let Some((plane, dir)) = local_plane("webhook-every-setting") else {
+        return;
+    };
+    let policy = "\
+controllerName: example.com/runner
+allowedManagedBy: [kueue.x-k8s.io/multikueue]
+resume: {groups: [batch-admins]}
+suspendOnCreate: {names: [gated], selector: {matchLabels: {gate: \"on\"}}}
+delegate:
+  jobsNamingRules: true
+  namespaces: {names: [ml], selector: {matchExpressions: [{key: team, operator: In, values: [ml]}]}}
+";
+    let configurations = crate::served::generated(&dir, policy);
+    register_matching_nothing(plane, &configurations, "jobwarden-every-setting");
+    unregister(plane, "jobwarden-every-setting");
 }
 
 /// The create latency of a plain Job in three namespaces side by side, one create in each in
