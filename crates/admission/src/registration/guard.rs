@@ -20,14 +20,8 @@ pub enum Side {
 }
 
 impl Side {
+    /// The CEL variable, which is also the member of the AdmissionReview request.
     fn cel(self) -> &'static str {
-        match self {
-            Side::New => "object",
-            Side::Old => "oldObject",
-        }
-    }
-
-    fn key(self) -> &'static str {
         match self {
             Side::New => "object",
             Side::Old => "oldObject",
@@ -120,7 +114,7 @@ impl Guard {
                  (has(object.status) && object.status != oldObject.status)"
                 .to_owned(),
             Guard::Not(inner) => format!("!({})", inner.cel()),
-            Guard::Any(all) if all.is_empty() => "false".to_owned(),
+            Guard::Any(any) if any.is_empty() => "false".to_owned(),
             Guard::Any(any) => join(any, " || "),
             Guard::All(all) if all.is_empty() => "true".to_owned(),
             Guard::All(all) => join(all, " && "),
@@ -129,7 +123,7 @@ impl Guard {
 
     /// Whether the condition holds for an AdmissionReview `request`, as the CEL above does.
     pub fn sends(&self, request: &Value) -> bool {
-        let object = |side: Side| Some(&request[side.key()]).filter(|o| !o.is_null());
+        let object = |side: Side| Some(&request[side.cel()]).filter(|o| !o.is_null());
         let spec = |side: Side, field: &str| {
             object(side)
                 .and_then(|o| o.pointer(&format!("/spec/{field}")))
