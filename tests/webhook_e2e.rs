@@ -4,104 +4,34 @@
 //! CA made in the test. The API server calls it on Job create, update and status update, and
 //! what kubectl prints is checked word for word against docs/operations.md.
 //!
+//! jobwarden runs under the ServiceAccount and RBAC `kubectl kustomize deploy/` installs, and
+//! the API server must have refused it nothing.
+//!
 //! It runs on the test binary's own control plane (`jobwarden-envtest`), and is skipped with
 //! one line when the binaries are absent. With `JOBWARDEN_E2E_KUBECONFIG` (another cluster) it
 //! is skipped too: a cluster elsewhere cannot call a server on this machine's loopback.
 
+mod support;
+
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use jobwarden_envtest::ControlPlane;
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use jobwarden_envtest::{ControlPlane, Installed};
 use serde_json::{Value, json};
+use support::served::Served;
 
 const TIMEOUT: Duration = Duration::from_secs(90);
 
-/// `jobwarden serve`, killed when dropped.
-struct Served {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Served {
-    /// The JSON log lines written so far.
-    fn log_lines(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-}
-
-/// A CA and a serving certificate for 127.0.0.1, as cert-manager would issue them.
-fn certificates(dir: &Path) -> (PathBuf, PathBuf, String) {
-    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("a key")).expect("a CA");
-    let key = KeyPair::generate().expect("a key");
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_owned()])
-        .expect("params")
-        .signed_by(&key, &ca)
-        .expect("a serving certificate");
-    let (cert_path, key_path) = (dir.join("tls.crt"), dir.join("tls.key"));
-    std::fs::write(&cert_path, cert.pem()).expect("written");
-    std::fs::write(&key_path, key.serialize_pem()).expect("written");
-    (cert_path, key_path, ca.pem())
-}
-
-/// Starts `serve` and waits for `/readyz`.
-fn serve(plane: &ControlPlane, dir: &Path, policy: &str) -> (Served, String) {
-    let (cert, key, ca_pem) = certificates(dir);
+/// Starts `serve` (webhook only) under deploy/'s ServiceAccount and RBAC, and waits for
+/// `/readyz`.
+fn serve(dir: &Path, identity: &Installed, policy: &str, ns: &str) -> Served {
     let config = dir.join("policy.yaml");
     std::fs::write(&config, policy).expect("written");
-    let free_port = || jobwarden_envtest::free_port().expect("a free port");
-    let (port, metrics) = (free_port(), free_port());
-    let log = dir.join("serve.log");
-    let child = Command::new(env!("CARGO_BIN_EXE_jobwarden"))
-        .arg("serve")
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--metrics-listen", &format!("127.0.0.1:{metrics}")])
-        .arg("--tls-cert")
-        .arg(&cert)
-        .arg("--tls-key")
-        .arg(&key)
-        .arg("--config")
-        .arg(&config)
-        .args(["--no-controller", "--log-format", "json"])
-        .env("KUBECONFIG", plane.kubeconfig())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("a log file"))
-        .spawn()
-        .expect("jobwarden serve starts");
-    let mut served = Served { child, port, log };
-    let started = Instant::now();
-    let ready = || {
-        jobwarden_envtest::http_get(metrics, "/readyz")
-            .is_some_and(|r| r.starts_with("HTTP/1.1 200"))
-    };
-    while !ready() {
-        assert!(
-            served.child.try_wait().ok().flatten().is_none(),
-            "serve exited: {}",
-            std::fs::read_to_string(&served.log).unwrap_or_default()
-        );
-        assert!(started.elapsed() < TIMEOUT, "serve never became ready");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    served.port = port;
-    (served, ca_pem)
+    let config = config.display().to_string();
+    Served::start(dir, identity, ns, &["--config", &config, "--no-controller"])
 }
 
 /// The shipped webhook configurations, pointed at the test's server and scoped to `namespaces`.
@@ -237,11 +167,12 @@ fn the_api_server_calls_the_webhook_on_create_update_and_status_update() {
     });
     let policy =
         format!("allowedManagedBy: [example.com/allowed]\nsuspendOnCreate:\n  names: [{gated}]\n");
-    let (served, ca_pem) = serve(plane, &dir, &policy);
+    let identity = runtime.block_on(plane.installed_identity());
+    let served = serve(&dir, &identity, &policy, &ns);
     let registered = kubectl(
         plane,
         &["apply", "-f", "-"],
-        Some(&registration(served.port, &ca_pem, &[&ns, &gated])),
+        Some(&registration(served.port, &served.ca_pem, &[&ns, &gated])),
     );
     assert!(registered.status.success(), "{}", text(&registered.stderr));
 
@@ -409,4 +340,5 @@ fn the_api_server_calls_the_webhook_on_create_update_and_status_update() {
         None,
     );
     assert!(removed.status.success(), "{}", text(&removed.stderr));
+    identity.assert_nothing_refused();
 }

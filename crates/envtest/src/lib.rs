@@ -20,15 +20,24 @@
 //! * [`ControlPlane::start`] gives a control plane of one's own (the scale benchmark), stopped
 //!   when dropped.
 //!
+//! * [`ControlPlane::installed_identity`] gives jobwarden the ServiceAccount and RBAC that
+//!   `kubectl kustomize deploy/` installs, and a kubeconfig with its token (`identity`); the
+//!   API server's audit log names whatever it refuses that identity.
+//!
 //! Where the binaries come from: `JOBWARDEN_ENVTEST_BIN`, else
-//! `${JOBWARDEN_ENVTEST_DIR:-~/.cache/jobwarden-envtest}/bin`, the folder that
-//! `../shared/tools/kube-envtest/build.sh` fills (docs/development.md). With
-//! `JOBWARDEN_E2E_KUBECONFIG` set, the tests use that cluster instead and start nothing.
+//! `${JOBWARDEN_ENVTEST_DIR:-~/.cache/jobwarden-envtest}/bin`, holding etcd, kube-apiserver,
+//! kube-controller-manager and kubectl v1.36, built from public Kubernetes source outside the
+//! checkout (docs/development.md); no registry ships them. With `JOBWARDEN_E2E_KUBECONFIG`
+//! set, the tests use that cluster instead and start nothing.
 
+mod identity;
 mod pki;
 mod process;
+mod serving;
 
+pub use identity::{Installed, Refusal};
 pub use process::free_port;
+pub use serving::{ServingCertificate, https_get, serving_certificate};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -182,7 +191,7 @@ impl ControlPlane {
     /// kube-apiserver's audit log, when [`Options::audit_log`] asked for one.
     pub fn audit_log(&self) -> Option<PathBuf> {
         let owned = self.owned.as_ref().filter(|o| o.audit_log)?;
-        Some(owned.dir.join("logs/audit.log"))
+        Some(owned.dir.join(AUDIT_LOG))
     }
 
     /// Starts kube-controller-manager (once; later calls return the first result) and waits
@@ -280,7 +289,7 @@ impl Drop for ControlPlane {
     }
 }
 
-/// The folder of binaries: `JOBWARDEN_ENVTEST_BIN`, else kube-envtest's cache.
+/// The folder of binaries: `JOBWARDEN_ENVTEST_BIN`, else the cache folder.
 fn bin_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("JOBWARDEN_ENVTEST_BIN") {
         return PathBuf::from(dir);
@@ -328,8 +337,10 @@ fn say_skipped() {
 /// The line a test binary prints when its e2e tests skip.
 fn skip_message() -> String {
     format!(
-        "skipped: no control-plane binaries in {} and JOBWARDEN_E2E_KUBECONFIG is not set; \
-         build them with ../shared/tools/kube-envtest/build.sh (docs/development.md)",
+        "skipped: no control-plane binaries in {} (JOBWARDEN_ENVTEST_BIN, default \
+         ~/.cache/jobwarden-envtest/bin) and JOBWARDEN_E2E_KUBECONFIG is not set; the tests \
+         need etcd, kube-apiserver, kube-controller-manager and kubectl v1.36 there, built \
+         from public Kubernetes source outside the checkout (docs/development.md)",
         bin_dir().display()
     )
 }
@@ -393,17 +404,22 @@ fn launch_on_keeper(options: Options, shared: bool) -> Result<ControlPlane, Stri
     })?;
 
     let mut args = apiserver_args(&owned.pki, etcd_port, api_port);
-    if options.audit_log {
-        let policy = dir.join("audit-policy.yaml");
-        std::fs::write(&policy, AUDIT_POLICY)
-            .map_err(|e| format!("writing {}: {e}", policy.display()))?;
-        args.extend([
-            format!("--audit-policy-file={}", policy.display()),
-            format!("--audit-log-path={}", dir.join("logs/audit.log").display()),
-            "--audit-log-format=json".to_owned(),
-            "--audit-log-maxsize=2000".to_owned(),
-        ]);
-    }
+    // Every control plane keeps an audit log: of every request for the scale benchmark, else
+    // of the ServiceAccounts' only, where the installed identity's refusals are read.
+    let policy = dir.join("audit-policy.yaml");
+    let policy_text = if options.audit_log {
+        AUDIT_POLICY
+    } else {
+        SERVICE_ACCOUNTS_AUDIT_POLICY
+    };
+    std::fs::write(&policy, policy_text)
+        .map_err(|e| format!("writing {}: {e}", policy.display()))?;
+    args.extend([
+        format!("--audit-policy-file={}", policy.display()),
+        format!("--audit-log-path={}", dir.join(AUDIT_LOG).display()),
+        "--audit-log-format=json".to_owned(),
+        "--audit-log-maxsize=2000".to_owned(),
+    ]);
     let api_log = dir.join("logs/kube-apiserver.log");
     let apiserver = process::spawn(&bin.join("kube-apiserver"), &args, &api_log)?;
     owned
@@ -454,6 +470,20 @@ fn apiserver_args(pki: &pki::Pki, etcd_port: u16, api_port: u16) -> Vec<String> 
         "--v=2".to_owned(),
     ]
 }
+
+/// kube-apiserver's audit log, under the control plane's folder.
+const AUDIT_LOG: &str = "logs/audit.log";
+
+/// The requests of ServiceAccounts (the installed identity's among them) and nothing else: a
+/// refusal is a 403 in the response, so only the completed stage is kept.
+const SERVICE_ACCOUNTS_AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [\"RequestReceived\"]
+rules:
+- level: Metadata
+  userGroups: [\"system:serviceaccounts\"]
+- level: None
+";
 
 const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
 kind: Policy
