@@ -9,6 +9,11 @@
 //! passes. It works in a namespace of its own, labelled `jobwarden.io/admission=disabled` so
 //! that a jobwarden webhook installed in the cluster lets the planted Jobs in. No pod is ever
 //! started: Jobs are suspended, or have zero completions.
+//!
+//! `audit` is run by a person, with their own credentials, not by the installed ServiceAccount
+//! (which runs the periodic audit inside `serve`, under the suites that run `serve`): so the
+//! binary runs as a person who may only read, a ServiceAccount bound in the test's namespace to
+//! the cluster's built-in `view` role, and must need nothing more.
 
 mod support;
 
@@ -114,11 +119,12 @@ async fn audit_finds_exactly_the_planted_jobs_in_a_real_cluster() {
     let Some(plane) = ControlPlane::shared_with_upstream() else {
         return;
     };
-    let kubeconfig = plane.kubeconfig().display().to_string();
     let client: Client = jobwarden_audit::connect::connect(Some(plane.kubeconfig()), None)
         .await
         .expect("the kubeconfig is usable");
     let ns = plane.create_namespace(&client, "jobwarden-e2e-audit").await;
+    let kubeconfig = plane.person_kubeconfig(&ns, "auditor", "view").await;
+    let kubeconfig = kubeconfig.display().to_string();
     let namespaces: Api<Namespace> = Api::all(client.clone());
     // A jobwarden webhook installed in the cluster lets the planted Jobs in.
     namespaces

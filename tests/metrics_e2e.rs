@@ -13,9 +13,6 @@ mod support;
 use std::path::Path;
 
 use jobwarden_envtest::ControlPlane;
-use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
-use kube::api::{Api, DeleteParams, PostParams};
-use serde_json::json;
 use support::served::Served;
 
 fn refused(metrics: &str, reason: &str) -> Option<u64> {
@@ -51,21 +48,8 @@ async fn metrics_answer_only_a_service_account_bound_to_the_reader_role() {
     });
 
     // Prometheus's ServiceAccount, bound to the role the install ships; and another, not.
-    let reader = plane.token_for(&ns, "prometheus").await;
+    let reader = plane.metrics_reader_token(&ns, "prometheus").await;
     let stranger = plane.token_for(&ns, "stranger").await;
-    let binding_name = format!("{ns}-prometheus-metrics");
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": binding_name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                    "name": "jobwarden-metrics-reader"},
-        "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": ns}],
-    }))
-    .expect("a ClusterRoleBinding");
-    let bindings = Api::<ClusterRoleBinding>::all(admin.clone());
-    bindings
-        .create(&PostParams::default(), &binding)
-        .await
-        .expect("the binding is created");
 
     let get = |path: &'static str, token: Option<String>| {
         let served = &served;
@@ -115,8 +99,4 @@ async fn metrics_answer_only_a_service_account_bound_to_the_reader_role() {
         "{refusals:#?}"
     );
     identity.assert_nothing_refused();
-
-    let _ = bindings
-        .delete(&binding_name, &DeleteParams::default())
-        .await;
 }

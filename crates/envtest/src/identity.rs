@@ -35,11 +35,54 @@ pub struct Installed {
     pub namespace: String,
     pub service_account: String,
     token: String,
-    /// The admin kubeconfig's cluster entry (server and CA), for kubeconfigs of this identity.
-    cluster: Value,
+    /// Where this identity's kubeconfigs are written, and the cluster they name.
+    kubeconfigs: TokenKubeconfigs,
     namespaced_rbac: Vec<Value>,
-    dir: PathBuf,
     audit_log: Option<PathBuf>,
+}
+
+/// Kubeconfigs holding a bearer token and no other credential, for the admin kubeconfig's
+/// cluster (server and CA).
+struct TokenKubeconfigs {
+    cluster: Value,
+    dir: PathBuf,
+}
+
+impl TokenKubeconfigs {
+    fn new(plane: &ControlPlane) -> TokenKubeconfigs {
+        let admin = Kubeconfig::read_from(plane.kubeconfig()).expect("the admin kubeconfig");
+        let cluster = admin
+            .clusters
+            .first()
+            .and_then(|c| serde_json::to_value(c).ok())
+            .expect("the admin kubeconfig names a cluster");
+        let dir = std::env::temp_dir().join(format!(
+            "jobwarden-envtest-{}-identities",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("a folder for the identities' kubeconfigs");
+        crate::process::remove_at_exit(&dir);
+        TokenKubeconfigs { cluster, dir }
+    }
+
+    /// `name`'s kubeconfig: `token`, `namespace` its context's.
+    fn write(&self, name: &str, token: &str, namespace: &str) -> PathBuf {
+        let config = json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [self.cluster],
+            "users": [{"name": name, "user": {"token": token}}],
+            "contexts": [{"name": name, "context": {
+                "cluster": self.cluster["name"],
+                "user": name,
+                "namespace": namespace,
+            }}],
+            "current-context": name,
+        });
+        let path = self.dir.join(format!("{name}-{namespace}.kubeconfig"));
+        std::fs::write(&path, config.to_string()).expect("the kubeconfig is written");
+        path
+    }
 }
 
 /// One call kube-apiserver refused an identity, from its audit log.
@@ -92,18 +135,6 @@ impl ControlPlane {
         self.apply(&objects);
 
         let token = self.token_for(&namespace, &service_account).await;
-        let admin = Kubeconfig::read_from(self.kubeconfig()).expect("the admin kubeconfig");
-        let cluster = admin
-            .clusters
-            .first()
-            .and_then(|c| serde_json::to_value(c).ok())
-            .expect("the admin kubeconfig names a cluster");
-        let dir = std::env::temp_dir().join(format!(
-            "jobwarden-envtest-{}-identities",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).expect("a folder for the identity's kubeconfigs");
-        crate::process::remove_at_exit(&dir);
         Installed {
             namespaced_rbac: objects
                 .into_iter()
@@ -112,8 +143,7 @@ impl ControlPlane {
             namespace,
             service_account,
             token,
-            cluster,
-            dir,
+            kubeconfigs: TokenKubeconfigs::new(self),
             audit_log: self.owned.as_ref().map(|o| o.dir.join(crate::AUDIT_LOG)),
         }
     }
@@ -141,6 +171,40 @@ impl ControlPlane {
             .status
             .and_then(|s| s.token)
             .unwrap_or_else(|| panic!("the TokenRequest for {namespace}/{name} has no token"))
+    }
+
+    /// A token for the ServiceAccount `namespace/name` (a Prometheus's, say), bound to the
+    /// install's `jobwarden-metrics-reader` role, as docs/operations.md tells an operator to
+    /// bind it.
+    pub async fn metrics_reader_token(&self, namespace: &str, name: &str) -> String {
+        let binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": format!("{namespace}-{name}-metrics-reader")},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "jobwarden-metrics-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        });
+        let token = self.token_for(namespace, name).await;
+        self.apply(&[binding]);
+        token
+    }
+
+    /// A kubeconfig for a person: a ServiceAccount `namespace/name` (created when absent)
+    /// bound in `namespace` to the cluster's built-in ClusterRole `role` (`view`, say), its
+    /// token and nothing else.
+    pub async fn person_kubeconfig(&self, namespace: &str, name: &str, role: &str) -> PathBuf {
+        let binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": format!("{name}-{role}"), "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        });
+        let token = self.token_for(namespace, name).await;
+        self.apply(&[binding]);
+        TokenKubeconfigs::new(self).write(name, &token, namespace)
     }
 
     /// `kubectl apply --server-side` of `objects`, as the admin.
@@ -187,23 +251,8 @@ impl Installed {
     /// A kubeconfig with this identity's token and no other credential, `namespace` its
     /// context's (where `serve` keeps its Lease).
     pub fn kubeconfig(&self, namespace: &str) -> PathBuf {
-        let config = json!({
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [self.cluster],
-            "users": [{"name": self.service_account, "user": {"token": self.token}}],
-            "contexts": [{"name": "installed", "context": {
-                "cluster": self.cluster["name"],
-                "user": self.service_account,
-                "namespace": namespace,
-            }}],
-            "current-context": "installed",
-        });
-        let path = self
-            .dir
-            .join(format!("{}-{namespace}.kubeconfig", self.service_account));
-        std::fs::write(&path, config.to_string()).expect("the kubeconfig is written");
-        path
+        self.kubeconfigs
+            .write(&self.service_account, &self.token, namespace)
     }
 
     /// A client as this identity, `namespace` its default.
