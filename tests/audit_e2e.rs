@@ -124,6 +124,21 @@ async fn audit_finds_exactly_the_planted_jobs_in_a_real_cluster() {
         .expect("the kubeconfig is usable");
     let ns = plane.create_namespace(&client, "jobwarden-e2e-audit").await;
     let kubeconfig = plane.person_kubeconfig(&ns, "auditor", "view").await;
+    // RBAC sees a new binding, and kube-controller-manager fills `view`, a moment later.
+    let auditor: Api<Job> = Api::namespaced(
+        jobwarden_audit::connect::connect(Some(&kubeconfig), None)
+            .await
+            .expect("the auditor's kubeconfig is usable"),
+        &ns,
+    );
+    let started = Instant::now();
+    while let Err(e) = auditor.list(&Default::default()).await {
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "the auditor never could list Jobs: {e}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let kubeconfig = kubeconfig.display().to_string();
     let namespaces: Api<Namespace> = Api::all(client.clone());
     // A jobwarden webhook installed in the cluster lets the planted Jobs in.

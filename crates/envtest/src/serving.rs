@@ -1,7 +1,7 @@
 //! What a test needs to run `jobwarden serve` as a cluster would and to call it: a serving
-//! certificate for 127.0.0.1 from a CA made for the test (as cert-manager would issue one), and
-//! a blocking HTTPS GET that trusts that CA and can carry a bearer token, as Prometheus
-//! scrapes and the kubelet probes the metrics listener.
+//! certificate for 127.0.0.1 from a CA made for the test (as cert-manager would issue one), a
+//! blocking HTTPS GET that trusts that CA and can carry a bearer token, as Prometheus scrapes
+//! and the kubelet probes the metrics listener, and a plain-HTTP GET for `--metrics-secure=false`.
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
@@ -74,4 +74,16 @@ pub fn https_get(port: u16, path: &str, ca_pem: &str, token: Option<&str>) -> Op
         Err(_) => return None,
     }
     Some(String::from_utf8_lossy(&response).into_owned())
+}
+
+/// A plain-HTTP GET of `path` on a loopback port, such as `jobwarden serve`'s `/readyz` and
+/// `/metrics`: the whole response, status line first, or `None` when nothing answers.
+pub fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    Some(response)
 }
