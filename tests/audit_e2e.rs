@@ -9,6 +9,11 @@
 //! passes. It works in a namespace of its own, labelled `jobwarden.io/admission=disabled` so
 //! that a jobwarden webhook installed in the cluster lets the planted Jobs in. No pod is ever
 //! started: Jobs are suspended, or have zero completions.
+//!
+//! `audit` is run by a person, with their own credentials, not by the installed ServiceAccount
+//! (which runs the periodic audit inside `serve`, under the suites that run `serve`): so the
+//! binary runs as a person who may only read, a ServiceAccount bound in the test's namespace to
+//! the cluster's built-in `view` role, and must need nothing more.
 
 mod support;
 
@@ -114,11 +119,27 @@ async fn audit_finds_exactly_the_planted_jobs_in_a_real_cluster() {
     let Some(plane) = ControlPlane::shared_with_upstream() else {
         return;
     };
-    let kubeconfig = plane.kubeconfig().display().to_string();
     let client: Client = jobwarden_audit::connect::connect(Some(plane.kubeconfig()), None)
         .await
         .expect("the kubeconfig is usable");
     let ns = plane.create_namespace(&client, "jobwarden-e2e-audit").await;
+    let kubeconfig = plane.person_kubeconfig(&ns, "auditor", "view").await;
+    // RBAC sees a new binding, and kube-controller-manager fills `view`, a moment later.
+    let auditor: Api<Job> = Api::namespaced(
+        jobwarden_audit::connect::connect(Some(&kubeconfig), None)
+            .await
+            .expect("the auditor's kubeconfig is usable"),
+        &ns,
+    );
+    let started = Instant::now();
+    while let Err(e) = auditor.list(&Default::default()).await {
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "the auditor never could list Jobs: {e}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let kubeconfig = kubeconfig.display().to_string();
     let namespaces: Api<Namespace> = Api::all(client.clone());
     // A jobwarden webhook installed in the cluster lets the planted Jobs in.
     namespaces

@@ -327,6 +327,9 @@ fn check_rbac_is_least_privilege(r: &Renders) {
             if runs_controller(d) {
                 entry.extend(controller_needs(&ns));
             }
+            if secures_metrics(d) {
+                entry.extend(metrics_needs());
+            }
         }
         let granted = grants_by_service_account(objects, &ns);
         for (sa, need) in &needs {
@@ -441,15 +444,38 @@ fn the_split_install_splits_the_faces() {
         .map(|d| (name(d), (serves_webhook(d), runs_controller(d))))
         .collect();
     assert_eq!(faces, BTreeMap::from([("jobwarden", (true, true))]));
-    // Only a controller that serves no webhook may go without the serving certificate.
-    let controller = deployments(&r.split)
-        .find(|d| name(d) == "jobwarden-controller")
-        .expect("the controller Deployment");
-    assert!(
-        !args(controller).iter().any(|a| a.starts_with("--tls-")),
-        "the controller serves no HTTPS: {:?}",
-        args(controller)
-    );
+    // Every Deployment serves its metrics over HTTPS, with the serving certificate.
+    for d in deployments(&r.split).chain(deployments(&r.combined)) {
+        let a = args(d);
+        assert!(secures_metrics(d), "{}: {a:?}", name(d));
+        for flag in ["--tls-cert=", "--tls-key="] {
+            assert!(a.iter().any(|x| x.starts_with(flag)), "{}: {a:?}", name(d));
+        }
+    }
+}
+
+/// The right to scrape, for an operator to bind a Prometheus to: `get` on /metrics, nothing
+/// else, bound by the install to no one.
+#[test]
+fn the_metrics_reader_role_grants_get_on_metrics_only() {
+    let r = replayed();
+    for (install, objects) in r.installs() {
+        let reader = of_kind(objects, "ClusterRole")
+            .find(|o| name(o) == "jobwarden-metrics-reader")
+            .unwrap_or_else(|| panic!("{install}: no ClusterRole jobwarden-metrics-reader"));
+        assert_eq!(
+            reader["rules"],
+            serde_json::json!([{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]),
+            "{install}"
+        );
+        assert!(
+            !objects
+                .iter()
+                .any(|o| o.pointer("/roleRef/name").and_then(Value::as_str)
+                    == Some("jobwarden-metrics-reader")),
+            "{install}: the install binds the metrics reader role"
+        );
+    }
 }
 
 /// The Deployments leave --listen and --metrics-listen to the server's defaults (so the server
@@ -495,6 +521,9 @@ fn container_ports_are_the_servers_default_ports() {
             }
             for probe in ["readinessProbe", "livenessProbe"] {
                 assert_eq!(container[probe]["httpGet"]["port"], "metrics");
+                // The metrics port speaks HTTPS when the metrics are secured.
+                let scheme = if secures_metrics(d) { "HTTPS" } else { "HTTP" };
+                assert_eq!(container[probe]["httpGet"]["scheme"], scheme, "{install}");
             }
         }
     }

@@ -12,6 +12,11 @@
 //! within 3 s; a leader cut off longer than its renew deadline says so (gauge 0) before its
 //! Lease expires, and leads again within seconds of the API server's return.
 //!
+//! Each process runs as a cluster runs it: under the ServiceAccount and RBAC `kubectl kustomize
+//! deploy/` installs (its Lease's Role granted in the test's namespace), its metrics over HTTPS
+//! read with a token bound to the metrics reader role; a run ends by checking that
+//! kube-apiserver refused it nothing.
+//!
 //! It runs on the test binary's own control plane (`jobwarden-envtest`) and is skipped with one
 //! line when the binaries are absent; with `JOBWARDEN_E2E_KUBECONFIG` (a cluster elsewhere)
 //! it runs there too, but for the cut-off test, which needs the API server on this machine.
@@ -23,7 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use jobwarden_envtest::ControlPlane;
+use jobwarden_envtest::{ControlPlane, Installed, ServingCertificate};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -31,7 +36,6 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::Kubeconfig;
 use kube::{Client, ResourceExt};
 use serde_json::json;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
@@ -79,6 +83,9 @@ struct Replica {
     child: Child,
     identity: String,
     metrics_port: u16,
+    /// What /metrics is read with: the serving CA, and a token bound to the reader role.
+    ca_pem: String,
+    reader_token: String,
     log: PathBuf,
 }
 
@@ -92,6 +99,10 @@ impl Replica {
             .args(["serve", "--no-webhook", "--audit-interval-seconds", "0"])
             .arg("--metrics-listen")
             .arg(format!("127.0.0.1:{metrics_port}"))
+            .arg("--tls-cert")
+            .arg(&env.certificate.cert)
+            .arg("--tls-key")
+            .arg(&env.certificate.key)
             .arg("--controller-name")
             .arg(&env.controller)
             .env("KUBECONFIG", kubeconfig)
@@ -105,21 +116,24 @@ impl Replica {
             child,
             identity: identity.to_owned(),
             metrics_port,
+            ca_pem: env.certificate.ca_pem.clone(),
+            reader_token: env.reader_token.clone(),
             log,
         }
     }
 
     /// `jobwarden_controller_leader`, `None` while /metrics cannot be read.
     async fn leader_gauge(&self) -> Option<i64> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.metrics_port))
-            .await
-            .ok()?;
-        stream
-            .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
-            .await
-            .ok()?;
-        let mut text = String::new();
-        stream.read_to_string(&mut text).await.ok()?;
+        let (port, ca, token) = (
+            self.metrics_port,
+            self.ca_pem.clone(),
+            self.reader_token.clone(),
+        );
+        let text = tokio::task::spawn_blocking(move || {
+            jobwarden_envtest::https_get(port, "/metrics", &ca, Some(&token))
+        })
+        .await
+        .ok()??;
         text.lines()
             .find_map(|l| l.strip_prefix("jobwarden_controller_leader "))
             .and_then(|v| v.trim().parse().ok())
@@ -244,7 +258,12 @@ impl Drop for Proxy {
 
 struct Env {
     plane: &'static ControlPlane,
+    /// The admin's client, for the test's own reads and writes.
     client: Client,
+    /// What jobwarden runs as.
+    identity: Installed,
+    certificate: ServingCertificate,
+    reader_token: String,
     ns: String,
     controller: String,
     dir: PathBuf,
@@ -260,9 +279,15 @@ impl Env {
             .await;
         let dir = std::env::temp_dir().join(format!("jobwarden-{ns}"));
         std::fs::create_dir_all(&dir).expect("the test's folder");
+        let identity = plane.installed_identity().await;
+        identity.grant_in(plane, &ns);
+        let reader_token = plane.metrics_reader_token(&ns, "prometheus").await;
         Some(Env {
             plane,
             client,
+            identity,
+            certificate: jobwarden_envtest::serving_certificate(&dir),
+            reader_token,
             controller: format!("jobwarden.io/e2e-{scenario}"),
             ns,
             dir,
@@ -270,17 +295,11 @@ impl Env {
         })
     }
 
-    /// The plane's kubeconfig with the test's namespace as the context's (so the Lease lives
-    /// there), and, when given, the server reached through a proxy on this port.
+    /// The installed identity's kubeconfig, the test's namespace its context's (so the Lease
+    /// lives there), and, when given, the server reached through a proxy on this port.
     fn kubeconfig(&self, proxy_port: Option<u16>) -> PathBuf {
-        let mut config = Kubeconfig::read_from(self.plane.kubeconfig()).expect("the kubeconfig");
-        for context in config
-            .contexts
-            .iter_mut()
-            .filter_map(|c| c.context.as_mut())
-        {
-            context.namespace = Some(self.ns.clone());
-        }
+        let mut config = Kubeconfig::read_from(self.identity.kubeconfig(&self.ns))
+            .expect("the identity's kubeconfig");
         if let Some(port) = proxy_port {
             for cluster in config
                 .clusters
@@ -386,6 +405,7 @@ impl Env {
                 let _ = r.exited(Duration::from_secs(20)).await;
             }
         }
+        self.identity.assert_nothing_refused();
         let _ = Api::<Namespace>::all(self.client.clone())
             .delete(&self.ns, &DeleteParams::default())
             .await;

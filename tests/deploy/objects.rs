@@ -68,6 +68,12 @@ pub fn runs_controller(d: &Value) -> bool {
     !args(d).iter().any(|a| a == "--no-controller")
 }
 
+/// Whether the Deployment serves /metrics secured (HTTPS, each scrape's token reviewed): the
+/// server's default, unless `--metrics-secure=false`.
+pub fn secures_metrics(d: &Value) -> bool {
+    !args(d).iter().any(|a| a == "--metrics-secure=false")
+}
+
 /// A matchLabels selector against a pod's labels.
 pub fn selects(selector: &Value, labels: &Value) -> bool {
     let selector = selector.as_object().expect("a matchLabels selector");

@@ -1,7 +1,9 @@
 //! What each face uses of the API, from the code: the webhook's namespace watch
 //! (crates/server/src/namespaces.rs) and its read of its webhook configurations
 //! (src/cli/registered_webhooks.rs), the controller's kube calls (crates/controller/src/
-//! kube_api.rs, reconcile.rs), kube-runtime's event Recorder and leader.rs.
+//! kube_api.rs, reconcile.rs), kube-runtime's event Recorder and leader.rs, and the reviews of
+//! scrapers' tokens (crates/server/src/metrics_access). The readable summary: the e2e suites
+//! run jobwarden under exactly what deploy/ grants, and fail naming a refused call.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -57,6 +59,28 @@ pub fn webhook_needs(configurations: &str) -> Vec<Grant> {
             "validatingwebhookconfigurations",
             Some(configurations),
             &["get"],
+        ),
+    ]
+    .concat()
+}
+
+/// Every face that serves /metrics secured: a TokenReview of each scraper's token, then a
+/// SubjectAccessReview of its `get` on /metrics.
+pub fn metrics_needs() -> Vec<Grant> {
+    [
+        grants(
+            None,
+            "authentication.k8s.io",
+            "tokenreviews",
+            None,
+            &["create"],
+        ),
+        grants(
+            None,
+            "authorization.k8s.io",
+            "subjectaccessreviews",
+            None,
+            &["create"],
         ),
     ]
     .concat()

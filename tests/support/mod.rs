@@ -1,8 +1,9 @@
 //! What the command-line tests share: a fake kube-apiserver serving Jobs, stored Jobs to plant
-//! in it, and scratch files.
+//! in it, `serve` run under the installed identity, and scratch files.
 #![allow(dead_code)]
 
 pub mod fake_apiserver;
+pub mod served;
 pub mod stored;
 
 use std::path::{Path, PathBuf};
@@ -28,5 +29,21 @@ impl std::ops::Deref for ScratchDir {
 impl Drop for ScratchDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Asks `look` every 200 ms until it answers `Ok`, for at most 90 s; then fails with `what` and
+/// the last answer. For tests that run blocking calls.
+pub fn eventually_blocking<T>(what: &str, mut look: impl FnMut() -> Result<T, String>) -> T {
+    let started = std::time::Instant::now();
+    loop {
+        match look() {
+            Ok(found) => return found,
+            Err(last) => assert!(
+                started.elapsed() < std::time::Duration::from_secs(90),
+                "timed out waiting for {what}: {last}"
+            ),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
     }
 }

@@ -9,10 +9,18 @@
 //!   live their whole life and guarded ones are refused; with a replica serving, a plain Job
 //!   costs no call; `serve` says when the registered configurations miss what its policy needs.
 //!
+//! jobwarden runs under the ServiceAccount and RBAC `kubectl kustomize deploy/` installs, and
+//! the API server must have refused it nothing.
+//!
 //! It runs on the test binary's own control plane (`jobwarden-envtest`, with
 //! kube-controller-manager's Job controller), and is skipped with one line when the binaries
 //! are absent. With `JOBWARDEN_E2E_KUBECONFIG` (another cluster) it is skipped too: a cluster
 //! elsewhere cannot call a server on this machine's loopback.
+
+// The command-line tests' shared support (`serve` under the installed identity) lives beside
+// the single-file suites; this suite is a folder, so it names the path.
+#[path = "../support/mod.rs"]
+mod support;
 
 mod reach;
 mod reviews;

@@ -1,20 +1,20 @@
 //! What the suite's tests share: `jobwarden serve` on a loopback port with a certificate made in
-//! the test, webhook configurations (shipped or generated) pointed at it by URL and scoped to
-//! the test's namespaces, kubectl, and jobwarden's own request counter.
+//! the test, run under the ServiceAccount and RBAC `deploy/` installs; webhook configurations
+//! (shipped or generated) pointed at it by URL and scoped to the test's namespaces; kubectl;
+//! and jobwarden's own request counter, read as a Prometheus bound to the metrics reader role.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use jobwarden_envtest::ControlPlane;
+use jobwarden_envtest::{ControlPlane, Installed};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use serde_json::{Value, json};
 
 pub const TIMEOUT: Duration = Duration::from_secs(90);
@@ -36,35 +36,26 @@ pub fn local_plane(test: &str) -> Option<(&'static ControlPlane, PathBuf)> {
     Some((plane, dir))
 }
 
-/// `jobwarden serve`, killed when dropped.
+/// `jobwarden serve` (webhook only) as a cluster runs it: under the ServiceAccount and RBAC
+/// `deploy/` installs, its request counter read with a token bound to the metrics reader role.
+/// Killed when dropped, and then the API server must have refused it nothing.
 pub struct Served {
-    child: Child,
-    pub port: u16,
-    pub metrics: u16,
-    log: PathBuf,
-    pub ca_pem: String,
+    inner: crate::support::served::Served,
+    identity: Installed,
+    reader_token: String,
 }
 
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+impl std::ops::Deref for Served {
+    type Target = crate::support::served::Served;
+    fn deref(&self) -> &Self::Target {
+        &self.inner
     }
 }
 
 impl Served {
-    /// The JSON log lines written so far.
-    pub fn log_lines(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-
     /// `jobwarden_admission_requests_total`, all series summed: every call kube-apiserver made.
     pub fn admission_requests(&self) -> f64 {
-        let page = jobwarden_envtest::http_get(self.metrics, "/metrics").unwrap_or_default();
+        let page = self.get("/metrics", Some(&self.reader_token));
         page.lines()
             .filter(|l| l.starts_with("jobwarden_admission_requests_total{"))
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
@@ -72,70 +63,40 @@ impl Served {
     }
 }
 
-/// A CA and a serving certificate for 127.0.0.1, as cert-manager would issue them.
-fn certificates(dir: &Path) -> (PathBuf, PathBuf, String) {
-    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("a key")).expect("a CA");
-    let key = KeyPair::generate().expect("a key");
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_owned()])
-        .expect("params")
-        .signed_by(&key, &ca)
-        .expect("a serving certificate");
-    let (cert_path, key_path) = (dir.join("tls.crt"), dir.join("tls.key"));
-    std::fs::write(&cert_path, cert.pem()).expect("written");
-    std::fs::write(&key_path, key.serialize_pem()).expect("written");
-    (cert_path, key_path, ca.pem())
+impl Drop for Served {
+    /// Fails, naming each call, when kube-apiserver refused `serve` anything (unless the test
+    /// already failed: a second panic would abort the test binary).
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.identity.assert_nothing_refused();
+        }
+    }
 }
 
-/// Starts `serve` with the policy and extra arguments, and waits for `/readyz`.
-pub fn serve(plane: &ControlPlane, dir: &Path, policy: &str, extra: &[&str]) -> Served {
+/// Starts `serve` with the policy and extra arguments under deploy/'s identity, and waits for
+/// `/readyz`.
+pub fn serve(plane: &'static ControlPlane, dir: &Path, policy: &str, extra: &[&str]) -> Served {
     std::fs::create_dir_all(dir).expect("a folder");
-    let (cert, key, ca_pem) = certificates(dir);
     let config = dir.join("policy.yaml");
     std::fs::write(&config, policy).expect("written");
-    let free_port = || jobwarden_envtest::free_port().expect("a free port");
-    let (port, metrics) = (free_port(), free_port());
-    let log = dir.join("serve.log");
-    let child = Command::new(env!("CARGO_BIN_EXE_jobwarden"))
-        .arg("serve")
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--metrics-listen", &format!("127.0.0.1:{metrics}")])
-        .arg("--tls-cert")
-        .arg(&cert)
-        .arg("--tls-key")
-        .arg(&key)
-        .arg("--config")
-        .arg(&config)
-        .args(["--no-controller", "--log-format", "json"])
-        .args(extra)
-        .env("KUBECONFIG", plane.kubeconfig())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("a log file"))
-        .spawn()
-        .expect("jobwarden serve starts");
-    let mut served = Served {
-        child,
-        port,
-        metrics,
-        log,
-        ca_pem,
-    };
-    let started = Instant::now();
-    let ready = || {
-        jobwarden_envtest::http_get(metrics, "/readyz")
-            .is_some_and(|r| r.starts_with("HTTP/1.1 200"))
-    };
-    while !ready() {
-        assert!(
-            served.child.try_wait().ok().flatten().is_none(),
-            "serve exited: {}",
-            std::fs::read_to_string(&served.log).unwrap_or_default()
-        );
-        assert!(started.elapsed() < TIMEOUT, "serve never became ready");
-        std::thread::sleep(Duration::from_millis(100));
+    let config = config.display().to_string();
+    let (identity, reader_token) = on_a_runtime(move || async move {
+        let identity = plane.installed_identity().await;
+        let reader = plane
+            .metrics_reader_token("default", "webhook-e2e-prometheus")
+            .await;
+        (identity, reader)
+    });
+    let args: Vec<&str> = ["--config", config.as_str(), "--no-controller"]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
+    let inner = crate::support::served::Served::start(dir, &identity, "default", &args);
+    Served {
+        inner,
+        identity,
+        reader_token,
     }
-    served
 }
 
 /// The configurations shipped in deploy/webhooks/ (the default policy's).
@@ -213,10 +174,7 @@ pub fn registration(
     json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
 }
 
-/// Registers the configurations (a `List` from [`registration`]).
-/// Registers the configurations (a `List` from [`registration`]) by server-side apply, through
-/// the API rather than kubectl: kubectl's client-side validation fetches the OpenAPI v2
-/// document, which some builds of kube-apiserver serve only as an error.
+/// Registers the configurations (a `List` from [`registration`]) by server-side apply.
 pub fn register(plane: &'static ControlPlane, list: &str) {
     let list: Value = serde_json::from_str(list).expect("a List");
     on_the_api(plane, move |client| async move {
@@ -264,16 +222,27 @@ where
     F: FnOnce(Client) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()>,
 {
+    on_a_runtime(move || async move { f(plane.client().await).await })
+}
+
+/// Runs the future `work` makes to its end, on a thread and runtime of its own (the callers
+/// may be inside a runtime already).
+fn on_a_runtime<T, Fut>(work: impl FnOnce() -> Fut + Send + 'static) -> T
+where
+    T: Send + 'static,
+    Fut: std::future::Future<Output = T>,
+{
     let done = std::thread::spawn(move || {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("a runtime")
-            .block_on(async move { f(plane.client().await).await })
+            .block_on(work())
     })
     .join();
-    if let Err(panic) = done {
-        std::panic::resume_unwind(panic);
+    match done {
+        Ok(value) => value,
+        Err(panic) => std::panic::resume_unwind(panic),
     }
 }
 

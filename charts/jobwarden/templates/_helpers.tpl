@@ -113,10 +113,14 @@ capabilities:
 
 {{/* The probes, on the metrics port. */}}
 {{- define "jobwarden.probes" -}}
+{{- $scheme := ternary "HTTPS" "HTTP" .Values.metrics.secure -}}
+# The metrics port speaks HTTPS unless metrics.secure is false; the kubelet probes it without
+# credentials, which /healthz and /readyz accept, and without checking the certificate.
 readinessProbe:
   httpGet:
     path: /readyz
     port: metrics
+    scheme: {{ $scheme }}
   periodSeconds: 5
   failureThreshold: 2
   timeoutSeconds: 2
@@ -124,6 +128,7 @@ livenessProbe:
   httpGet:
     path: /healthz
     port: metrics
+    scheme: {{ $scheme }}
   initialDelaySeconds: 5
   periodSeconds: 10
   failureThreshold: 3

@@ -19,17 +19,27 @@
 //! * [`ControlPlane::shared_with_upstream`] also starts kube-controller-manager.
 //! * [`ControlPlane::start`] gives a control plane of one's own (the scale benchmark), stopped
 //!   when dropped.
+//! * [`ControlPlane::installed_identity`] gives jobwarden the ServiceAccount and RBAC that
+//!   `kubectl kustomize deploy/` installs, and a kubeconfig with its token (`identity`); the
+//!   API server's audit log names whatever it refuses that identity.
 //!
 //! Where the binaries come from: `JOBWARDEN_ENVTEST_BIN`, else
-//! `${JOBWARDEN_ENVTEST_DIR:-~/.cache/jobwarden-envtest}/bin`, the folder that
-//! `../shared/tools/kube-envtest/build.sh` fills (docs/development.md). With
-//! `JOBWARDEN_E2E_KUBECONFIG` set, the tests use that cluster instead and start nothing.
+//! `${JOBWARDEN_ENVTEST_DIR:-~/.cache/jobwarden-envtest}/bin`, holding etcd, kube-apiserver,
+//! kube-controller-manager and kubectl v1.36, built from public Kubernetes source outside the
+//! checkout (docs/development.md); no registry ships them. With `JOBWARDEN_E2E_KUBECONFIG`
+//! set, the tests use that cluster instead and start nothing.
 
+mod apiserver;
+mod identity;
 mod pki;
 mod process;
+mod serving;
 
+pub use identity::{Installed, Refusal};
 pub use process::free_port;
+pub use serving::{ServingCertificate, http_get, https_get, serving_certificate};
 
+use apiserver::{AUDIT_LOG, AUDIT_POLICY, SERVICE_ACCOUNTS_AUDIT_POLICY, apiserver_args};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
@@ -43,10 +53,12 @@ use kube::{Client, Config};
 /// How long a component may take to become ready on a busy two-core machine.
 const START_TIMEOUT: Duration = Duration::from_secs(180);
 
-/// The controllers kube-controller-manager runs: upstream's Job controller and what a
-/// namespace of Jobs needs around it (deletion, owner references, service accounts).
+/// The controllers kube-controller-manager runs: upstream's Job controller, what a namespace
+/// of Jobs needs around it (deletion, owner references, service accounts), and the
+/// aggregation that gives the built-in `view` and `edit` roles their rules.
 pub const UPSTREAM_CONTROLLERS: &str = "job,namespace-controller,garbage-collector-controller,\
-                                        serviceaccount-controller,serviceaccount-token-controller";
+                                        serviceaccount-controller,serviceaccount-token-controller,\
+                                        clusterrole-aggregation-controller";
 
 /// What a control plane of one's own runs.
 #[derive(Debug, Clone, Copy, Default)]
@@ -182,7 +194,7 @@ impl ControlPlane {
     /// kube-apiserver's audit log, when [`Options::audit_log`] asked for one.
     pub fn audit_log(&self) -> Option<PathBuf> {
         let owned = self.owned.as_ref().filter(|o| o.audit_log)?;
-        Some(owned.dir.join("logs/audit.log"))
+        Some(owned.dir.join(AUDIT_LOG))
     }
 
     /// Starts kube-controller-manager (once; later calls return the first result) and waits
@@ -280,7 +292,7 @@ impl Drop for ControlPlane {
     }
 }
 
-/// The folder of binaries: `JOBWARDEN_ENVTEST_BIN`, else kube-envtest's cache.
+/// The folder of binaries: `JOBWARDEN_ENVTEST_BIN`, else the cache folder.
 fn bin_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("JOBWARDEN_ENVTEST_BIN") {
         return PathBuf::from(dir);
@@ -302,19 +314,6 @@ fn binaries_present() -> bool {
         .all(|b| bin_dir().join(b).is_file())
 }
 
-/// A plain-HTTP GET of `path` on a loopback port, such as `jobwarden serve`'s `/readyz` and
-/// `/metrics`: the whole response, status line first, or `None` when nothing answers.
-pub fn http_get(port: u16, path: &str) -> Option<String> {
-    use std::io::{Read as _, Write as _};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    Some(response)
-}
-
 /// Prints the skip line once per test binary, straight to stderr: libtest captures what a
 /// passing test prints with `eprintln!`, and a skip nobody sees is a skip nobody fixes.
 fn say_skipped() {
@@ -328,14 +327,16 @@ fn say_skipped() {
 /// The line a test binary prints when its e2e tests skip.
 fn skip_message() -> String {
     format!(
-        "skipped: no control-plane binaries in {} and JOBWARDEN_E2E_KUBECONFIG is not set; \
-         build them with ../shared/tools/kube-envtest/build.sh (docs/development.md)",
+        "skipped: no control-plane binaries in {} (JOBWARDEN_ENVTEST_BIN, default ~/.cache/\
+         jobwarden-envtest/bin) and JOBWARDEN_E2E_KUBECONFIG is not set; the tests need etcd, \
+         kube-apiserver, kube-controller-manager and kubectl v1.36 there, built from public \
+         Kubernetes source outside the checkout (docs/development.md)",
         bin_dir().display()
     )
 }
 
 fn launch_on_keeper(options: Options, shared: bool) -> Result<ControlPlane, String> {
-    remove_stale_folders();
+    process::remove_stale_folders();
     let dir = std::env::temp_dir().join(format!(
         "jobwarden-envtest-{}-{}",
         std::process::id(),
@@ -393,17 +394,22 @@ fn launch_on_keeper(options: Options, shared: bool) -> Result<ControlPlane, Stri
     })?;
 
     let mut args = apiserver_args(&owned.pki, etcd_port, api_port);
-    if options.audit_log {
-        let policy = dir.join("audit-policy.yaml");
-        std::fs::write(&policy, AUDIT_POLICY)
-            .map_err(|e| format!("writing {}: {e}", policy.display()))?;
-        args.extend([
-            format!("--audit-policy-file={}", policy.display()),
-            format!("--audit-log-path={}", dir.join("logs/audit.log").display()),
-            "--audit-log-format=json".to_owned(),
-            "--audit-log-maxsize=2000".to_owned(),
-        ]);
-    }
+    // Every control plane keeps an audit log: of every request for the scale benchmark, else
+    // of the ServiceAccounts' only, where the installed identity's refusals are read.
+    let policy = dir.join("audit-policy.yaml");
+    let policy_text = if options.audit_log {
+        AUDIT_POLICY
+    } else {
+        SERVICE_ACCOUNTS_AUDIT_POLICY
+    };
+    std::fs::write(&policy, policy_text)
+        .map_err(|e| format!("writing {}: {e}", policy.display()))?;
+    args.extend([
+        format!("--audit-policy-file={}", policy.display()),
+        format!("--audit-log-path={}", dir.join(AUDIT_LOG).display()),
+        "--audit-log-format=json".to_owned(),
+        "--audit-log-maxsize=2000".to_owned(),
+    ]);
     let api_log = dir.join("logs/kube-apiserver.log");
     let apiserver = process::spawn(&bin.join("kube-apiserver"), &args, &api_log)?;
     owned
@@ -424,48 +430,6 @@ fn launch_on_keeper(options: Options, shared: bool) -> Result<ControlPlane, Stri
         owned: Some(owned),
     })
 }
-
-/// kube-apiserver as kube-envtest's start.sh runs it, less the aggregation layer's front
-/// proxy, which no jobwarden test uses.
-fn apiserver_args(pki: &pki::Pki, etcd_port: u16, api_port: u16) -> Vec<String> {
-    let path = |p: &Path| p.display().to_string();
-    vec![
-        format!("--etcd-servers=http://127.0.0.1:{etcd_port}"),
-        "--bind-address=127.0.0.1".to_owned(),
-        "--advertise-address=127.0.0.1".to_owned(),
-        format!("--secure-port={api_port}"),
-        format!("--tls-cert-file={}", path(&pki.apiserver_cert)),
-        format!("--tls-private-key-file={}", path(&pki.apiserver_key)),
-        format!("--client-ca-file={}", path(&pki.ca_cert)),
-        "--authorization-mode=Node,RBAC".to_owned(),
-        "--service-cluster-ip-range=10.96.0.0/16".to_owned(),
-        "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_owned(),
-        format!(
-            "--service-account-key-file={}",
-            path(&pki.service_account_public_key)
-        ),
-        format!(
-            "--service-account-signing-key-file={}",
-            path(&pki.service_account_key)
-        ),
-        "--allow-privileged=true".to_owned(),
-        // A loopback address cannot be the endpoint of the `kubernetes` Service.
-        "--endpoint-reconciler-type=none".to_owned(),
-        "--v=2".to_owned(),
-    ]
-}
-
-const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
-kind: Policy
-rules:
-- level: None
-  resources:
-  - group: coordination.k8s.io
-    resources: [\"leases\"]
-- level: None
-  nonResourceURLs: [\"/healthz*\", \"/readyz*\", \"/livez*\"]
-- level: Metadata
-";
 
 fn wait_for_port(port: u16, pid: u32) -> Result<(), String> {
     let started = Instant::now();
@@ -612,26 +576,4 @@ where
     };
     std::thread::scope(|s| s.spawn(run).join())
         .unwrap_or_else(|_| Err("the readiness check panicked".to_owned()))
-}
-
-/// Folders left by test binaries that were killed before their exit handler ran.
-fn remove_stale_folders() {
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(rest) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("jobwarden-envtest-"))
-        else {
-            continue;
-        };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
 }

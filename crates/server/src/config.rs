@@ -32,19 +32,30 @@ pub struct ServeArgs {
     #[arg(long, env = "JOBWARDEN_LISTEN", default_value = ":8443")]
     pub listen: ListenAddr,
 
-    /// Address of the plain-HTTP listener for /healthz, /readyz and /metrics; written like
-    /// --listen.
+    /// Address of the listener for /healthz, /readyz and /metrics; written like --listen.
+    /// HTTPS with the serving certificate where there is a cluster (see --metrics-secure).
     #[arg(long, env = "JOBWARDEN_METRICS_LISTEN", default_value = ":8080")]
     pub metrics_listen: ListenAddr,
 
-    /// PEM certificate chain served to kube-apiserver (a cert-manager Secret's `tls.crt`).
-    /// Re-read when it changes on disk.
+    /// Serve /metrics over HTTPS to bearer tokens allowed to `get` the non-resource URL
+    /// /metrics (checked with a TokenReview and a SubjectAccessReview, answers cached briefly);
+    /// /healthz and /readyz stay open. On wherever a cluster is reachable; `=false` serves all
+    /// three in plain HTTP to anyone (behind a mesh that does the same, say). `--dev` never
+    /// secures them: it has no cluster to ask.
+    #[arg(long, env = "JOBWARDEN_METRICS_SECURE", default_value_t = true,
+          action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_name = "BOOL")]
+    pub metrics_secure: bool,
+
+    /// PEM certificate chain served to kube-apiserver and on --metrics-listen (a
+    /// cert-manager Secret's `tls.crt`). Re-read when it changes on disk. With --no-webhook,
+    /// optional: the metrics listener's certificate (one is made in memory without it).
     #[arg(
         long,
         env = "JOBWARDEN_TLS_CERT",
         requires = "tls_key",
         required_unless_present_any = ["dev", "no_webhook"],
-        conflicts_with_all = ["dev", "no_webhook"]
+        conflicts_with = "dev"
     )]
     pub tls_cert: Option<PathBuf>,
 
@@ -53,7 +64,7 @@ pub struct ServeArgs {
         long,
         env = "JOBWARDEN_TLS_KEY",
         requires = "tls_cert",
-        conflicts_with_all = ["dev", "no_webhook"]
+        conflicts_with = "dev"
     )]
     pub tls_key: Option<PathBuf>,
 
@@ -86,8 +97,8 @@ pub struct ServeArgs {
     #[arg(long, env = "JOBWARDEN_NO_CONTROLLER", conflicts_with = "no_webhook")]
     pub no_controller: bool,
 
-    /// Run only the reconcile loop (and /healthz, /readyz, /metrics): no HTTPS listener, no
-    /// certificate, no namespace watch. The controller Deployment of a two-Deployment install,
+    /// Run only the reconcile loop (and /healthz, /readyz, /metrics): no admission listener,
+    /// no namespace watch. The controller Deployment of a two-Deployment install,
     /// so the webhook's availability never depends on the controller's memory.
     #[arg(long, env = "JOBWARDEN_NO_WEBHOOK", conflicts_with = "dev")]
     pub no_webhook: bool,
@@ -350,6 +361,18 @@ mod tests {
     }
 
     #[test]
+    fn metrics_are_secure_unless_turned_off_by_name() {
+        assert!(args(&[]).metrics_secure);
+        assert!(args(&["--metrics-secure"]).metrics_secure);
+        assert!(args(&["--metrics-secure=true"]).metrics_secure);
+        assert!(!args(&["--metrics-secure=false"]).metrics_secure);
+        // `=` is required, so the flag never swallows the next argument.
+        let a = args(&["--metrics-secure", "--no-controller"]);
+        assert!(a.metrics_secure && a.no_controller);
+        assert!(Cli::try_parse_from(["jobwarden", "--dev", "--metrics-secure=maybe"]).is_err());
+    }
+
+    #[test]
     fn tls_files_are_required_without_dev() {
         assert!(Cli::try_parse_from(["jobwarden"]).is_err());
         assert!(Cli::try_parse_from(["jobwarden", "--tls-cert", "c"]).is_err());
@@ -363,15 +386,18 @@ mod tests {
             .unwrap()
             .serve;
         assert!(a.no_webhook && a.tls_cert.is_none());
+        // One for its metrics listener, when given.
+        let with = [
+            "jobwarden",
+            "--no-webhook",
+            "--tls-cert",
+            "c",
+            "--tls-key",
+            "k",
+        ];
+        assert!(Cli::try_parse_from(with).unwrap().serve.tls_cert.is_some());
         for bad in [
-            vec![
-                "jobwarden",
-                "--no-webhook",
-                "--tls-cert",
-                "c",
-                "--tls-key",
-                "k",
-            ],
+            vec!["jobwarden", "--no-webhook", "--tls-cert", "c"],
             vec!["jobwarden", "--no-webhook", "--no-controller"],
             vec!["jobwarden", "--no-webhook", "--dev"],
         ] {

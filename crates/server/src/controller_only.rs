@@ -1,9 +1,11 @@
 //! `serve --no-webhook`: the reconcile loop alone, with `/healthz`, `/readyz` and `/metrics` on
-//! the plain-HTTP listener and nothing else: no certificate, no HTTPS listener, no namespace
-//! watch. The controller Deployment of a two-Deployment install runs this, so that the
-//! webhook's replicas never share a process (or a memory limit) with the controller's caches.
+//! the operations listener (HTTPS with `--tls-cert`, `/metrics` gated, unless
+//! `--metrics-secure=false`) and nothing else: no admission listener, no namespace watch. The
+//! controller Deployment of a two-Deployment install runs this, so that the webhook's replicas
+//! never share a process (or a memory limit) with the controller's caches.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use jobwarden_admission::Policy;
@@ -11,15 +13,31 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
 use crate::health::{self, Health};
+use crate::metrics::Metrics;
+use crate::ops::{self, MetricsMode};
+use crate::server::load_certificate;
 use crate::{
-    CONTROLLER_STOP_TIMEOUT, ControllerHook, ControllerStart, ServeArgs, listen, shutdown,
+    CONTROLLER_STOP_TIMEOUT, CertFiles, ControllerHook, ControllerStart, ServeArgs, TlsSource,
+    listen, shutdown,
 };
 
 pub(crate) async fn run(
     args: &ServeArgs,
     policy: Policy,
+    client: &kube::Client,
     hook: ControllerHook,
 ) -> anyhow::Result<()> {
+    let mode = MetricsMode::choose(args.metrics_secure, true);
+    let files = match (mode, &args.tls_cert, &args.tls_key) {
+        (MetricsMode::Secure, Some(cert), Some(key)) => Some(CertFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        }),
+        (MetricsMode::Secure, _, _) => anyhow::bail!(
+            "--no-webhook serves /metrics over HTTPS: give --tls-cert and --tls-key (the serving certificate), or --metrics-secure=false"
+        ),
+        _ => None,
+    };
     let mut registry = Registry::default();
     let stop = CancellationToken::new();
     let controller = hook(ControllerStart {
@@ -28,6 +46,21 @@ pub(crate) async fn run(
         shutdown: Box::pin(stop.clone().cancelled_owned()),
     });
     let health = Arc::new(Health::without_webhook());
+    let ops_stop = CancellationToken::new();
+    let certificate = match files {
+        Some(files) => {
+            let metrics = Arc::new(Metrics::register(&mut registry));
+            let tls = TlsSource::Files {
+                files,
+                poll_interval: Duration::from_secs(args.tls_reload_seconds),
+            };
+            let (store, reloader) = load_certificate(&tls, &metrics, ops_stop.clone()).await?;
+            tokio::spawn(reloader.run());
+            Some(store)
+        }
+        None => None,
+    };
+    let access = ops::gate(mode, Some(client), &mut registry);
     let listener = listen::bind(args.metrics_listen).with_context(|| {
         format!(
             "cannot listen on {} (--metrics-listen)",
@@ -35,12 +68,16 @@ pub(crate) async fn run(
         )
     })?;
     let addr = listener.local_addr()?;
-    let ops_stop = CancellationToken::new();
-    let ops = tokio::spawn(
-        axum::serve(listener, health::router(health.clone(), Arc::new(registry)))
-            .with_graceful_shutdown(ops_stop.clone().cancelled_owned())
-            .into_future(),
-    );
+    let router = health::router(health.clone(), Arc::new(registry), access);
+    let ops = ops::serve(
+        listener,
+        router,
+        certificate,
+        &args.limits.limits(),
+        ops_stop.clone(),
+    )
+    .context("cannot configure TLS for --metrics-listen")?;
+    mode.log();
     tracing::info!(%addr, "jobwarden controller serving /healthz, /readyz, /metrics (--no-webhook)");
 
     let mut controller = tokio::spawn(controller);
@@ -65,10 +102,8 @@ pub(crate) async fn run(
         },
     };
     ops_stop.cancel();
-    match ops.await {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => tracing::warn!(%error, "the metrics listener failed"),
-        Err(error) => tracing::warn!(%error, "the metrics listener panicked"),
+    if let Err(error) = ops.await {
+        tracing::warn!(%error, "the metrics listener panicked");
     }
     result
 }

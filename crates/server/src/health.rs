@@ -1,17 +1,20 @@
-//! The plain-HTTP operations endpoints: `/healthz` (the process answers), `/readyz` (a
-//! certificate is loaded, the HTTPS listener is accepting, namespace labels are synced when
-//! they are needed, and the server is not draining) and `/metrics` (Prometheus text).
-//! Kept off the TLS listener so probes and scrapes never depend on the certificate.
+//! The operations endpoints: `/healthz` (the process answers), `/readyz` (a certificate is
+//! loaded, the HTTPS listener is accepting, namespace labels are synced when they are needed,
+//! and the server is not draining) and `/metrics` (Prometheus text). The probes are open to
+//! anyone, as the kubelet calls them without credentials; `/metrics` goes through the
+//! [`MetricsAccess`] gate when there is one (`ops.rs` decides).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use prometheus_client::registry::Registry;
+
+use crate::metrics_access::MetricsAccess;
 
 /// What readiness is made of. Every flag starts false except where noted.
 #[derive(Debug)]
@@ -76,14 +79,24 @@ impl Health {
 struct OpsState {
     health: Arc<Health>,
     registry: Arc<Registry>,
+    access: Option<Arc<MetricsAccess>>,
 }
 
-pub(crate) fn router(health: Arc<Health>, registry: Arc<Registry>) -> Router {
+/// The three endpoints; `/metrics` behind `access` when given.
+pub(crate) fn router(
+    health: Arc<Health>,
+    registry: Arc<Registry>,
+    access: Option<Arc<MetricsAccess>>,
+) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
-        .with_state(OpsState { health, registry })
+        .with_state(OpsState {
+            health,
+            registry,
+            access,
+        })
 }
 
 async fn readyz(State(state): State<OpsState>) -> Response {
@@ -93,7 +106,12 @@ async fn readyz(State(state): State<OpsState>) -> Response {
     }
 }
 
-async fn metrics(State(state): State<OpsState>) -> Response {
+async fn metrics(State(state): State<OpsState>, headers: HeaderMap) -> Response {
+    if let Some(access) = &state.access
+        && let Some(refusal) = access.refusal(&headers).await
+    {
+        return refusal.into_response();
+    }
     let mut text = String::new();
     match prometheus_client::encoding::text::encode(&mut text, &state.registry) {
         Ok(()) => (

@@ -1,6 +1,7 @@
 //! `jobwarden serve`: the admission webhook over HTTPS. axum routes on hyper connections over
 //! rustls, a certificate that is reloaded from disk without a restart, limits on everything a
-//! client controls, plain-HTTP health and metrics, and a drain on SIGTERM. The review itself is
+//! client controls, health probes and metrics (over TLS, `/metrics` only for who may read it,
+//! where there is a cluster), and a drain on SIGTERM. The review itself is
 //! `jobwarden_admission`'s; this crate only carries bytes to it and back.
 //!
 //! The binary calls [`init_logging`] and then [`run`] with the parsed [`ServeArgs`] and,
@@ -17,7 +18,9 @@ mod limits;
 mod listen;
 mod logging;
 mod metrics;
+mod metrics_access;
 mod namespaces;
+mod ops;
 mod request_body;
 mod routes;
 mod server;
@@ -81,12 +84,12 @@ pub async fn run(
     let policy = args.policy()?;
     let client = cluster.filter(|_| !args.dev);
     if args.no_webhook {
-        let (Some(_), Some(hook)) = (&client, controller) else {
+        let (Some(client), Some(hook)) = (&client, controller) else {
             anyhow::bail!(
                 "--no-webhook runs only the reconcile loop, which needs a cluster (in-cluster or a kubeconfig)"
             );
         };
-        return controller_only::run(&args, policy, hook).await;
+        return controller_only::run(&args, policy, client, hook).await;
     }
     let (settings, dev) = settings_from_args(&args, policy.clone())?;
 
@@ -190,6 +193,7 @@ fn settings_from_args(
         limits: args.limits.limits(),
         shutdown_delay: Duration::from_secs(args.limits.shutdown_delay_seconds),
         shutdown_timeout: Duration::from_secs(args.limits.shutdown_timeout_seconds),
+        metrics_secure: args.metrics_secure,
     };
     Ok((settings, dev))
 }

@@ -1,5 +1,6 @@
 //! Putting the server together: load the certificate, bind both listeners, start the certificate
-//! reloader, the namespace reflector and the operations endpoints, and run the drain sequence
+//! reloader, the namespace reflector and the operations endpoints (over TLS with the same
+//! certificate, `/metrics` gated, when there is a cluster), and run the drain sequence
 //! when asked to stop. `start` fails fast on anything wrong at start; after that, nothing a
 //! client does stops the server.
 
@@ -15,6 +16,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
+use crate::BoxFuture;
 use crate::body_budget::BodyBudget;
 use crate::health::{self, Health};
 use crate::https;
@@ -22,6 +24,7 @@ use crate::limits::Limits;
 use crate::listen::{self, ListenAddr};
 use crate::metrics::Metrics;
 use crate::namespaces::NamespaceLabels;
+use crate::ops::{self, MetricsMode};
 use crate::routes::{self, AdmissionState};
 use crate::tls_reload::{self, CertFiles, CertStore, LoadedCert, ReloadCounts};
 
@@ -49,6 +52,9 @@ pub struct Settings {
     pub shutdown_delay: Duration,
     /// Time open requests get to finish once the listener is closed.
     pub shutdown_timeout: Duration,
+    /// `--metrics-secure`: with a cluster, the operations listener speaks TLS and `/metrics`
+    /// answers only tokens allowed to `get` it.
+    pub metrics_secure: bool,
 }
 
 /// A server that is accepting connections.
@@ -104,6 +110,8 @@ pub async fn start(
         );
     }
     let metrics = Arc::new(Metrics::register(&mut registry));
+    let metrics_mode = MetricsMode::choose(settings.metrics_secure, client.is_some());
+    let access = ops::gate(metrics_mode, client.as_ref(), &mut registry);
     let registry = Arc::new(registry);
     let needs_namespaces = settings.policy.needs_namespace_labels();
     if needs_namespaces && client.is_none() {
@@ -114,30 +122,8 @@ pub async fn start(
     let health = Arc::new(Health::new(needs_namespaces && client.is_some()));
     let background = CancellationToken::new();
 
-    let (loaded, reload_files) = match &settings.tls {
-        TlsSource::Files {
-            files,
-            poll_interval,
-        } => {
-            let (loaded, cert, key) = files.load().await.with_context(|| {
-                format!(
-                    "cannot load the TLS certificate {} with key {}",
-                    files.cert.display(),
-                    files.key.display()
-                )
-            })?;
-            (loaded, Some((files.clone(), *poll_interval, cert, key)))
-        }
-        TlsSource::Pem { cert_pem, key_pem } => (
-            tls_reload::load_pem(cert_pem, key_pem)
-                .context("cannot load the in-memory TLS certificate")?,
-            None,
-        ),
-    };
-    log_certificate(&loaded);
-    metrics.certificate_loaded(true, loaded.not_after);
+    let (store, reloader) = load_certificate(&settings.tls, &metrics, background.clone()).await?;
     health.set_certificate_loaded();
-    let store = Arc::new(CertStore::new(&loaded));
     let tls_config = tls_reload::server_config(store.clone()).context("cannot configure TLS")?;
     let acceptor = TlsAcceptor::from(Arc::new(tls_config));
 
@@ -152,18 +138,8 @@ pub async fn start(
     let https_addr = listener.local_addr()?;
     let metrics_addr = metrics_listener.local_addr()?;
 
-    let (reload_counts, reloads) = watch::channel(ReloadCounts::default());
-    if let Some((files, interval, cert, key)) = reload_files {
-        tokio::spawn(tls_reload::watch_files(
-            files,
-            (cert, key),
-            interval,
-            store,
-            metrics.clone(),
-            reload_counts,
-            background.clone(),
-        ));
-    }
+    let reloads = reloader.counts.subscribe();
+    tokio::spawn(reloader.run());
 
     let namespaces = match (&client, needs_namespaces) {
         (Some(client), true) => Some(NamespaceLabels::start(
@@ -190,13 +166,17 @@ pub async fn start(
         &settings.limits,
     );
 
-    let ops = health::router(health.clone(), registry);
-    let ops_stop = background.clone();
-    let ops_task = tokio::spawn(async move {
-        axum::serve(metrics_listener, ops)
-            .with_graceful_shutdown(ops_stop.cancelled_owned())
-            .await
-    });
+    let ops = health::router(health.clone(), registry, access);
+    let ops_certificate = (metrics_mode == MetricsMode::Secure).then(|| store.clone());
+    let ops_task = ops::serve(
+        metrics_listener,
+        ops,
+        ops_certificate,
+        &settings.limits,
+        background.clone(),
+    )
+    .context("cannot configure TLS for --metrics-listen")?;
+    metrics_mode.log();
 
     let stop_accepting = CancellationToken::new();
     let mut https_task = tokio::spawn(https::serve(
@@ -234,10 +214,8 @@ pub async fn start(
         let drained = https_task.await;
         health.set_accepting(false);
         background.cancel();
-        match ops_task.await {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => tracing::warn!(%error, "the metrics listener failed"),
-            Err(error) => tracing::warn!(%error, "the metrics listener panicked"),
+        if let Err(error) = ops_task.await {
+            tracing::warn!(%error, "the metrics listener panicked");
         }
         drained.context("the HTTPS listener panicked")?;
         tracing::info!("jobwarden webhook stopped");
@@ -251,6 +229,63 @@ pub async fn start(
         reloads,
         task,
     })
+}
+
+/// What keeps the serving certificate current: polls its files (nothing for an in-memory
+/// one) until cancelled, counting reloads in `counts`.
+pub(crate) struct Reloader {
+    pub counts: watch::Sender<ReloadCounts>,
+    poll: BoxFuture<()>,
+}
+
+impl Reloader {
+    pub(crate) async fn run(self) {
+        self.poll.await
+    }
+}
+
+/// Loads the serving certificate (failing here stops the server), counts it in `metrics`, and
+/// returns where handshakes find it with the reloader to start once the listeners are bound.
+pub(crate) async fn load_certificate(
+    tls: &TlsSource,
+    metrics: &Arc<Metrics>,
+    stop: CancellationToken,
+) -> anyhow::Result<(Arc<CertStore>, Reloader)> {
+    let (counts, _) = watch::channel(ReloadCounts::default());
+    let (loaded, store, poll): (LoadedCert, _, BoxFuture<()>) = match tls {
+        TlsSource::Files {
+            files,
+            poll_interval,
+        } => {
+            let (loaded, cert, key) = files.load().await.with_context(|| {
+                format!(
+                    "cannot load the TLS certificate {} with key {}",
+                    files.cert.display(),
+                    files.key.display()
+                )
+            })?;
+            let store = Arc::new(CertStore::new(&loaded));
+            let poll = tls_reload::watch_files(
+                files.clone(),
+                (cert, key),
+                *poll_interval,
+                store.clone(),
+                metrics.clone(),
+                counts.clone(),
+                stop,
+            );
+            (loaded, store, Box::pin(poll))
+        }
+        TlsSource::Pem { cert_pem, key_pem } => {
+            let loaded = tls_reload::load_pem(cert_pem, key_pem)
+                .context("cannot load the in-memory TLS certificate")?;
+            let store = Arc::new(CertStore::new(&loaded));
+            (loaded, store, Box::pin(std::future::ready(())))
+        }
+    };
+    log_certificate(&loaded);
+    metrics.certificate_loaded(true, loaded.not_after);
+    Ok((store, Reloader { counts, poll }))
 }
 
 fn log_certificate(loaded: &LoadedCert) {

@@ -34,7 +34,7 @@ async fn a_bare_pod_with_the_job_s_labels_is_adopted() {
         .create(&PostParams::default(), &bare)
         .await
         .expect("the bare pod is created");
-    env.start_controller();
+    env.start_controller().await;
 
     let active = env.wait_active_pods("adopted", 2).await;
     assert!(

@@ -607,13 +607,15 @@ async fn jobwarden_ends_every_scenario_as_upstreams_job_controller_does() {
     };
     let client = plane.client().await;
     let lease_ns = plane.create_namespace(&client, "differential-lease").await;
+    // jobwarden runs as the install's ServiceAccount, its Lease's Role granted in lease_ns.
+    let installed = plane.installed_identity().await;
+    installed.grant_in(plane, &lease_ns);
     let (stop, stopped) = oneshot::channel::<()>();
     let controller = tokio::spawn(jobwarden_controller::run(
-        client.clone(),
+        installed.client(&lease_ns).await,
         ControllerConfig {
             controller_name: JOBWARDEN.to_owned(),
             lease_namespace: lease_ns,
-            lease_name: "jobwarden-differential".to_owned(),
             identity: "differential".to_owned(),
             ..Default::default()
         },
@@ -648,6 +650,7 @@ async fn jobwarden_ends_every_scenario_as_upstreams_job_controller_does() {
     let results = futures::future::join_all(runs).await;
     let _ = stop.send(());
     let _ = tokio::time::timeout(Duration::from_secs(30), controller).await;
+    installed.assert_nothing_refused();
 
     let mut report = Vec::new();
     for (name, upstream, jobwarden) in &results {

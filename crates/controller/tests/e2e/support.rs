@@ -1,9 +1,12 @@
-//! Each test's own namespace and controller, the kubelet's part, and reading a Job back.
+//! Each test's own namespace and controller, the kubelet's part, and reading a Job back. The
+//! controller runs as a cluster runs it: under the ServiceAccount and RBAC that `kubectl
+//! kustomize deploy/` installs (its Lease's Role granted in the test's namespace too), and a
+//! test ends by checking that kube-apiserver refused it nothing.
 
 use std::time::Duration;
 
 use jobwarden_controller::{ControllerConfig, ControllerMetrics};
-use jobwarden_envtest::ControlPlane;
+use jobwarden_envtest::{ControlPlane, Installed};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -17,7 +20,10 @@ use tokio::task::JoinHandle;
 pub const TIMEOUT: Duration = Duration::from_secs(90);
 
 pub struct Env {
+    /// The admin's client: the test's own reads and writes, and the kubelet's part.
     pub client: Client,
+    /// What the controller runs as.
+    pub identity: Installed,
     pub ns: String,
     pub controller: String,
     pub metrics: ControllerMetrics,
@@ -27,7 +33,7 @@ pub struct Env {
 
 pub async fn setup(scenario: &str) -> Option<Env> {
     let mut env = setup_without_controller(scenario).await?;
-    env.start_controller();
+    env.start_controller().await;
     Some(env)
 }
 
@@ -39,8 +45,11 @@ pub async fn setup_without_controller(scenario: &str) -> Option<Env> {
     let ns = plane
         .create_namespace(&client, &format!("jobwarden-e2e-{scenario}"))
         .await;
+    let identity = plane.installed_identity().await;
+    identity.grant_in(plane, &ns);
     Some(Env {
         client,
+        identity,
         ns,
         controller: format!("jobwarden.io/e2e-{scenario}"),
         metrics: ControllerMetrics::default(),
@@ -50,17 +59,19 @@ pub async fn setup_without_controller(scenario: &str) -> Option<Env> {
 }
 
 impl Env {
-    pub fn start_controller(&mut self) {
+    /// Starts the controller as the installed ServiceAccount, its Lease the install's own
+    /// (the name its Role grants) in the test's namespace.
+    pub async fn start_controller(&mut self) {
         let config = ControllerConfig {
             controller_name: self.controller.clone(),
             lease_namespace: self.ns.clone(),
-            lease_name: "jobwarden-e2e".to_owned(),
             identity: format!("e2e-{}", self.ns),
             ..Default::default()
         };
+        let client = self.identity.client(&self.ns).await;
         let (stop, stopped) = oneshot::channel::<()>();
         self.task = Some(tokio::spawn(jobwarden_controller::run(
-            self.client.clone(),
+            client,
             config,
             self.metrics.clone(),
             async move {
@@ -159,6 +170,7 @@ impl Env {
                 "the controller stopped and released its Lease: {result:?}"
             );
         }
+        self.identity.assert_nothing_refused();
         let _ = Api::<Namespace>::all(self.client.clone())
             .delete(&self.ns, &DeleteParams::default())
             .await;

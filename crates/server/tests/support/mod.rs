@@ -26,6 +26,8 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+pub mod reviews;
+
 pub type Body = BoxBody<Bytes, Infallible>;
 
 pub fn full(bytes: impl Into<Bytes>) -> Body {
@@ -131,6 +133,7 @@ pub fn settings(files: CertFiles) -> Settings {
         limits: Limits::default(),
         shutdown_delay: Duration::ZERO,
         shutdown_timeout: Duration::from_secs(30),
+        metrics_secure: true,
     }
 }
 
@@ -148,12 +151,20 @@ impl Harness {
     }
 
     pub async fn start_with(adjust: impl FnOnce(&mut Settings)) -> Harness {
+        Harness::start_with_cluster(None, adjust).await
+    }
+
+    /// The server with a cluster client (a fake one: `reviews`), so its metrics are secured.
+    pub async fn start_with_cluster(
+        cluster: Option<kube::Client>,
+        adjust: impl FnOnce(&mut Settings),
+    ) -> Harness {
         let ca = TestCa::new();
         let first = ca.issue();
         let volume = SecretVolume::new(&first.cert_pem, &first.key_pem);
         let mut settings = settings(volume.files());
         adjust(&mut settings);
-        let server = jobwarden_server::start(settings, Registry::default(), None)
+        let server = jobwarden_server::start(settings, Registry::default(), cluster)
             .await
             .unwrap();
         Harness {
