@@ -5,6 +5,7 @@
 
 mod audit;
 mod check;
+mod explain;
 mod input;
 mod review;
 mod serve;
@@ -36,6 +37,9 @@ enum Command {
     /// List the Jobs stored in a cluster that the rules would deny today (kubeconfig or
     /// in-cluster config, like kubectl).
     Audit(audit::AuditArgs),
+    /// Tell a live Job's story from the cluster, read-only: who runs it, which pod failure
+    /// policy rule each failed pod matched, what it waits for now.
+    Explain(explain::ExplainArgs),
     /// Run a Job manifest offline through the controller's own sync, its pods ending as a
     /// scenario says, and print the Job's story.
     Simulate(simulate::SimulateArgs),
@@ -101,6 +105,7 @@ pub fn main() -> ExitCode {
         Command::Review(args) => review::run(&args),
         Command::Audit(args) => audit::run(&args),
         Command::Simulate(args) => simulate::run(&args),
+        Command::Explain(args) => explain::run(&args),
         Command::Serve(args) => serve::run(*args),
     };
     outcome.into()
