@@ -149,6 +149,12 @@ fn check_example(kubeconfig: &Path, ns: &str, name: &str, example: &str, extra: 
     assert_eq!(code, 0, "{err}");
     let shown = std::fs::read_to_string(Path::new(EXAMPLES).join(example))
         .unwrap_or_else(|e| panic!("examples/explain/{example}: {e}"));
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cli.md"))
+        .expect("docs/cli.md");
+    assert!(
+        docs.contains(&shown),
+        "docs/cli.md does not show examples/explain/{example} as it is"
+    );
     assert_eq!(
         steady(&out, ns),
         steady(&shown, ns),
