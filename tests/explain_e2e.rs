@@ -1,8 +1,9 @@
 //! `jobwarden explain` (and `jobwarden audit`) against a real kube-apiserver. The test plays a
 //! Job controller of its own, `example.com/e2e-explain`, and the kubelet: it makes the pods
-//! and writes their status as the kubelet would. Three Jobs: one whose pod failed with an
+//! and writes their status as the kubelet would. Four Jobs: one whose pod failed with an
 //! exit code a named rule matches, one waiting out its back-off after five failures, one
-//! delegated to `example.com/nobody`, which does not exist. What `explain` prints is compared
+//! delegated to `example.com/nobody`, which does not exist; and one jobwarden runs, whose
+//! Lease it reads. What `explain` prints is compared
 //! word for word with examples/explain/ (spans of time and the namespace aside), and those
 //! files are what docs/cli.md shows.
 //!
@@ -15,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use jobwarden_envtest::ControlPlane;
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -236,6 +239,46 @@ async fn explain_tells_rules_back_offs_and_jobs_nobody_runs_on_a_real_api_server
         json!({"index": 0, "name": "ExitCode2", "action": "FailJob"})
     );
     assert_eq!(data["finishedPods"][0]["exitCodes"][0]["code"], 2);
+
+    // A Job jobwarden runs: its Lease is read where --lease-namespace says (the test writes
+    // it as a leading replica would).
+    let ours = job(
+        "ours",
+        "jobwarden.io/job-controller",
+        json!({"spec": {"suspend": true}}),
+    );
+    jobs.create(&PostParams::default(), &ours)
+        .await
+        .expect("the Job is stored");
+    let lease: Lease = serde_json::from_value(json!({
+        "metadata": {"name": "jobwarden-job-controller"},
+        "spec": {"holderIdentity": "jobwarden-e2e", "leaseDurationSeconds": 15,
+                 "renewTime": MicroTime(Timestamp::now())}
+    }))
+    .expect("a Lease");
+    Api::<Lease>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &lease)
+        .await
+        .expect("the Lease is stored");
+    let (code, out, err) = jobwarden(
+        &kubeconfig,
+        &["explain", "-n", &ns, "ours", "--lease-namespace", &ns],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!(
+            "jobwarden's Lease {ns}/jobwarden-job-controller is held by jobwarden-e2e, renewed "
+        )) && out.contains("resume: it is suspended (spec.suspend: true)"),
+        "{out}"
+    );
+    let (_, out, _) = jobwarden(
+        &kubeconfig,
+        &["explain", "-n", &ns, "ours", "--lease-name", "absent"],
+    );
+    assert!(
+        out.contains("jobwarden's Lease jobwarden-system/absent could not be read (not found): whether a replica leads is not known."),
+        "{out}"
+    );
 
     // With the threshold at 1s, the Job delegated to nobody is stuck as soon as it is a
     // second old; both commands say so, naming the controller.
