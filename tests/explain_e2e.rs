@@ -3,9 +3,8 @@
 //! and writes their status as the kubelet would. Four Jobs: one whose pod failed with an
 //! exit code a named rule matches, one waiting out its back-off after five failures, one
 //! delegated to `example.com/nobody`, which does not exist; and one jobwarden runs, whose
-//! Lease it reads. What `explain` prints is compared
-//! word for word with examples/explain/ (spans of time and the namespace aside), and those
-//! files are what docs/cli.md shows.
+//! Lease it reads. What `explain` prints is compared word for word with examples/explain/
+//! (spans of time and the namespace aside), and those files are what docs/cli.md shows.
 //!
 //! It runs on the test binary's own control plane (`jobwarden-envtest`), or on the cluster
 //! `JOBWARDEN_E2E_KUBECONFIG` names; without either it prints one skip line and passes.
