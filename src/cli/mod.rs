@@ -1,6 +1,7 @@
 //! The command line: `check` and `review` run the rules offline; `audit` runs them over the
-//! Jobs stored in a cluster; `explain` tells a live Job's story; `simulate` runs the controller offline over scripted pod outcomes;
-//! `serve` runs the webhook and the reconcile loop. Exit codes follow the contract in DESIGN.md:
+//! Jobs stored in a cluster; `explain` tells a live Job's story, read from the cluster;
+//! `simulate` runs the controller offline over scripted pod outcomes; `serve` runs the webhook
+//! and the reconcile loop. Exit codes follow the contract in DESIGN.md:
 //! 0 fine, 1 denied or invalid, 2 unreadable input (and for `simulate`, 3 unfinished).
 
 mod audit;

@@ -130,7 +130,7 @@ pub fn explain(
             if only_replace_failed && !terminating.is_empty() {
                 waiting.push(Wait::Terminating { pods: terminating });
             }
-            // The first pod a FailJob rule matched ends the Job: nothing else is waited for.
+            // A pod a FailJob rule matched ends the Job: no pod is made, no back-off waited out.
             let fail_job = views.iter().find_map(|p| {
                 let m = p.policy.as_ref().filter(|m| m.action == Action::FailJob)?;
                 Some(Wait::FailJob {
@@ -141,53 +141,10 @@ pub fn explain(
             if let Some(wait) = fail_job {
                 waiting.push(wait);
             } else {
-                match job.spec.backoff_limit_per_index.filter(|_| indexed) {
-                    Some(limit) => {
-                        failed_indexes = per_index::failed_indexes(
-                            job.status.failed_indexes.as_deref(),
-                            completions,
-                            &views,
-                            only_replace_failed,
-                            limit,
-                            &completed,
-                        );
-                        let awaiting = per_index::pods_awaiting_replacement(
-                            &views,
-                            completions,
-                            only_replace_failed,
-                            &completed,
-                            &failed_indexes,
-                        );
-                        for (index, pod) in awaiting {
-                            let left =
-                                per_index::remaining(Some(pod), now, DEFAULT_BACKOFF, MAX_BACKOFF);
-                            let failures = pod
-                                .index_failures
-                                .saturating_add(pod.index_ignored_failures);
-                            if let Some(wait) =
-                                backoff_wait(Some(index), failures_u32(failures) + 1, left, now)
-                            {
-                                backoff_indexes.insert(index);
-                                waiting.push(wait);
-                            }
-                        }
-                    }
-                    None => {
-                        let active = views.iter().filter(|p| p.is_active()).count();
-                        let parallelism = job.spec.parallelism.unwrap_or(1);
-                        if i32::try_from(active).unwrap_or(i32::MAX) < parallelism {
-                            let record = backoff::record_from_pods(&views, only_replace_failed);
-                            let left =
-                                backoff::remaining(&record, now, DEFAULT_BACKOFF, MAX_BACKOFF);
-                            waiting.extend(backoff_wait(
-                                None,
-                                record.failures_after_last_success,
-                                left,
-                                now,
-                            ));
-                        }
-                    }
-                }
+                let (waits, per_index) =
+                    backoffs(&job, &views, &completed, &mut failed_indexes, now);
+                waiting.extend(waits);
+                backoff_indexes = per_index;
             }
             if indexed && !job.has_condition(SUCCESS_CRITERIA_MET) {
                 waiting.extend(success_rules(&job, completions, &completed));
@@ -442,8 +399,69 @@ fn backoff_wait(index: Option<i32>, failures: u32, left: Duration, now: Timestam
     })
 }
 
-fn failures_u32(n: i32) -> u32 {
-    u32::try_from(n).unwrap_or(0)
+/// The back-offs holding the next pods: per index under `backoffLimitPerIndex` (returned with
+/// those indexes, and the failed indexes brought up to what the pods say), else the Job's,
+/// while it has room for a pod under its parallelism.
+fn backoffs(
+    job: &JobObject<'_>,
+    views: &[PodView],
+    completed: &IndexSet,
+    failed_indexes: &mut IndexSet,
+    now: Timestamp,
+) -> (Vec<Wait>, IndexSet) {
+    let completions = job.spec.completions.unwrap_or(1);
+    let only_replace_failed = job.spec.pod_replacement_policy.as_deref() == Some(POLICY_FAILED);
+    let mut waits = Vec::new();
+    let mut indexes = IndexSet::new();
+    match job
+        .spec
+        .backoff_limit_per_index
+        .filter(|_| job.is_indexed())
+    {
+        Some(limit) => {
+            *failed_indexes = per_index::failed_indexes(
+                job.status.failed_indexes.as_deref(),
+                completions,
+                views,
+                only_replace_failed,
+                limit,
+                completed,
+            );
+            let awaiting = per_index::pods_awaiting_replacement(
+                views,
+                completions,
+                only_replace_failed,
+                completed,
+                failed_indexes,
+            );
+            for (index, pod) in awaiting {
+                let left = per_index::remaining(Some(pod), now, DEFAULT_BACKOFF, MAX_BACKOFF);
+                // The replacement's failures: the replaced pod's, and its own.
+                let failures = pod
+                    .index_failures
+                    .saturating_add(pod.index_ignored_failures);
+                let failures = u32::try_from(failures).unwrap_or(0).saturating_add(1);
+                if let Some(wait) = backoff_wait(Some(index), failures, left, now) {
+                    indexes.insert(index);
+                    waits.push(wait);
+                }
+            }
+        }
+        None => {
+            let active = views.iter().filter(|p| p.is_active()).count();
+            if i32::try_from(active).unwrap_or(i32::MAX) < job.spec.parallelism.unwrap_or(1) {
+                let record = backoff::record_from_pods(views, only_replace_failed);
+                let left = backoff::remaining(&record, now, DEFAULT_BACKOFF, MAX_BACKOFF);
+                waits.extend(backoff_wait(
+                    None,
+                    record.failures_after_last_success,
+                    left,
+                    now,
+                ));
+            }
+        }
+    }
+    (waits, indexes)
 }
 
 /// Each success policy rule with what it still needs, in order.
