@@ -172,7 +172,11 @@ async fn wait_stored(jobs: &Api<Job>, name: &str) -> Job {
 /// The status the test's controller writes once its pods have failed.
 async fn started(jobs: &Api<Job>, name: &str, failed: i32) {
     let status = json!({"status": {"startTime": Timestamp::now().to_string(), "active": 0, "failed": failed}});
-    jobs.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+    let as_controller = PatchParams {
+        field_manager: Some(CONTROLLER.to_owned()),
+        ..PatchParams::default()
+    };
+    jobs.patch_status(name, &as_controller, &Patch::Merge(&status))
         .await
         .expect("the controller's status is written");
 }

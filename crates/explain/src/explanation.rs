@@ -44,9 +44,13 @@ pub struct Runner {
     pub controller: ControllerKind,
     /// jobwarden's Lease, for a Job jobwarden runs.
     pub lease: Option<LeaseView>,
-    /// The latest time the status records (`startTime`, `completionTime`, a condition's
+    /// When the status was last written (the `status` entry of `managedFields`), else the
+    /// latest time the status records (`startTime`, `completionTime`, a condition's
     /// transition or probe).
     pub status_changed: Option<Timestamp>,
+    /// The field manager of that write (`kube-controller-manager`, jobwarden's controller
+    /// name, …), when `managedFields` says.
+    pub status_writer: Option<String>,
     /// The latest time a pod of the Job was created, deleted or finished.
     pub pods_changed: Option<Timestamp>,
     /// Set when the controller shows no sign of acting on the Job (`jobwarden audit`'s

@@ -229,7 +229,23 @@ fn runner(
         Some(_) => ControllerKind::Other,
     };
     let status = &job.status;
-    let status_changed = [status.start_time.as_ref(), status.completion_time.as_ref()]
+    // The API server records who last wrote the status subresource, and when, in
+    // managedFields; the times the status itself holds are the fallback (a counter written
+    // alone moves none of them).
+    let status_write = observed
+        .job
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|f| f.get("subresource").and_then(Value::as_str) == Some("status"))
+        .filter_map(|f| {
+            let time: Timestamp = f.get("time")?.as_str()?.parse().ok()?;
+            let manager = f.get("manager").and_then(Value::as_str).unwrap_or("");
+            Some((time, manager.to_owned()))
+        })
+        .max_by_key(|(time, _)| *time);
+    let recorded = [status.start_time.as_ref(), status.completion_time.as_ref()]
         .into_iter()
         .flatten()
         .map(|t| t.0)
@@ -240,6 +256,10 @@ fn runner(
                 .map(|t| t.0)
         }))
         .max();
+    let (status_changed, status_writer) = match status_write {
+        Some((time, manager)) => (Some(time), Some(manager).filter(|m| !m.is_empty())),
+        None => (recorded, None),
+    };
     let pods_changed = observed
         .pods
         .iter()
@@ -268,6 +288,7 @@ fn runner(
             .then(|| lease_view(&observed.lease, now))
             .flatten(),
         status_changed,
+        status_writer,
         pods_changed,
         stuck,
     }

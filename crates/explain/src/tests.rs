@@ -425,3 +425,41 @@ Events: none.
         render(&stuck)
     );
 }
+
+#[test]
+fn the_status_write_is_read_from_managed_fields_else_from_the_status_times() {
+    let fields = json!([
+        {"manager": "kubectl", "operation": "Update", "time": at(1)},
+        {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status", "time": at(7)},
+        {"manager": "older", "operation": "Update", "subresource": "status", "time": at(4)},
+    ]);
+    let written = tell(
+        job(None)
+            .set("/metadata/managedFields", fields)
+            .set("/status/startTime", json!(at(2))),
+        vec![],
+        10,
+    );
+    assert_eq!(
+        (
+            written.runner.status_changed,
+            written.runner.status_writer.as_deref()
+        ),
+        (Some(t(7)), Some("kube-controller-manager"))
+    );
+    assert!(
+        render(&written).contains(
+            "Its status was last written 3s ago by kube-controller-manager; it has no pods."
+        ),
+        "{}",
+        render(&written)
+    );
+    let recorded = tell(job(None).set("/status/startTime", json!(at(2))), vec![], 10);
+    assert_eq!(
+        (
+            recorded.runner.status_changed,
+            recorded.runner.status_writer
+        ),
+        (Some(t(2)), None)
+    );
+}

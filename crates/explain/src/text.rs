@@ -147,9 +147,15 @@ fn acting(e: &Explanation) -> Vec<String> {
             ),
         });
     }
-    let status = match e.runner.status_changed {
-        Some(t) => format!("Its status last changed {}", ago(e.now, Some(t))),
-        None => "Its status was never written".to_owned(),
+    let status = match (e.runner.status_changed, &e.runner.status_writer) {
+        (Some(t), Some(writer)) => {
+            format!(
+                "Its status was last written {} by {writer}",
+                ago(e.now, Some(t))
+            )
+        }
+        (Some(t), None) => format!("Its status last changed {}", ago(e.now, Some(t))),
+        (None, _) => "Its status was never written".to_owned(),
     };
     let pods = match e.runner.pods_changed {
         Some(t) => format!("its pods {}", ago(e.now, Some(t))),
