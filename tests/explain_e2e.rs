@@ -1,7 +1,8 @@
 //! `jobwarden explain` (and `jobwarden audit`) against a real kube-apiserver. The test plays a
 //! Job controller of its own, `example.com/e2e-explain`, and the kubelet: it makes the pods
-//! and writes their status as the kubelet would. Four Jobs: one whose pod failed with an
-//! exit code a named rule matches, one waiting out its back-off after five failures, one
+//! and writes their status as the kubelet would. Five Jobs: one whose pod failed with an
+//! exit code a named rule matches, one waiting out its back-off after five failures, an Indexed
+//! one whose index 1 backs off under `backoffLimitPerIndex`, one
 //! delegated to `example.com/nobody`, which does not exist; and one jobwarden runs, whose
 //! Lease it reads. What `explain` prints is compared word for word with examples/explain/
 //! (spans of time and the namespace aside), and those files are what docs/cli.md shows.
@@ -59,13 +60,14 @@ fn json_merge(target: &mut serde_json::Map<String, Value>, extra: &Value) {
     }
 }
 
-/// Makes pod `name` of `job` as its controller would, then ends it as the kubelet would:
-/// container `main` exited `code` just now.
-async fn failed_pod(pods: &Api<Pod>, job: &Job, name: &str, code: i32) {
+/// Makes pod `name` of `job` as its controller would (with `annotations`), then, given a
+/// `code`, ends it as the kubelet would: container `main` exited `code` just now.
+async fn make_pod(pods: &Api<Pod>, job: &Job, name: &str, annotations: Value, code: Option<i32>) {
     let uid = job.uid().expect("a stored Job has a uid");
     let pod: Pod = serde_json::from_value(json!({
         "metadata": {
             "name": name,
+            "annotations": annotations,
             "labels": {
                 "batch.kubernetes.io/controller-uid": uid,
                 "batch.kubernetes.io/job-name": job.name_any(),
@@ -82,6 +84,9 @@ async fn failed_pod(pods: &Api<Pod>, job: &Job, name: &str, code: i32) {
     pods.create(&PostParams::default(), &pod)
         .await
         .expect("the pod is created");
+    let Some(code) = code else {
+        return;
+    };
     let now = Timestamp::now().to_string();
     let status = json!({"status": {
         "phase": "Failed",
@@ -169,9 +174,18 @@ async fn wait_stored(jobs: &Api<Job>, name: &str) -> Job {
     jobs.get(name).await.expect("the Job is stored")
 }
 
-/// The status the test's controller writes once its pods have failed.
-async fn started(jobs: &Api<Job>, name: &str, failed: i32) {
-    let status = json!({"status": {"startTime": Timestamp::now().to_string(), "active": 0, "failed": failed}});
+async fn failed_pod(pods: &Api<Pod>, job: &Job, name: &str, code: i32) {
+    make_pod(pods, job, name, json!({}), Some(code)).await;
+}
+
+/// The status the test's controller writes once its pods have failed (and `more`).
+async fn started(jobs: &Api<Job>, name: &str, failed: i32, more: Value) {
+    let mut status =
+        json!({"startTime": Timestamp::now().to_string(), "active": 0, "failed": failed});
+    if let (Some(status), Some(more)) = (status.as_object_mut(), more.as_object()) {
+        status.extend(more.clone());
+    }
+    let status = json!({ "status": status });
     let as_controller = PatchParams {
         field_manager: Some(CONTROLLER.to_owned()),
         ..PatchParams::default()
@@ -214,12 +228,38 @@ async fn explain_tells_rules_back_offs_and_jobs_nobody_runs_on_a_real_api_server
     }
     let named = wait_stored(&jobs, "named-rule").await;
     failed_pod(&pods, &named, "named-rule-0", 2).await;
-    started(&jobs, "named-rule", 1).await;
+    started(&jobs, "named-rule", 1, json!({})).await;
     let backing_off = wait_stored(&jobs, "backing-off").await;
     for i in 0..5 {
         failed_pod(&pods, &backing_off, &format!("backing-off-{i}"), 1).await;
     }
-    started(&jobs, "backing-off", 5).await;
+    started(&jobs, "backing-off", 5, json!({})).await;
+    // Indexed, three indexes with backoffLimitPerIndex: 0 done, 2 running, 1 failed for the
+    // third time (its pod carries the two before), so index 1 backs off 40 s.
+    let per_index = job(
+        "per-index",
+        CONTROLLER,
+        json!({"spec": {"completionMode": "Indexed", "completions": 3, "parallelism": 3, "backoffLimitPerIndex": 3}}),
+    );
+    jobs.create(&PostParams::default(), &per_index)
+        .await
+        .expect("the Job is stored");
+    let per_index = wait_stored(&jobs, "per-index").await;
+    let index = |i: i32, failures: i32| {
+        json!({
+            "batch.kubernetes.io/job-completion-index": i.to_string(),
+            "batch.kubernetes.io/job-index-failure-count": failures.to_string(),
+        })
+    };
+    make_pod(&pods, &per_index, "per-index-1", index(1, 2), Some(1)).await;
+    make_pod(&pods, &per_index, "per-index-2", index(2, 0), None).await;
+    started(
+        &jobs,
+        "per-index",
+        1,
+        json!({"active": 1, "succeeded": 1, "completedIndexes": "0"}),
+    )
+    .await;
 
     let out = check_example(&kubeconfig, &ns, "named-rule", "named-rule.txt", &[]);
     assert!(
@@ -229,6 +269,11 @@ async fn explain_tells_rules_back_offs_and_jobs_nobody_runs_on_a_real_api_server
     );
     let out = check_example(&kubeconfig, &ns, "backing-off", "backing-off.txt", &[]);
     assert!(out.contains("back-off: the next pod waits "), "{out}");
+    let out = check_example(&kubeconfig, &ns, "per-index", "per-index.txt", &[]);
+    assert!(
+        out.contains("back-off of index 1: its next pod waits "),
+        "{out}"
+    );
 
     // The same as data.
     let (code, json_out, err) = jobwarden(
