@@ -1,9 +1,9 @@
 //! The docs cannot rot: every `jobwarden` command a page shows in a `console` block is run with
 //! the built binary from the repository's root, and its output compared with what the page
 //! shows (a `…` stands for any text); `$ echo $?` checks the exit status of the command before
-//! it. Commands that need a cluster or run until stopped (`serve`, `audit`) are not run, but
-//! every flag a page gives them must be one the binary has, and the configuration reference
-//! must list exactly `serve`'s flags.
+//! it. Commands that need a cluster or run until stopped (`serve`, `audit`, `explain`) are not
+//! run, but every flag a page gives them must be one the binary has, and the configuration
+//! reference must list exactly `serve`'s flags.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -179,7 +179,10 @@ fn jobwarden(args: &[String]) -> std::process::Output {
 
 /// Commands that need a cluster or run until stopped: their flags are checked, not run.
 fn not_run(args: &[String]) -> bool {
-    matches!(args.first().map(String::as_str), Some("serve" | "audit"))
+    matches!(
+        args.first().map(String::as_str),
+        Some("serve" | "audit" | "explain")
+    )
 }
 
 #[test]
@@ -245,9 +248,9 @@ fn flags_of(subcommand: &str) -> Vec<String> {
 }
 
 #[test]
-fn every_flag_the_docs_give_serve_and_audit_exists() {
+fn every_flag_the_docs_give_serve_audit_and_explain_exists() {
     let mut failures = Vec::new();
-    for sub in ["serve", "audit"] {
+    for sub in ["serve", "audit", "explain"] {
         let known = flags_of(sub);
         assert!(
             known.contains(&"help".to_owned()),

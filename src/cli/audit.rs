@@ -4,11 +4,16 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 use jobwarden_admission::Policy;
 use jobwarden_audit::finding::text_line;
-use jobwarden_audit::{Finding, JobLister, JobRef, ListScope, audit_job, connect::connect};
+use jobwarden_audit::{
+    Finding, JobLister, JobRef, ListScope, PodEvidence, audit_job, connect::connect,
+    stuck_delegation,
+};
+use k8s_openapi::jiff::Timestamp;
 
 use super::{Outcome, OutputFormat};
 
@@ -30,6 +35,11 @@ pub struct AuditArgs {
     /// Jobs per LIST request (`limit`), like kubectl's --chunk-size.
     #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
     page_size: u32,
+    /// Report a Job delegated to another controller (`spec.managedBy`) that shows no sign of
+    /// running it this long after its creation: not suspended, no status.startTime, no pod
+    /// counted in its status (`30s`, `2m`, `1h`); `0s` reports every such Job at once.
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = jobwarden_controller::simulation::seconds::parse)]
+    stuck_after: Duration,
     /// The kubeconfig file (default: KUBECONFIG, ~/.kube/config, else the in-cluster service
     /// account).
     #[arg(long, value_name = "FILE")]
@@ -94,7 +104,7 @@ async fn audit(args: &AuditArgs, policy: &Policy) -> Outcome {
         let page = match lister.next_page().await {
             Ok(Some(page)) => page,
             Ok(None) => break None,
-            Err(e) => break Some(format!("cannot list Jobs: {}", with_causes(&e))),
+            Err(e) => break Some(format!("cannot list Jobs: {}", super::with_causes(&e))),
         };
         if let Some(message) = &page.after_expiry {
             progress.clear();
@@ -106,7 +116,15 @@ async fn audit(args: &AuditArgs, policy: &Policy) -> Outcome {
             tally.jobs += 1;
             let job = JobRef::of(raw);
             match audit_job(raw, policy) {
-                Ok(violations) => {
+                Ok(mut violations) => {
+                    // Only the Job is read: its status stands for its pods.
+                    let stuck = stuck_delegation(
+                        raw,
+                        PodEvidence::StatusOnly,
+                        Timestamp::now(),
+                        args.stuck_after,
+                    );
+                    violations.extend(stuck.map(|s| s.violation()));
                     tally.offending_jobs += usize::from(!violations.is_empty());
                     tally.violations += violations.len();
                     for v in &violations {
@@ -171,22 +189,6 @@ async fn audit(args: &AuditArgs, policy: &Policy) -> Outcome {
     } else {
         Outcome::Ok
     }
-}
-
-/// An error and what caused it, `: `-joined (kube's transport errors say little on their own:
-/// "client error (Connect)" becomes "…: tcp connect error: Connection refused").
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 fn plural(n: usize) -> &'static str {

@@ -1,10 +1,12 @@
 //! The command line: `check` and `review` run the rules offline; `audit` runs them over the
-//! Jobs stored in a cluster; `simulate` runs the controller offline over scripted pod outcomes;
-//! `serve` runs the webhook and the reconcile loop. Exit codes follow the contract in DESIGN.md:
+//! Jobs stored in a cluster; `explain` tells a live Job's story, read from the cluster;
+//! `simulate` runs the controller offline over scripted pod outcomes; `serve` runs the webhook
+//! and the reconcile loop. Exit codes follow the contract in DESIGN.md:
 //! 0 fine, 1 denied or invalid, 2 unreadable input (and for `simulate`, 3 unfinished).
 
 mod audit;
 mod check;
+mod explain;
 mod input;
 mod registered_webhooks;
 mod review;
@@ -38,6 +40,9 @@ enum Command {
     /// List the Jobs stored in a cluster that the rules would deny today (kubeconfig or
     /// in-cluster config, like kubectl).
     Audit(audit::AuditArgs),
+    /// Tell a live Job's story from the cluster, read-only: who runs it, which pod failure
+    /// policy rule each failed pod matched, what it waits for now.
+    Explain(explain::ExplainArgs),
     /// Run a Job manifest offline through the controller's own sync, its pods ending as a
     /// scenario says, and print the Job's story.
     Simulate(simulate::SimulateArgs),
@@ -64,7 +69,7 @@ fn parse() -> Cli {
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
-/// How `check` and `audit` print what they find.
+/// How `check`, `audit` and `explain` print what they find.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
     /// One line per violation, kubectl-style.
@@ -95,8 +100,8 @@ const KUBECTL_PLUGIN: &str = "kubectl-jobwarden";
 
 const KUBECTL_PLUGIN_HELP: &str = "\
 As a kubectl plugin: put the binary on the PATH as kubectl-jobwarden (a copy or a symlink), then
-run `kubectl jobwarden check|review|audit|simulate ...`. kubectl passes the arguments on
-unchanged; `audit` takes --kubeconfig and --context after the subcommand
+run `kubectl jobwarden check|review|audit|simulate|explain ...`. kubectl passes the arguments
+on unchanged; `audit` and `explain` take --kubeconfig and --context after the subcommand
 (`kubectl jobwarden audit --context prod`).";
 
 pub fn main() -> ExitCode {
@@ -106,8 +111,25 @@ pub fn main() -> ExitCode {
         Command::Review(args) => review::run(&args),
         Command::Audit(args) => audit::run(&args),
         Command::Simulate(args) => simulate::run(&args),
+        Command::Explain(args) => explain::run(&args),
         Command::Serve(args) => serve::run(*args),
         Command::Webhooks(args) => webhooks::run(&args),
     };
     outcome.into()
+}
+
+/// An error and what caused it, `: `-joined (kube's transport errors say little on their own:
+/// "client error (Connect)" becomes "…: tcp connect error: Connection refused").
+pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
 }

@@ -52,6 +52,16 @@ pub struct ControllerArgs {
     #[arg(long, env = "JOBWARDEN_AUDIT_INTERVAL_SECONDS", default_value_t = 600)]
     pub audit_interval_seconds: u64,
 
+    /// Seconds a Job delegated to another controller (`spec.managedBy`) may show no sign of
+    /// it (not suspended, no status.startTime, no pod counted) before the in-process audit
+    /// reports it; 0: never.
+    #[arg(
+        long,
+        env = "JOBWARDEN_AUDIT_STUCK_AFTER_SECONDS",
+        default_value_t = 120
+    )]
+    pub audit_stuck_after_seconds: u64,
+
     /// Seconds a Lease holds without renewal (as kube-controller-manager's
     /// leader-elect-lease-duration).
     #[arg(
@@ -189,6 +199,8 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
                     audit_metrics,
                     AuditConfig {
                         interval: Duration::from_secs(args.audit_interval_seconds),
+                        stuck_after: (args.audit_stuck_after_seconds > 0)
+                            .then(|| Duration::from_secs(args.audit_stuck_after_seconds)),
                         ..AuditConfig::default()
                     },
                 );

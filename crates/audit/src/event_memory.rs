@@ -34,6 +34,7 @@ pub fn reason(rule: Rule) -> &'static str {
         Rule::RuleNames => "AuditInvalidRuleNames",
         Rule::Policy => "AuditPolicyViolation",
         Rule::Status => "AuditInvalidStatus",
+        Rule::StuckDelegation => "AuditStuckDelegation",
     }
 }
 

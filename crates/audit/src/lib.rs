@@ -2,6 +2,8 @@
 //! webhook only sees writes made after it was installed, and `jobs/status` fails open; the
 //! audit re-checks what is stored, with the webhook's own rules and words.
 //!
+//! * [`stuck`] (pure): a Job delegated to a controller that shows no sign of running it,
+//!   reported beside the violations (family `stuck_delegation`).
 //! * [`violations`] (pure): one stored Job in, its violations out, each with a fixed `rule`
 //!   family, the field path and the message as a denial prints them. Its module docs say what
 //!   "would deny today" means for a stored object.
@@ -49,6 +51,7 @@ pub mod listing;
 pub mod metrics;
 pub mod periodic;
 pub mod snapshot;
+pub mod stuck;
 pub mod violations;
 
 pub use event_memory::{AuditWarning, EventMemory};
@@ -58,6 +61,7 @@ pub use listing::{JobLister, ListError, ListScope, Page};
 pub use metrics::{AuditMetrics, register_metrics};
 pub use periodic::{AuditConfig, PassReport, PeriodicAudit};
 pub use snapshot::{JobFindings, SnapshotFindings, StoredJob, audit_snapshot};
+pub use stuck::{DEFAULT_STUCK_AFTER, PodEvidence, StuckDelegation, stuck_delegation};
 pub use violations::{Rule, Violation, audit_job};
 
 #[cfg(test)]

@@ -9,11 +9,13 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jobwarden_admission::Policy;
+use k8s_openapi::jiff::Timestamp;
 
 use crate::event_memory::EventMemory;
 use crate::event_sink::EventSink;
 use crate::metrics::{AuditMetrics, EventLabels, ViolationLabels};
 use crate::snapshot::{SnapshotFindings, StoredJob, audit_snapshot};
+use crate::stuck::{DEFAULT_STUCK_AFTER, add_stuck};
 
 #[derive(Debug, Clone)]
 pub struct AuditConfig {
@@ -21,6 +23,9 @@ pub struct AuditConfig {
     pub interval: Duration,
     /// Time before trying again when no snapshot is available yet.
     pub retry_when_unavailable: Duration,
+    /// How long a delegated Job may show no sign of its controller before it is reported
+    /// ([`crate::stuck`]); `None`: never.
+    pub stuck_after: Option<Duration>,
     /// Events published per pass at most; the rest stay owed to the next passes, so a first
     /// pass over a cluster full of old violations does not flood the API server.
     pub max_events_per_pass: usize,
@@ -31,6 +36,7 @@ impl Default for AuditConfig {
         AuditConfig {
             interval: Duration::from_secs(600),
             retry_when_unavailable: Duration::from_secs(30),
+            stuck_after: Some(DEFAULT_STUCK_AFTER),
             max_events_per_pass: 100,
         }
     }
@@ -106,7 +112,9 @@ where
                 );
                 self.config.interval
             } else {
-                self.config.retry_when_unavailable
+                // A view that appears (leadership, a synced cache) is audited within an
+                // interval, however long the retry.
+                self.config.retry_when_unavailable.min(self.config.interval)
             };
             tokio::select! {
                 () = &mut shutdown => return,
@@ -124,15 +132,23 @@ where
             return PassReport::default();
         };
         let policy = self.policy.clone();
+        let stuck_after = self.config.stuck_after;
+        let now = Timestamp::now();
         // The rules are CPU work over the whole snapshot: keep it off the async workers.
-        let findings =
-            match tokio::task::spawn_blocking(move || audit_snapshot(&policy, &jobs)).await {
-                Ok(findings) => findings,
-                Err(e) => {
-                    tracing::error!(error = %e, "audit pass failed");
-                    return PassReport::default();
-                }
-            };
+        let audit = move || {
+            let mut findings = audit_snapshot(&policy, &jobs);
+            if let Some(after) = stuck_after {
+                add_stuck(&mut findings, &jobs, now, after);
+            }
+            findings
+        };
+        let findings = match tokio::task::spawn_blocking(audit).await {
+            Ok(findings) => findings,
+            Err(e) => {
+                tracing::error!(error = %e, "audit pass failed");
+                return PassReport::default();
+            }
+        };
         for what in &findings.unreadable {
             tracing::warn!(job = %what, "audit: cannot read a Job");
         }

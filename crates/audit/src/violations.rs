@@ -61,10 +61,19 @@ pub enum Rule {
     Policy,
     /// The status, and a finished Job that was suspended.
     Status,
+    /// A Job delegated to a controller that shows no sign of running it (`stuck`): not a rule
+    /// a write breaks, but a stored Job the audit reports all the same.
+    StuckDelegation,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 4] = [Rule::Spec, Rule::RuleNames, Rule::Policy, Rule::Status];
+    pub const ALL: [Rule; 5] = [
+        Rule::Spec,
+        Rule::RuleNames,
+        Rule::Policy,
+        Rule::Status,
+        Rule::StuckDelegation,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -72,6 +81,7 @@ impl Rule {
             Rule::RuleNames => "rule_names",
             Rule::Policy => "policy",
             Rule::Status => "status",
+            Rule::StuckDelegation => "stuck_delegation",
         }
     }
 

@@ -85,14 +85,12 @@ pub async fn run_loop<A: ClusterApi + 'static>(
     on_synced: impl FnOnce(Store<CachedJob>) + Send + 'static,
 ) {
     let (store, writer) = reflector::store::<CachedJob>();
-    let synced = tokio::spawn({
-        let store = store.clone();
-        async move {
-            if store.wait_until_ready().await.is_ok() {
-                on_synced(store);
-            }
-        }
-    });
+    // Handed over when the reflector passes on the first `InitDone` (it has applied it to the
+    // store by then), not from a task awaiting `Store::wait_until_ready`: in kube-runtime 5
+    // that future wakes only the last of the tasks awaiting it at once (one futures oneshot
+    // receiver, one waker slot), and the applier awaits it too, so such a task slept forever
+    // and the in-process audit never had a cache to read.
+    let mut on_synced = Some(on_synced);
     let (orphan_tx, mut orphan_rx) = mpsc::unbounded_channel::<OrphanCandidate>();
 
     let job_wakes = {
@@ -100,7 +98,14 @@ pub async fn run_loop<A: ClusterApi + 'static>(
         let mut generations: HashMap<String, i64> = HashMap::new();
         reflector::reflector(writer, sources.jobs).map(move |event| {
             let wakes = match event {
-                Ok(e) => job_event(&ctl, &store, &mut generations, &orphans, &e),
+                Ok(e) => {
+                    if matches!(e, watcher::Event::InitDone)
+                        && let Some(hand_over) = on_synced.take()
+                    {
+                        hand_over(store.clone());
+                    }
+                    job_event(&ctl, &store, &mut generations, &orphans, &e)
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "Job watch");
                     Vec::new()
@@ -168,7 +173,6 @@ pub async fn run_loop<A: ClusterApi + 'static>(
     })
     .await;
     orphans.abort();
-    synced.abort();
 }
 
 fn job_ref(job: &CachedJob) -> ObjectRef<CachedJob> {

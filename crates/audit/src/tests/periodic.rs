@@ -460,3 +460,75 @@ async fn metrics_register_under_their_documented_names() {
         assert!(text.contains(name), "{name} missing from\n{text}");
     }
 }
+
+/// Delegated to a controller that never acted, created long before any pass.
+fn nobody_runs(name: &str) -> Value {
+    job(name)
+        .namespace("team-b")
+        .spec("managedBy", json!("example.com/other"))
+        .set("/metadata/creationTimestamp", json!("2020-01-01T00:00:00Z"))
+        .build()
+}
+
+#[tokio::test]
+async fn a_job_nobody_runs_is_reported_beside_its_other_violations() {
+    let mut h = harness(kueue_only(), 100);
+    let suspended = job("waiting")
+        .namespace("team-b")
+        .spec("managedBy", json!("example.com/other"))
+        .spec("suspend", json!(true))
+        .set("/metadata/creationTimestamp", json!("2020-01-01T00:00:00Z"))
+        .build();
+    h.cache.holds(vec![nobody_runs("stuck"), suspended]);
+    let report = h.audit.pass().await;
+    // `stuck` breaks the policy (an unlisted controller) and nobody runs it; `waiting` is
+    // suspended, which is a sign of waiting, not of nobody.
+    assert_eq!((report.offending_jobs, report.violations), (2, 3));
+    let published = h.sink.take();
+    let reasons: Vec<(&str, &str)> = published
+        .iter()
+        .map(|(name, reason, _)| (name.as_str(), *reason))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("stuck", "AuditPolicyViolation"),
+            ("stuck", "AuditStuckDelegation"),
+            ("waiting", "AuditPolicyViolation"),
+        ]
+    );
+    assert_eq!(
+        published[1].2,
+        "spec.managedBy: no controller is running this Job: \"example.com/other\" shows no sign of acting on it 2m0s after its creation (not suspended, no status.startTime, no pods); is that controller installed, running, and spelled so?"
+    );
+    assert_eq!(
+        h.gauge(),
+        [
+            "jobwarden_audit_violations{namespace=\"team-b\",rule=\"policy\"} 2",
+            "jobwarden_audit_violations{namespace=\"team-b\",rule=\"stuck_delegation\"} 1",
+        ]
+    );
+    // Its words do not grow with its age: no second Event.
+    assert_eq!(h.audit.pass().await.events_published, 0);
+}
+
+#[tokio::test]
+async fn with_stuck_after_off_a_job_nobody_runs_is_not_reported() {
+    let cache = FakeCache::default();
+    let sink = FakeSink::default();
+    let mut registry = Registry::default();
+    let mut audit = PeriodicAudit::new(
+        Arc::new(Policy::default()),
+        cache.snapshot(),
+        sink.clone(),
+        register_metrics(&mut registry),
+        AuditConfig {
+            stuck_after: None,
+            ..AuditConfig::default()
+        },
+    );
+    cache.holds(vec![nobody_runs("stuck")]);
+    let report = audit.pass().await;
+    assert_eq!((report.ran, report.violations), (true, 0));
+    assert!(sink.take().is_empty());
+}

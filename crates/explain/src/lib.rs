@@ -1,0 +1,24 @@
+//! `jobwarden explain`: the story of a live Job, in `simulate`'s voice. Who runs it and whether
+//! that controller shows signs of acting; each finished pod and the pod failure policy rule it
+//! matched; what the Job waits for now (a back-off, pods terminating, the success policy, the
+//! active deadline, a suspension); a per-index view for an Indexed Job.
+//!
+//! * [`story`] (pure): `explain(observed, now, settings) -> Explanation`, over the controller's
+//!   own matcher and back-off arithmetic and the audit's stuck-delegation decision.
+//! * [`explanation`]: the story as data (`-o json`; the schema is in docs/cli.md).
+//! * [`text`] (pure): the story as text.
+//! * [`read`]: the thin, read-only shell that reads the Job, its pods, its events and
+//!   jobwarden's Lease with the caller's credentials.
+
+pub mod explanation;
+pub mod read;
+pub mod story;
+pub mod text;
+
+pub use explanation::Explanation;
+pub use read::{ReadError, Target, read};
+pub use story::{ExplainError, LeaseReading, MAX_EVENTS, Observed, Settings, explain};
+pub use text::render;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,110 @@
+//! `jobwarden explain [-n NAMESPACE] JOB`: a live Job's story, read-only, with the caller's
+//! kubeconfig. The reading is `jobwarden_explain::read`, the story `jobwarden_explain::explain`;
+//! this only parses flags, reads the clock and prints.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use jobwarden_audit::connect::connect;
+use jobwarden_explain::{Settings, Target};
+use k8s_openapi::jiff::Timestamp;
+
+use super::{Outcome, OutputFormat};
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The Job's name.
+    #[arg(value_name = "JOB")]
+    job: String,
+    /// The Job's namespace (default: the kubeconfig context's, else `default`).
+    #[arg(short = 'n', long, value_name = "NAMESPACE", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    namespace: Option<String>,
+    /// `text`: the story; `json`: the same as one JSON object (schema in docs/cli.md).
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text)]
+    output: OutputFormat,
+    /// Say that no controller is running a delegated Job (`spec.managedBy`) that shows no
+    /// sign of it this long after its creation (`30s`, `2m`, `1h`).
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = jobwarden_controller::simulation::seconds::parse)]
+    stuck_after: Duration,
+    /// jobwarden's controller name, as given to `serve --controller-name`: Jobs with this
+    /// `spec.managedBy` get jobwarden's Lease read.
+    #[arg(long, value_name = "NAME", default_value = jobwarden_rules::well_known::JOBWARDEN_CONTROLLER_NAME)]
+    controller_name: String,
+    /// Where jobwarden's Lease is (the namespace it is installed in). Reading it is optional:
+    /// without `get` on it, the story says so.
+    #[arg(long, value_name = "NAMESPACE", default_value = "jobwarden-system")]
+    lease_namespace: String,
+    #[arg(long, value_name = "NAME", default_value = "jobwarden-job-controller")]
+    lease_name: String,
+    /// The kubeconfig file (default: KUBECONFIG, ~/.kube/config, else the in-cluster service
+    /// account).
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (default: its current context).
+    #[arg(long, value_name = "NAME")]
+    context: Option<String>,
+}
+
+pub fn run(args: &ExplainArgs) -> Outcome {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("jobwarden explain: cannot start the runtime: {e}");
+            return Outcome::Unreadable;
+        }
+    };
+    runtime.block_on(explain(args))
+}
+
+async fn explain(args: &ExplainArgs) -> Outcome {
+    let client = match connect(args.kubeconfig.as_deref(), args.context.as_deref()).await {
+        Ok(client) => client,
+        Err(e) => {
+            eprintln!("jobwarden explain: {e}");
+            return Outcome::Unreadable;
+        }
+    };
+    let target = Target {
+        namespace: args
+            .namespace
+            .clone()
+            .unwrap_or_else(|| client.default_namespace().to_owned()),
+        name: args.job.clone(),
+        controller_name: args.controller_name.clone(),
+        lease_namespace: args.lease_namespace.clone(),
+        lease_name: args.lease_name.clone(),
+    };
+    let observed = match jobwarden_explain::read(&client, &target).await {
+        Ok(observed) => observed,
+        Err(e) => {
+            eprintln!("jobwarden explain: {}", super::with_causes(&e));
+            return Outcome::Unreadable;
+        }
+    };
+    let settings = Settings {
+        controller_name: args.controller_name.clone(),
+        stuck_after: args.stuck_after,
+    };
+    let explanation = match jobwarden_explain::explain(&observed, Timestamp::now(), &settings) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("jobwarden explain: {e}");
+            return Outcome::Unreadable;
+        }
+    };
+    match args.output {
+        OutputFormat::Text => print!("{}", jobwarden_explain::render(&explanation)),
+        OutputFormat::Json => match serde_json::to_string_pretty(&explanation) {
+            Ok(json) => println!("{json}"),
+            Err(e) => {
+                eprintln!("jobwarden explain: {e}");
+                return Outcome::Unreadable;
+            }
+        },
+    }
+    Outcome::Ok
+}
