@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use clap::Args;
 use jobwarden_audit::Violation;
-use jobwarden_controller::simulation::{
-    self, Limits, Scenario, ScenarioError, SimulationError, scenario, seconds, text,
+use jobwarden_simulator::{
+    Limits, Scenario, ScenarioError, SimulationError, scenario, seconds, simulate, text,
 };
 use serde_json::Value;
 
@@ -118,7 +118,7 @@ pub fn run(args: &SimulateArgs) -> Outcome {
             }
         }
     }
-    let story = match simulation::simulate(&job, &scenario, &limits) {
+    let story = match simulate(&job, &scenario, &limits) {
         Ok(story) => story,
         Err(e @ SimulationError::Invalid(_)) => {
             eprintln!("{label}: {e}");

@@ -19,15 +19,18 @@
 //! * [`ControlPlane::shared_with_upstream`] also starts kube-controller-manager.
 //! * [`ControlPlane::start`] gives a control plane of one's own (the scale benchmark), stopped
 //!   when dropped.
+//! * [`delegated_job`]: the Job the e2e tests start from, delegated through `spec.managedBy`.
 //!
 //! Where the binaries come from: `JOBWARDEN_ENVTEST_BIN`, else
 //! `${JOBWARDEN_ENVTEST_DIR:-~/.cache/jobwarden-envtest}/bin`, the folder that
 //! `../shared/tools/kube-envtest/build.sh` fills (docs/development.md). With
 //! `JOBWARDEN_E2E_KUBECONFIG` set, the tests use that cluster instead and start nothing.
 
+mod delegated_job;
 mod pki;
 mod process;
 
+pub use delegated_job::delegated_job;
 pub use process::free_port;
 
 use std::path::{Path, PathBuf};

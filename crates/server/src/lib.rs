@@ -18,6 +18,7 @@ mod listen;
 mod logging;
 mod metrics;
 mod namespaces;
+mod rejection;
 mod request_body;
 mod routes;
 mod server;
