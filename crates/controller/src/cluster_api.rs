@@ -1,7 +1,7 @@
-//! The writes the controller makes (and its one read outside the caches), as a small trait: the real implementation is
-//! `kube_api::KubeApi`; `jobwarden-fake-cluster`'s `InMemoryCluster` stands in for kube-apiserver in tests, the
-//! scale benchmark and `jobwarden simulate`. Reads never go through here: the controller reads
-//! its watch caches.
+//! The writes the controller makes (and its one read outside the caches), as a small trait: the
+//! real implementation is `kube_api::KubeApi`; `jobwarden-fake-cluster`'s `InMemoryCluster`
+//! stands in for kube-apiserver in tests, the scale benchmark and `jobwarden simulate`. Reads
+//! never go through here: the controller reads its watch caches.
 
 use std::sync::Arc;
 

@@ -21,7 +21,7 @@
 //! * [`run`]: acquires the Lease, runs the reconcile loop while leading, stops it (and every
 //!   write at once) when the Lease cannot be renewed within the renew deadline, and on
 //!   `shutdown` drains in-flight syncs and releases the Lease.
-//! * [`client::controller_client`]: the kube client the controller should use: its own
+//! * [`client::client`]: the kube client the controller should use: its own
 //!   User-Agent and a client-side request rate limit.
 //! * [`plan::plan`]: the pure heart, `plan(job, pods, now, config, in_flight) -> Plan`.
 //!
@@ -29,11 +29,11 @@
 //!
 //! From the ground up; a module imports only those on its own layer or below.
 //!
-//! 1. Deciding, pure: `pods` (the cached pod), `pod_failure_policy` (which rule a failed pod
-//!    matches), `backoff`, `conditions`, `pod_template`, `success_policy`, then `pod_view`
-//!    (one sync's view of a pod: the pod and the rule it matches), `per_index`, and above them
-//!    all `plan` and its steps; `status_patch` (the write a status becomes), `events`,
-//!    `expectations`, `adoption` (which pods a Job claims).
+//! 1. Deciding, pure: `pods` (the cached pod) and `pod_failure_policy` (which rule a failed
+//!    pod matches) at the bottom, `pod_view` (one sync's view of a pod: the pod and the rule it
+//!    matches) above both, then `backoff`, `conditions`, `pod_template`, `success_policy`,
+//!    `per_index`, and over them all `plan` and its steps; `status_patch` (the write a status
+//!    becomes), `events`, `expectations`, `adoption` (which pods a Job claims).
 //! 2. Acting: `cluster_api` (the writes, as a trait; `kube_api` the real one), `executor`
 //!    (applies a plan, checking each status write against the rules first), the caches
 //!    (`job_cache`, `pod_cache`), `orphans` (a pure decision, and the release it leads to),
@@ -44,7 +44,7 @@
 //! The fake cluster (`jobwarden-fake-cluster`) and the simulator (`jobwarden-simulator`) stand
 //! above this crate and are never imported by it: the public modules are what the binary, they
 //! and `jobwarden explain` (the pod failure policy matcher, the back-off) need. The `testing`
-//! feature adds [`testing`]: builders of Jobs and pods, and the table runner over `plan`.
+//! feature adds `testing`: builders of Jobs and pods, and the table runner over `plan`.
 //!
 //! # End-to-end tests
 //!
