@@ -16,7 +16,6 @@ use kube::api::{
 use serde_json::{Value, json};
 
 use crate::cluster_api::{ApiError, ClusterApi, LiveJob};
-
 use crate::plan::PodRef;
 use jobwarden_events::{EventRecord, EventReporter, JobRef, record_job_event};
 use jobwarden_rules::well_known::TRACKING_FINALIZER;

@@ -38,7 +38,6 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
 use jobwarden_controller::cluster_api::ApiError;
-
 use jobwarden_events::{EventRecord, JobRef};
 
 mod api;
