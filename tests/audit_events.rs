@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use jobwarden_admission::Policy;
 use jobwarden_audit::{AuditConfig, AuditMetrics, KubeEventSink, PeriodicAudit};
-use jobwarden_controller::kube_api::EventReporter;
+use jobwarden_events::EventReporter;
 use serde_json::{Value, json};
 use support::fake_apiserver::FakeApiServer;
 use support::stored::{manifest, stored};

@@ -11,9 +11,7 @@ use serde_json::{Value, json};
 mod run;
 use run::{jobwarden, stderr, stdout};
 
-#[path = "../crates/controller/tests/e2e/delegated_job.rs"]
-mod delegated_job;
-use delegated_job::delegated_job;
+use jobwarden_envtest::delegated_job;
 
 /// A Job as the e2e tests build it, delegated to jobwarden, in a namespace of its own.
 fn e2e_job(name: &str, spec: Value) -> Value {

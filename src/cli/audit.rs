@@ -38,7 +38,7 @@ pub struct AuditArgs {
     /// Report a Job delegated to another controller (`spec.managedBy`) that shows no sign of
     /// running it this long after its creation: not suspended, no status.startTime, no pod
     /// counted in its status (`30s`, `2m`, `1h`); `0s` reports every such Job at once.
-    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = jobwarden_controller::simulation::seconds::parse)]
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = jobwarden_rules::seconds::parse)]
     stuck_after: Duration,
     /// The kubeconfig file (default: KUBECONFIG, ~/.kube/config, else the in-cluster service
     /// account).

@@ -25,7 +25,7 @@ pub struct ExplainArgs {
     output: OutputFormat,
     /// Say that no controller is running a delegated Job (`spec.managedBy`) that shows no
     /// sign of it this long after its creation (`30s`, `2m`, `1h`).
-    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = jobwarden_controller::simulation::seconds::parse)]
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = jobwarden_rules::seconds::parse)]
     stuck_after: Duration,
     /// jobwarden's controller name, as given to `serve --controller-name`: Jobs with this
     /// `spec.managedBy` get jobwarden's Lease read.

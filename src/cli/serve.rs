@@ -9,7 +9,7 @@ use std::time::Duration;
 use jobwarden_audit::{AuditConfig, KubeEventSink, PeriodicAudit};
 use jobwarden_controller::client::{self, RateLimit};
 use jobwarden_controller::job_cache::CachedJob;
-use jobwarden_controller::kube_api::EventReporter;
+use jobwarden_events::EventReporter;
 use jobwarden_server::{ControllerHook, ControllerStart, ServeArgs};
 use kube::runtime::reflector::Store;
 use serde_json::Value;
@@ -218,7 +218,7 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
             )
             .await;
             let _ = stop_audit.send(true);
-            result
+            result.map_err(anyhow::Error::from)
         })
     })
 }

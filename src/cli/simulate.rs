@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use clap::Args;
 use jobwarden_audit::Violation;
-use jobwarden_controller::simulation::{
-    self, Limits, Scenario, ScenarioError, SimulationError, scenario, seconds, text,
+use jobwarden_rules::seconds;
+use jobwarden_simulator::{
+    Limits, Scenario, ScenarioError, SimulationError, scenario, simulate, text,
 };
 use serde_json::Value;
 
@@ -118,7 +119,7 @@ pub fn run(args: &SimulateArgs) -> Outcome {
             }
         }
     }
-    let story = match simulation::simulate(&job, &scenario, &limits) {
+    let story = match simulate(&job, &scenario, &limits) {
         Ok(story) => story,
         Err(e @ SimulationError::Invalid(_)) => {
             eprintln!("{label}: {e}");

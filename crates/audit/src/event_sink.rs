@@ -4,8 +4,7 @@
 
 use std::future::Future;
 
-use jobwarden_controller::cluster_api::{EventRecord, JobRef};
-use jobwarden_controller::kube_api::{EventReporter, record_job_event};
+use jobwarden_events::{EventRecord, EventReporter, JobRef, record_job_event};
 use kube::Client;
 
 use crate::event_memory::AuditWarning;

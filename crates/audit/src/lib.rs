@@ -25,7 +25,7 @@
 //! use std::sync::Arc;
 //! use std::sync::atomic::Ordering;
 //! use jobwarden_audit::{AuditConfig, KubeEventSink, PeriodicAudit, register_metrics};
-//! use jobwarden_controller::kube_api::EventReporter;
+//! use jobwarden_events::EventReporter;
 //!
 //! let mut registry = prometheus_client::registry::Registry::default();
 //! let reporter = EventReporter {

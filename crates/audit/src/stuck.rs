@@ -9,8 +9,8 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
-// The simulation's whole-second durations, printed as Go and kubectl print them (`2m0s`).
-use jobwarden_controller::simulation::seconds;
+// Whole-second durations, printed as Go and kubectl print them (`2m0s`).
+use jobwarden_rules::seconds;
 use jobwarden_rules::well_known::BUILT_IN_CONTROLLER_NAME;
 
 use crate::finding::JobRef;

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
-use crate::pods::{CachedPod, Phase, PodView};
+use crate::pod_view::PodView;
+use crate::pods::{CachedPod, Phase};
 
 /// Upstream's `DefaultJobPodFailureBackOff`.
 pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(10);

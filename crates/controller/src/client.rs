@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use anyhow::Context as _;
 use http::HeaderValue;
 use http::header::USER_AGENT;
 use kube::Client;
@@ -18,6 +17,15 @@ use kube::client::ClientBuilder;
 pub struct RateLimit {
     pub qps: f64,
     pub burst: u32,
+}
+
+/// Why there is no client.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("the component name is not a valid header value")]
+    Component(#[source] http::header::InvalidHeaderValue),
+    #[error("building the kube client")]
+    Build(#[source] kube::Error),
 }
 
 /// `jobwarden/<version> (<os>/<arch>) <component>`, with Go's names for the platform, as
@@ -40,11 +48,10 @@ pub fn client(
     mut config: kube::Config,
     component: &str,
     limit: Option<RateLimit>,
-) -> anyhow::Result<Client> {
-    let agent = HeaderValue::from_str(&user_agent(component))
-        .context("the component name is not a valid header value")?;
+) -> Result<Client, ClientError> {
+    let agent = HeaderValue::from_str(&user_agent(component)).map_err(ClientError::Component)?;
     config.headers.push((USER_AGENT, agent));
-    let builder = ClientBuilder::try_from(config).context("building the kube client")?;
+    let builder = ClientBuilder::try_from(config).map_err(ClientError::Build)?;
     let Some(limit) = limit.filter(|l| l.qps > 0.0 && l.burst > 0) else {
         return Ok(builder.build());
     };

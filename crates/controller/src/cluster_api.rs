@@ -1,29 +1,65 @@
-//! The writes the controller makes (and its one read outside the caches), as a small trait: the real implementation is
-//! `kube_api::KubeApi`; `in_memory::InMemoryCluster` stands in for kube-apiserver in tests, the
-//! scale benchmark and `jobwarden simulate`. Reads never go through here: the controller reads
-//! its watch caches.
+//! The writes the controller makes (and its one read outside the caches), as a small trait: the
+//! real implementation is `kube_api::KubeApi`; `jobwarden-fake-cluster`'s `InMemoryCluster`
+//! stands in for kube-apiserver in tests, the scale benchmark and `jobwarden simulate`. Reads
+//! never go through here: the controller reads its watch caches.
 
+use std::sync::Arc;
+
+use jobwarden_events::{EventRecord, JobRef};
+use kube::core::Status;
 use serde_json::Value;
 
 use crate::plan::PodRef;
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ApiError {
     /// A precondition (resourceVersion or uid) failed: someone else wrote first.
     #[error("conflict: the object changed since it was read")]
     Conflict,
     #[error("not found")]
     NotFound,
-    #[error("{0}")]
-    Other(String),
+    /// The API server refused the request for another reason: its Status says why, in
+    /// kube-apiserver's words (shown as they are: `simulate` prints them).
+    #[error("{}", .0.message)]
+    Refused(Box<Status>),
+    /// The request got no answer from the API server (connection, TLS, a body that does not
+    /// decode): kube's error, with its own causes.
+    #[error("the request to the API server failed")]
+    Request(#[source] Arc<kube::Error>),
+    /// This replica is not the leader any more (its writes are fenced): nothing was sent.
+    #[error("not the leader any more: the write was not sent")]
+    NotLeading,
+    /// The planned pod is not a Pod kube's client can send.
+    #[error("the pod to create does not decode")]
+    PodManifest(#[source] Arc<serde_json::Error>),
 }
 
-/// The Job an event is about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobRef {
-    pub namespace: String,
-    pub name: String,
-    pub uid: String,
+impl ApiError {
+    /// kube-apiserver's refusal with `code`, `reason` (`Invalid`, `BadRequest`, ...) and
+    /// `message`, as its Status carries them.
+    pub fn refused(code: u16, reason: &str, message: impl Into<String>) -> ApiError {
+        ApiError::Refused(Box::new(
+            Status::failure(&message.into(), reason).with_code(code),
+        ))
+    }
+
+    /// Whether the object a pod write names is gone: not found, or (its uid precondition
+    /// failing) replaced by another object of the same name. Either way nothing is left to
+    /// write to, and the write's purpose holds.
+    pub fn pod_is_gone(&self) -> bool {
+        matches!(self, ApiError::NotFound | ApiError::Conflict)
+    }
+}
+
+impl From<kube::Error> for ApiError {
+    fn from(e: kube::Error) -> ApiError {
+        match e {
+            kube::Error::Api(status) if status.is_conflict() => ApiError::Conflict,
+            kube::Error::Api(status) if status.is_not_found() => ApiError::NotFound,
+            kube::Error::Api(status) => ApiError::Refused(status),
+            other => ApiError::Request(Arc::new(other)),
+        }
+    }
 }
 
 /// A Job as a fresh read from the API server shows it (not the cache).
@@ -31,14 +67,6 @@ pub struct JobRef {
 pub struct LiveJob {
     pub uid: String,
     pub deleting: bool,
-}
-
-/// An event to record on a Job, core/v1 style.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventRecord {
-    pub warning: bool,
-    pub reason: String,
-    pub message: String,
 }
 
 pub trait ClusterApi: Send + Sync {

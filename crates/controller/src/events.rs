@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
-use crate::cluster_api::EventRecord;
+use jobwarden_events::EventRecord;
 
 /// client-go's `defaultSpamBurst`.
 pub const BURST: f64 = 25.0;

@@ -88,14 +88,6 @@ pub fn check_status_patch(stored: &Value, patch: &Value) -> Result<(), ApplyErro
     Err(ApplyError::InvalidStatus(text.join("; ")))
 }
 
-/// A pod that is already gone (or replaced by another of the same name) needs nothing more.
-fn gone_is_fine(r: Result<(), ApiError>) -> Result<(), ApiError> {
-    match r {
-        Err(ApiError::NotFound | ApiError::Conflict) => Ok(()),
-        other => other,
-    }
-}
-
 /// Applies `plan` to the Job `stored` (its raw JSON as cached). Stops after the first failed
 /// write of the status, finalizer and deletion steps: the next `plan` starts from whatever the
 /// API then holds.
@@ -142,11 +134,12 @@ pub async fn apply<A: ClusterApi>(api: &A, stored: &Value, plan: &Plan) -> Appli
     .await;
     let mut first_error = None;
     for (pod, r) in plan.remove_finalizers.iter().zip(results) {
-        match gone_is_fine(r) {
-            Ok(()) => done.finalizers_removed.push(pod.clone()),
-            Err(e) => {
+        match r {
+            // A pod already gone (or replaced by another of the same name) holds no finalizer.
+            Err(e) if !e.pod_is_gone() => {
                 first_error.get_or_insert(e);
             }
+            _ => done.finalizers_removed.push(pod.clone()),
         }
     }
     if let Some(e) = first_error {
@@ -161,11 +154,12 @@ pub async fn apply<A: ClusterApi>(api: &A, stored: &Value, plan: &Plan) -> Appli
     )
     .await;
     for (pod, r) in pods.into_iter().zip(results) {
-        match gone_is_fine(r) {
-            Ok(()) => done.deleted.push(pod),
-            Err(e) => {
+        match r {
+            // A pod already gone (or replaced by another of the same name) is deleted.
+            Err(e) if !e.pod_is_gone() => {
                 first_error.get_or_insert(e);
             }
+            _ => done.deleted.push(pod),
         }
     }
     if let Some(e) = first_error {

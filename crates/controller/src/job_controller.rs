@@ -15,7 +15,7 @@ use kube::runtime::watcher;
 
 use crate::adoption::{Claim, Claimant, claim};
 use crate::backoff::BackoffRecord;
-use crate::cluster_api::{ApiError, ClusterApi, EventRecord, JobRef};
+use crate::cluster_api::{ApiError, ClusterApi};
 use crate::events::{EventLimiter, pods_message};
 use crate::executor::{self, Applied, ApplyError};
 use crate::expectations::{EXPECTATIONS_TIMEOUT, Expectations};
@@ -24,6 +24,7 @@ use crate::metrics::{ControllerMetrics, CreatedLabels, FinishedLabels, SyncLabel
 use crate::plan::{Finish, InFlight, Plan, PlanConfig, PodRef, plan};
 use crate::pod_cache::{PodCache, PodObservation};
 use crate::pods::CachedPod;
+use jobwarden_events::{EventRecord, JobRef};
 use jobwarden_rules::well_known::{
     INDEXED, NON_INDEXED, REASON_COMPLETIONS_REACHED, REASON_POD_FAILURE_POLICY,
     REASON_SUCCESS_POLICY,
@@ -331,7 +332,7 @@ impl<A: ClusterApi> JobController<A> {
                     self.api
                         .release_pod(&job_ref.namespace, &pod_ref(&pod), &job_ref.uid)
                         .await
-                        .or_else(gone_is_fine)
+                        .or_else(not_found_is_released)
                         .map_err(|source| ApplyError::Api {
                             step: "releasing a pod",
                             source,
@@ -513,8 +514,10 @@ fn pod_ref(pod: &CachedPod) -> PodRef {
     }
 }
 
-/// A pod already gone needs no release.
-fn gone_is_fine(e: ApiError) -> Result<(), ApiError> {
+/// A pod not found needs no release. A uid conflict is not taken for "gone" here, unlike the
+/// executor's writes ([`ApiError::pod_is_gone`]): as upstream's `ReleasePod`, the sync fails
+/// and the next one starts from what the caches then hold.
+fn not_found_is_released(e: ApiError) -> Result<(), ApiError> {
     match e {
         ApiError::NotFound => Ok(()),
         other => Err(other),

@@ -8,17 +8,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
 };
 use serde_json::{Value, json};
 
-use crate::cluster_api::{ApiError, ClusterApi, EventRecord, JobRef, LiveJob};
+use crate::cluster_api::{ApiError, ClusterApi, LiveJob};
 use crate::plan::PodRef;
+use jobwarden_events::{EventRecord, EventReporter, JobRef, record_job_event};
 use jobwarden_rules::well_known::TRACKING_FINALIZER;
 
 pub struct KubeApi {
@@ -54,9 +53,7 @@ impl KubeApi {
 
     fn may_write(&self) -> Result<(), ApiError> {
         match &self.leading {
-            Some(l) if !l.load(Ordering::SeqCst) => Err(ApiError::Other(
-                "not the leader any more: the write was not sent".to_owned(),
-            )),
+            Some(l) if !l.load(Ordering::SeqCst) => Err(ApiError::NotLeading),
             _ => Ok(()),
         }
     }
@@ -67,7 +64,7 @@ impl KubeApi {
             .patch(name, &self.params(), &Patch::Strategic(patch))
             .await
             .map(drop)
-            .map_err(api_error)
+            .map_err(ApiError::from)
     }
 
     fn params(&self) -> PatchParams {
@@ -86,14 +83,6 @@ impl KubeApi {
     }
 }
 
-pub fn api_error(e: kube::Error) -> ApiError {
-    match e {
-        kube::Error::Api(status) if status.is_conflict() => ApiError::Conflict,
-        kube::Error::Api(status) if status.is_not_found() => ApiError::NotFound,
-        other => ApiError::Other(other.to_string()),
-    }
-}
-
 impl ClusterApi for KubeApi {
     async fn patch_job_status(
         &self,
@@ -106,7 +95,7 @@ impl ClusterApi for KubeApi {
             .patch_status(name, &self.params(), &Patch::Merge(patch))
             .await
             .map(drop)
-            .map_err(api_error)
+            .map_err(ApiError::from)
     }
 
     async fn remove_pod_finalizer(&self, namespace: &str, pod: &PodRef) -> Result<(), ApiError> {
@@ -133,18 +122,18 @@ impl ClusterApi for KubeApi {
             .delete(&pod.name, &params)
             .await
             .map(drop)
-            .map_err(api_error)
+            .map_err(ApiError::from)
     }
 
     async fn create_pod(&self, namespace: &str, pod: &Value) -> Result<String, ApiError> {
         self.may_write()?;
         let object: DynamicObject =
-            serde_json::from_value(pod.clone()).map_err(|e| ApiError::Other(e.to_string()))?;
+            serde_json::from_value(pod.clone()).map_err(|e| ApiError::PodManifest(Arc::new(e)))?;
         let created = self
             .dynamic::<Pod>(namespace)
             .create(&PostParams::default(), &object)
             .await
-            .map_err(api_error)?;
+            .map_err(ApiError::from)?;
         Ok(created.metadata.name.unwrap_or_default())
     }
 
@@ -158,7 +147,7 @@ impl ClusterApi for KubeApi {
                     deleting: j.metadata.deletion_timestamp.is_some(),
                 })
             })
-            .map_err(api_error)
+            .map_err(ApiError::from)
     }
 
     async fn adopt_pod(&self, namespace: &str, pod: &PodRef, job: &JobRef) -> Result<(), ApiError> {
@@ -199,61 +188,6 @@ impl ClusterApi for KubeApi {
         };
         record_job_event(&self.client, job, event, &reporter)
             .await
-            .map_err(api_error)
+            .map_err(ApiError::from)
     }
-}
-
-/// Who an Event says it is from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventReporter {
-    /// `source.component` and `reportingComponent`: the controller name, or the audit's.
-    pub component: String,
-    /// `reportingInstance`: this replica.
-    pub instance: String,
-}
-
-/// Writes one core/v1 Event about a Job, as upstream's event recorder does (one object per
-/// event; `kubectl describe job` lists them). The controller's events and the audit's warnings
-/// both go through here.
-pub async fn record_job_event(
-    client: &Client,
-    job: &JobRef,
-    event: &EventRecord,
-    reporter: &EventReporter,
-) -> Result<(), kube::Error> {
-    let now = Timestamp::now();
-    // client-go names events `<object>.<unix nanoseconds in hex>`.
-    let name = format!("{}.{:x}", job.name, now.as_nanosecond());
-    let event = Event {
-        metadata: ObjectMeta {
-            name: Some(name),
-            namespace: Some(job.namespace.clone()),
-            ..ObjectMeta::default()
-        },
-        involved_object: ObjectReference {
-            api_version: Some("batch/v1".to_owned()),
-            kind: Some("Job".to_owned()),
-            name: Some(job.name.clone()),
-            namespace: Some(job.namespace.clone()),
-            uid: Some(job.uid.clone()),
-            ..ObjectReference::default()
-        },
-        reason: Some(event.reason.clone()),
-        message: Some(event.message.clone()),
-        type_: Some(if event.warning { "Warning" } else { "Normal" }.to_owned()),
-        source: Some(EventSource {
-            component: Some(reporter.component.clone()),
-            host: None,
-        }),
-        reporting_component: Some(reporter.component.clone()),
-        reporting_instance: Some(reporter.instance.clone()),
-        first_timestamp: Some(Time(now)),
-        last_timestamp: Some(Time(now)),
-        count: Some(1),
-        ..Event::default()
-    };
-    Api::<Event>::namespaced(client.clone(), &job.namespace)
-        .create(&PostParams::default(), &event)
-        .await
-        .map(drop)
 }

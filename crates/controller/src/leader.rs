@@ -41,34 +41,56 @@ pub struct LeaseSettings {
 impl LeaseSettings {
     /// client-go's rule: the holder must have stopped before its Lease can expire, with room
     /// for a retry period of clock jitter.
-    pub fn check(&self) -> anyhow::Result<()> {
-        anyhow::ensure!(
-            !self.retry_period.is_zero(),
-            "the leader-election retry period must be positive"
-        );
-        anyhow::ensure!(
-            self.lease_duration > self.renew_deadline,
-            "the Lease duration ({:?}) must be longer than the renew deadline ({:?})",
-            self.lease_duration,
-            self.renew_deadline
-        );
-        anyhow::ensure!(
-            self.renew_deadline > self.retry_period.mul_f64(1.2),
-            "the renew deadline ({:?}) must be longer than 1.2 retry periods ({:?})",
-            self.renew_deadline,
-            self.retry_period
-        );
+    pub fn check(&self) -> Result<(), SettingsError> {
+        if self.retry_period.is_zero() {
+            return Err(SettingsError::RetryPeriodZero);
+        }
+        if self.lease_duration <= self.renew_deadline {
+            return Err(SettingsError::LeaseNotLongerThanDeadline {
+                lease_duration: self.lease_duration,
+                renew_deadline: self.renew_deadline,
+            });
+        }
+        if self.renew_deadline <= self.retry_period.mul_f64(1.2) {
+            return Err(SettingsError::DeadlineTooShort {
+                renew_deadline: self.renew_deadline,
+                retry_period: self.retry_period,
+            });
+        }
         Ok(())
     }
 }
 
+/// Leader-election settings that break client-go's rule: leading could not be given up
+/// before the Lease expires.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    #[error("the leader-election retry period must be positive")]
+    RetryPeriodZero,
+    #[error(
+        "the Lease duration ({lease_duration:?}) must be longer than the renew deadline ({renew_deadline:?})"
+    )]
+    LeaseNotLongerThanDeadline {
+        lease_duration: Duration,
+        renew_deadline: Duration,
+    },
+    #[error(
+        "the renew deadline ({renew_deadline:?}) must be longer than 1.2 retry periods ({retry_period:?})"
+    )]
+    DeadlineTooShort {
+        renew_deadline: Duration,
+        retry_period: Duration,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
     /// The resourceVersion precondition failed, or the Lease was created meanwhile.
     #[error("conflict: the Lease changed since it was read")]
     Conflict,
-    #[error("{0}")]
-    Other(String),
+    /// Any other failure of a Lease request: kube's error, with its causes.
+    #[error("the Lease request failed")]
+    Request(#[source] kube::Error),
 }
 
 /// The three calls leader election makes on its Lease (client-go's `resourcelock.Interface`).
@@ -113,7 +135,7 @@ impl KubeLeaseStore {
 fn lease_error(e: kube::Error) -> LeaseError {
     match e {
         kube::Error::Api(s) if s.is_conflict() || s.code == 409 => LeaseError::Conflict,
-        other => LeaseError::Other(other.to_string()),
+        other => LeaseError::Request(other),
     }
 }
 
@@ -288,7 +310,7 @@ pub async fn lead<S, T, F>(
     shutdown: impl Future<Output = ()> + Send + 'static,
     on_lead: impl Fn(bool),
     mut task: T,
-) -> anyhow::Result<()>
+) -> Result<(), SettingsError>
 where
     S: LeaseStore,
     T: FnMut(Term) -> F,
@@ -426,7 +448,7 @@ pub async fn lead_in_cluster<T, F>(
     shutdown: impl Future<Output = ()> + Send + 'static,
     on_lead: impl Fn(bool),
     task: T,
-) -> anyhow::Result<()>
+) -> Result<(), SettingsError>
 where
     T: FnMut(Term) -> F,
     F: Future<Output = ()>,

@@ -6,7 +6,7 @@
 //! # Public API
 //!
 //! ```no_run
-//! # async fn serve(client: kube::Client) -> anyhow::Result<()> {
+//! # async fn serve(client: kube::Client) -> Result<(), jobwarden_controller::leader::SettingsError> {
 //! let mut registry = prometheus_client::registry::Registry::default();
 //! let metrics = jobwarden_controller::register_metrics(&mut registry);
 //! let config = jobwarden_controller::ControllerConfig {
@@ -21,19 +21,31 @@
 //! * [`run`]: acquires the Lease, runs the reconcile loop while leading, stops it (and every
 //!   write at once) when the Lease cannot be renewed within the renew deadline, and on
 //!   `shutdown` drains in-flight syncs and releases the Lease.
-//! * [`client::controller_client`]: the kube client the controller should use: its own
+//! * [`client::client`]: the kube client the controller should use: its own
 //!   User-Agent and a client-side request rate limit.
 //! * [`plan::plan`]: the pure heart, `plan(job, pods, now, config, in_flight) -> Plan`.
 //!
 //! # Layout
 //!
-//! Deciding (pure): `plan` and its parts (`pods`, `backoff`, `conditions`, `pod_template`,
-//! `pod_failure_policy`, `success_policy`, `per_index`), `status_patch`, `events`,
-//! `expectations`, `orphans`, `adoption`. Acting: `executor` applies a plan through the `ClusterApi`
-//! trait (`cluster_api`; `kube_api` is the real one, `in_memory` a faithful stand-in for tests,
-//! the scale benchmark and `jobwarden simulate`); `job_controller` syncs one Job from the
-//! caches (`job_cache`, `pod_cache`); `reconcile` is the loop (no sync before both caches
-//! have listed); `leader` the Lease, with client-go's leader election; this file wires them.
+//! From the ground up; a module imports only those on its own layer or below.
+//!
+//! 1. Deciding, pure: `pods` (the cached pod) and `pod_failure_policy` (which rule a failed
+//!    pod matches) at the bottom, `pod_view` (one sync's view of a pod: the pod and the rule it
+//!    matches) above both, then `backoff`, `conditions`, `pod_template`, `success_policy`,
+//!    `per_index`, and over them all `plan` and its steps; `status_patch` (the write a status
+//!    becomes), `events`, `expectations`, `adoption` (which pods a Job claims).
+//! 2. Acting: `cluster_api` (the writes, as a trait; `kube_api` the real one), `executor`
+//!    (applies a plan, checking each status write against the rules first), the caches
+//!    (`job_cache`, `pod_cache`), `orphans` (a pure decision, and the release it leads to),
+//!    `job_controller` (syncs one Job from the caches), `reconcile` (the loop; no sync before
+//!    both caches have listed), `leader` (the Lease, with client-go's leader election).
+//! 3. This file wires them; `client` makes the kube client; `metrics`.
+//!
+//! The fake cluster (`jobwarden-fake-cluster`) and the simulator (`jobwarden-simulator`) stand
+//! above this crate and are never imported by it: the public modules are what the binary, they
+//! and `jobwarden explain` (the pod failure policy matcher, the back-off per Job and per index,
+//! the pod view they read) need. The `testing` feature adds `testing`: builders of Jobs and
+//! pods, and the table runner over `plan`.
 //!
 //! # End-to-end tests
 //!
@@ -41,36 +53,33 @@
 //! cluster `JOBWARDEN_E2E_KUBECONFIG` names) and compares jobwarden with upstream's Job
 //! controller side by side; see `tests/e2e/main.rs`.
 
-pub mod adoption;
+mod adoption;
 pub mod backoff;
 pub mod client;
 pub mod cluster_api;
 pub mod conditions;
-pub mod events;
+mod events;
 pub mod executor;
-pub mod expectations;
-pub mod in_memory;
+mod expectations;
 pub mod job_cache;
 pub mod job_controller;
-pub mod kube_api;
+mod kube_api;
 pub mod leader;
 pub mod metrics;
-pub mod orphans;
+mod orphans;
 pub mod per_index;
 pub mod plan;
-pub mod pod_cache;
+mod pod_cache;
 pub mod pod_failure_policy;
-pub mod pod_template;
+mod pod_template;
+pub mod pod_view;
 pub mod pods;
 pub mod reconcile;
-pub mod simulation;
-pub mod status_patch;
+mod status_patch;
 pub mod success_policy;
 
-#[cfg(test)]
-mod crash_tests;
-#[cfg(test)]
-mod testing;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -136,7 +145,7 @@ pub async fn run(
     config: ControllerConfig,
     metrics: ControllerMetrics,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
+) -> Result<(), leader::SettingsError> {
     run_sharing_jobs(client, config, metrics, shutdown, watch::Sender::new(None)).await
 }
 
@@ -148,7 +157,7 @@ pub async fn run_sharing_jobs(
     metrics: ControllerMetrics,
     shutdown: impl Future<Output = ()> + Send + 'static,
     jobs: watch::Sender<Option<Store<CachedJob>>>,
-) -> anyhow::Result<()> {
+) -> Result<(), leader::SettingsError> {
     let lease = leader::LeaseSettings {
         namespace: config.lease_namespace.clone(),
         name: config.lease_name.clone(),

@@ -4,6 +4,9 @@
 //! controller created (`jobwarden.io/created-by`), so one jobwarden never strips another's; and
 //! a Job missing from the cache is confirmed gone with the API before anything is released, as a
 //! cache may not have seen a Job its pods already show.
+//!
+//! [`decide`] is pure; [`judge`] reads the Job cache; [`confirm`] and [`release`] are the API
+//! calls the decision leads to.
 
 use std::sync::Arc;
 
@@ -11,7 +14,6 @@ use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::cluster_api::ClusterApi;
 use crate::job_cache::CachedJob;
-use crate::job_controller::JobController;
 use crate::plan::PodRef;
 use crate::pods::CachedPod;
 
@@ -63,26 +65,28 @@ pub fn decide(
     }
 }
 
-pub fn judge<A: ClusterApi>(
+/// [`decide`] from the Job cache: `is_gone` says whether the controller saw a Job uid deleted.
+pub fn judge(
     candidate: &OrphanCandidate,
     store: &Store<CachedJob>,
-    ctl: &JobController<A>,
+    controller_name: &str,
+    is_gone: impl Fn(&str) -> bool,
 ) -> Orphan {
     let pod = &candidate.pod;
     let owner = candidate
         .job_name
         .as_ref()
         .and_then(|name| store.get(&ObjectRef::new(name).within(&candidate.namespace)));
-    let gone = pod.owner_uid.as_deref().is_some_and(|uid| ctl.is_gone(uid));
-    decide(pod, &ctl.config().controller_name, owner.as_deref(), gone)
+    let gone = pod.owner_uid.as_deref().is_some_and(is_gone);
+    decide(pod, controller_name, owner.as_deref(), gone)
 }
 
 /// Whether the API server confirms that the pod's Job is gone (or is another Job now).
-pub async fn confirm<A: ClusterApi>(ctl: &JobController<A>, candidate: &OrphanCandidate) -> bool {
+pub async fn confirm<A: ClusterApi>(api: &A, candidate: &OrphanCandidate) -> bool {
     let Some(name) = &candidate.job_name else {
         return true;
     };
-    match ctl.api().live_job(&candidate.namespace, name).await {
+    match api.live_job(&candidate.namespace, name).await {
         Ok(job) => job.map(|j| j.uid).as_deref() != candidate.pod.owner_uid.as_deref(),
         Err(e) => {
             tracing::warn!(pod = %candidate.pod.name, error = %e, "cannot tell whether a pod's Job is gone; keeping it");
@@ -91,17 +95,13 @@ pub async fn confirm<A: ClusterApi>(ctl: &JobController<A>, candidate: &OrphanCa
     }
 }
 
-pub async fn release<A: ClusterApi>(ctl: &JobController<A>, candidate: &OrphanCandidate) {
+pub async fn release<A: ClusterApi>(api: &A, candidate: &OrphanCandidate) {
     let pod = PodRef {
         name: candidate.pod.name.clone(),
         uid: candidate.pod.uid.to_string(),
     };
     tracing::info!(pod = %pod.name, namespace = %candidate.namespace, "releasing a pod whose Job is gone");
-    if let Err(e) = ctl
-        .api()
-        .remove_pod_finalizer(&candidate.namespace, &pod)
-        .await
-    {
+    if let Err(e) = api.remove_pod_finalizer(&candidate.namespace, &pod).await {
         tracing::warn!(pod = %pod.name, error = %e, "could not release an orphaned pod");
     }
 }

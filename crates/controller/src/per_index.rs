@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::backoff::{self, BackoffRecord};
 use crate::pod_failure_policy::Action;
-use crate::pods::PodView;
+use crate::pod_view::PodView;
 use jobwarden_rules::well_known::{INDEX_FAILURE_COUNT_KEY, INDEX_IGNORED_FAILURE_COUNT_KEY};
 
 /// Upstream's `isIndexFailed`: the pod's failure ends its index when a `FailIndex` rule matched,

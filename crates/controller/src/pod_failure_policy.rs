@@ -31,7 +31,8 @@ impl Action {
         }
     }
 
-    fn as_str(self) -> &'static str {
+    /// The action as the API spells it (`FailJob`).
+    pub fn as_str(self) -> &'static str {
         match self {
             Action::FailJob => "FailJob",
             Action::FailIndex => "FailIndex",

@@ -3,13 +3,11 @@
 //! `PodView` is one sync's view of it, with the pod failure policy rule it matches. Pure reads;
 //! a malformed field reads as "unknown", never as a panic.
 
-use std::ops::Deref;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-use crate::pod_failure_policy::PolicyMatch;
 use jobwarden_rules::well_known::{
     COMPLETION_INDEX_KEY, CREATED_BY_ANNOTATION, INDEX_FAILURE_COUNT_KEY,
     INDEX_IGNORED_FAILURE_COUNT_KEY, TRACKING_FINALIZER,
@@ -224,34 +222,6 @@ fn exited(statuses: &[ContainerStatus], init: bool) -> impl Iterator<Item = Exit
             init,
         })
     })
-}
-
-/// One sync's view of a cached pod: the pod, and the pod failure policy rule it matches (only
-/// `plan` knows the Job, so only it can say).
-#[derive(Debug, Clone)]
-pub struct PodView<'a> {
-    pub pod: &'a CachedPod,
-    pub policy: Option<PolicyMatch>,
-    /// Holds the tracking finalizer and no removal of it is under way: its outcome is still
-    /// the controller's to record. A pod whose removal is in flight counts as released.
-    pub tracked: bool,
-}
-
-impl Deref for PodView<'_> {
-    type Target = CachedPod;
-
-    fn deref(&self) -> &CachedPod {
-        self.pod
-    }
-}
-
-impl PodView<'_> {
-    /// Upstream's `countFailed`: a failure an `Ignore` rule matched is not counted.
-    pub fn counts_as_failure(&self) -> bool {
-        self.policy
-            .as_ref()
-            .is_none_or(PolicyMatch::counts_as_failure)
-    }
 }
 
 /// Upstream's `getCompletionIndex`: Go's `strconv.Atoi` then a non-negative check. `+3` and `007`

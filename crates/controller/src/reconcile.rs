@@ -212,7 +212,7 @@ fn job_event<A: ClusterApi>(
                     job_name: Some(job.name().to_owned()),
                     pod,
                 };
-                if orphans::judge(&candidate, store, ctl) != Orphan::Keep {
+                if judge_orphan(ctl, store, &candidate) != Orphan::Keep {
                     let _ = orphans.send(candidate);
                 }
             }
@@ -250,7 +250,7 @@ fn pod_wakes<A: ClusterApi>(
                 job_name: o.job.as_ref().map(|j| j.name.clone()),
                 pod,
             };
-            if orphans::judge(&candidate, store, ctl) != Orphan::Keep {
+            if judge_orphan(ctl, store, &candidate) != Orphan::Keep {
                 let _ = orphans.send(candidate);
             }
         }
@@ -268,13 +268,13 @@ async fn release_orphan<A: ClusterApi>(
     store: &Store<CachedJob>,
     candidate: OrphanCandidate,
 ) {
-    let release = match orphans::judge(&candidate, store, ctl) {
+    let release = match judge_orphan(ctl, store, &candidate) {
         Orphan::Keep => false,
         Orphan::Release => true,
-        Orphan::Confirm => orphans::confirm(ctl, &candidate).await,
+        Orphan::Confirm => orphans::confirm(ctl.api(), &candidate).await,
     };
     if release {
-        orphans::release(ctl, &candidate).await;
+        orphans::release(ctl.api(), &candidate).await;
     }
 }
 
@@ -393,5 +393,16 @@ fn batched(
                 }
             }
         }
+    })
+}
+
+/// Whether a pod is an orphan to release, as far as this controller's caches tell.
+fn judge_orphan<A: ClusterApi>(
+    ctl: &JobController<A>,
+    store: &Store<CachedJob>,
+    candidate: &OrphanCandidate,
+) -> Orphan {
+    orphans::judge(candidate, store, &ctl.config().controller_name, |uid| {
+        ctl.is_gone(uid)
     })
 }

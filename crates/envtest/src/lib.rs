@@ -22,6 +22,7 @@
 //! * [`ControlPlane::installed_identity`] gives jobwarden the ServiceAccount and RBAC that
 //!   `kubectl kustomize deploy/` installs, and a kubeconfig with its token (`identity`); the
 //!   API server's audit log names whatever it refuses that identity.
+//! * [`delegated_job`]: the Job the e2e tests start from, delegated through `spec.managedBy`.
 //!
 //! Where the binaries come from: `JOBWARDEN_ENVTEST_BIN`, else
 //! `${JOBWARDEN_ENVTEST_DIR:-~/.cache/jobwarden-envtest}/bin`, holding etcd, kube-apiserver,
@@ -30,11 +31,13 @@
 //! set, the tests use that cluster instead and start nothing.
 
 mod apiserver;
+mod delegated_job;
 mod identity;
 mod pki;
 mod process;
 mod serving;
 
+pub use delegated_job::delegated_job;
 pub use identity::{Installed, Refusal};
 pub use process::free_port;
 pub use serving::{ServingCertificate, http_get, https_get, serving_certificate};

@@ -10,11 +10,12 @@ use jobwarden_audit::{PodEvidence, stuck_delegation};
 use jobwarden_controller::backoff::{self, DEFAULT_BACKOFF, MAX_BACKOFF};
 use jobwarden_controller::per_index;
 use jobwarden_controller::pod_failure_policy::{Action, PolicyMatch, match_pod};
-use jobwarden_controller::pods::{CachedPod, Phase, PodView};
-use jobwarden_controller::simulation::seconds::ceil_secs;
+use jobwarden_controller::pod_view::PodView;
+use jobwarden_controller::pods::{CachedPod, Phase};
 use jobwarden_rules::condition::{COMPLETE, FAILED, SUCCESS_CRITERIA_MET, SUSPENDED};
 use jobwarden_rules::indexes::IndexSet;
 use jobwarden_rules::rule_names::effective_names;
+use jobwarden_rules::seconds::ceil_secs;
 use jobwarden_rules::well_known::{BUILT_IN_CONTROLLER_NAME, POLICY_FAILED};
 use jobwarden_rules::{DecodeError, JobObject};
 use k8s_openapi::api::batch::v1::JobCondition;
@@ -397,7 +398,7 @@ fn matched_rule(m: &PolicyMatch, names: &[Option<String>]) -> MatchedRule {
         index: m.rule,
         name: names.get(m.rule).cloned().flatten(),
         // `Action`'s variants are spelled as the API spells them.
-        action: format!("{:?}", m.action),
+        action: m.action.as_str().to_owned(),
     }
 }
 

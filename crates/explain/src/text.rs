@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use jobwarden_controller::simulation::seconds;
+use jobwarden_rules::seconds;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::explanation::*;

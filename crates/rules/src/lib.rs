@@ -13,6 +13,7 @@ pub mod managed_by;
 pub mod names;
 pub mod pod_failure_policy;
 pub mod rule_names;
+pub mod seconds;
 pub mod selector;
 pub mod semantic;
 pub mod status_transitions;

@@ -21,6 +21,7 @@ mod metrics;
 mod metrics_access;
 mod namespaces;
 mod ops;
+mod rejection;
 mod request_body;
 mod routes;
 mod server;

@@ -10,7 +10,7 @@ use http_body_util::BodyExt as _;
 use tokio::time::Instant;
 
 use crate::body_budget::{BodyBudget, Reservation};
-use crate::routes::Rejection;
+use crate::rejection::Rejection;
 
 /// The body, and the bytes it holds in the budget (released when dropped).
 pub(crate) struct ReadBody {

@@ -13,13 +13,14 @@ use axum::http::{StatusCode, header};
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use jobwarden_admission::{Context, Reviewed, Reviewer, Unreadable, Verdict, Webhook};
+use jobwarden_admission::{Context, Reviewed, Reviewer, Verdict, Webhook};
 use tower_http::timeout::TimeoutLayer;
 
 use crate::body_budget::BodyBudget;
 use crate::limits::{ConcurrencyLimit, Deadline, Limits, limit_concurrency, stamp_deadline};
 use crate::metrics::{Metrics, verdict_label};
 use crate::namespaces::NamespaceLabels;
+use crate::rejection::Rejection;
 use crate::request_body::{self, ReadBody};
 
 /// Bodies above this size are reviewed on the blocking pool, so one large object does not
@@ -61,63 +62,6 @@ async fn mutate(State(state): State<AdmissionState>, request: Request) -> Respon
 
 async fn validate(State(state): State<AdmissionState>, request: Request) -> Response {
     answer(state, Webhook::Validate, request).await
-}
-
-/// A request that got no review, with the HTTP status that says why.
-#[derive(Debug)]
-pub(crate) enum Rejection {
-    UnsupportedMediaType(String),
-    TooLarge(usize),
-    /// The body budget (its total, in bytes) stayed full until the request's deadline.
-    OverBudget(usize),
-    BodyUnreadable(String),
-    Empty,
-    Unreadable(Unreadable),
-    ReviewFailed,
-}
-
-impl Rejection {
-    fn status(&self) -> StatusCode {
-        match self {
-            Rejection::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Rejection::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Rejection::OverBudget(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Rejection::BodyUnreadable(_) | Rejection::Empty | Rejection::Unreadable(_) => {
-                StatusCode::BAD_REQUEST
-            }
-            Rejection::ReviewFailed => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-
-    fn verdict(&self) -> &'static str {
-        match self {
-            Rejection::UnsupportedMediaType(_) => "bad_content_type",
-            Rejection::TooLarge(_) => "too_large",
-            Rejection::OverBudget(_) => "over_budget",
-            Rejection::BodyUnreadable(_) | Rejection::Empty | Rejection::Unreadable(_) => {
-                "unreadable"
-            }
-            Rejection::ReviewFailed => "error",
-        }
-    }
-
-    fn message(&self) -> String {
-        match self {
-            Rejection::UnsupportedMediaType(got) => {
-                format!("Content-Type must be application/json, got {got:?}")
-            }
-            Rejection::TooLarge(max) => {
-                format!("request body is larger than the limit of {max} bytes")
-            }
-            Rejection::OverBudget(total) => format!(
-                "request bodies being read hold all {total} bytes the server may buffer (--max-buffered-body-bytes), and not enough was freed before the request deadline; retry"
-            ),
-            Rejection::BodyUnreadable(e) => format!("cannot read the request body: {e}"),
-            Rejection::Empty => "request body is empty".to_owned(),
-            Rejection::Unreadable(e) => e.to_string(),
-            Rejection::ReviewFailed => "the review failed unexpectedly".to_owned(),
-        }
-    }
 }
 
 async fn answer(state: AdmissionState, webhook: Webhook, request: Request) -> Response {

@@ -115,7 +115,7 @@ impl Record {
 struct Replica {
     cut: Arc<AtomicBool>,
     shutdown: Option<oneshot::Sender<()>>,
-    handle: tokio::task::JoinHandle<anyhow::Result<()>>,
+    handle: tokio::task::JoinHandle<Result<(), SettingsError>>,
 }
 
 /// A replica whose task marks it acting until its term's stop resolves, and checks on every

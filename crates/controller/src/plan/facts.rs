@@ -11,7 +11,8 @@ use k8s_openapi::jiff::Timestamp;
 use super::types::{InFlight, PlanConfig};
 use crate::pod_failure_policy;
 use crate::pod_template::JobIdentity;
-use crate::pods::{CachedPod, Phase, PodView};
+use crate::pod_view::PodView;
+use crate::pods::{CachedPod, Phase};
 use jobwarden_rules::well_known::{INDEXED, NON_INDEXED, POLICY_FAILED};
 
 pub(super) struct JobFacts<'a> {

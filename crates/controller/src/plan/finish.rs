@@ -11,8 +11,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::facts::JobFacts;
 use super::outcome::Finishing;
 use super::types::{Finish, event};
-use crate::cluster_api::EventRecord;
 use crate::conditions;
+use jobwarden_events::EventRecord;
 
 /// What recording the outcome did.
 #[derive(Default)]

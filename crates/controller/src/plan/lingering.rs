@@ -8,7 +8,7 @@ use jobwarden_rules::well_known::REASON_JOB_SUSPENDED;
 use super::facts::JobFacts;
 use super::finished_pods::Finished;
 use super::types::event;
-use crate::cluster_api::EventRecord;
+use jobwarden_events::EventRecord;
 
 /// With `Continue` and `backoffLimitPerIndex`: the index of a pod that failed with no pod left
 /// to run it is failed for good, since nothing replaces it, whatever the per-index limit had

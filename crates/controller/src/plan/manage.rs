@@ -15,7 +15,8 @@ use super::types::{CreateReason, DeleteReason, PodCreation, PodDeletion, PodRef}
 use crate::backoff::{self, BackoffRecord};
 use crate::per_index;
 use crate::pod_template::build_pod;
-use crate::pods::{Phase, PodView};
+use crate::pod_view::PodView;
+use crate::pods::Phase;
 
 /// What `manageJob` decided, and the pod counts after it.
 #[derive(Default)]

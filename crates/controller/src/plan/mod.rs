@@ -1,10 +1,10 @@
 //! `plan(job, pods, now, config, in_flight) -> Plan`: everything the controller decides for one
 //! Job, as a pure function of what its caches hold and what it remembers. [`plan`] reads as
 //! upstream's `syncJob`: a list of steps, each a function in the module named for its concern
-//! (`finished_pods` counting, `outcome` deciding, `manage` the active pods, `suspend`, `finish`
-//! the conditions, `status` the write). It never performs I/O, never reads a clock, and plans at
-//! most one status write so that each write can be checked against the status-transition rules
-//! before it is made.
+//! (`finished_pods` counting, `outcome` deciding, `tracking` the finalizers, `manage` the active
+//! pods, `suspend`, `finish` the conditions, `status` the write). It never performs I/O, never
+//! reads a clock, and plans at most one status write so that each write can be checked against
+//! the status-transition rules before it is made.
 
 mod facts;
 mod finish;
@@ -14,6 +14,7 @@ mod manage;
 mod outcome;
 mod status;
 mod suspend;
+mod tracking;
 mod types;
 
 use std::collections::BTreeMap;
@@ -33,7 +34,8 @@ pub use types::{
 };
 
 use crate::per_index;
-use crate::pods::{CachedPod, PodView};
+use crate::pod_view::PodView;
+use crate::pods::CachedPod;
 use facts::{JobFacts, count};
 use finished_pods::Finished;
 use outcome::Finishing;
@@ -165,7 +167,7 @@ pub fn plan(
 
     // Finished pods into the status; their finalizers go once it is written.
     // Pods a success rule lets run on are counted as any running Job's are.
-    let tracked = finished_pods::track(
+    let tracked = tracking::track(
         &facts,
         finishing.as_ref().filter(|f| f.terminates()),
         &finished.prev_indexes,
@@ -267,9 +269,4 @@ fn awaiting_replacement<'a>(
 }
 
 #[cfg(test)]
-#[path = "../plan_tests.rs"]
 mod tests;
-
-#[cfg(test)]
-#[path = "../plan_policy_tests.rs"]
-mod policy_tests;

@@ -5,7 +5,7 @@ use jobwarden_rules::indexes::IndexSet;
 use k8s_openapi::api::batch::v1::{JobStatus, UncountedTerminatedPods};
 
 use super::facts::{JobFacts, clamp};
-use super::finished_pods::Tracked;
+use super::tracking::Tracked;
 
 /// `succeeded`, `failed`, `completedIndexes`, `failedIndexes` and `uncountedTerminatedPods`.
 pub(super) fn write_counters(

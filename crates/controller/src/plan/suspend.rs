@@ -11,8 +11,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::facts::JobFacts;
 use super::types::event;
-use crate::cluster_api::EventRecord;
 use crate::conditions;
+use jobwarden_events::EventRecord;
 use jobwarden_rules::well_known::{
     MESSAGE_JOB_RESUMED, MESSAGE_JOB_SUSPENDED, REASON_JOB_RESUMED, REASON_JOB_SUSPENDED,
 };

@@ -8,8 +8,8 @@ use k8s_openapi::api::batch::v1::JobStatus;
 use serde_json::Value;
 
 use crate::backoff::{self, BackoffRecord};
-use crate::cluster_api::EventRecord;
-use crate::pods::PodView;
+use crate::pod_view::PodView;
+use jobwarden_events::EventRecord;
 use jobwarden_rules::well_known::JOBWARDEN_CONTROLLER_NAME;
 
 /// Tunables of `plan`; the defaults are upstream's.

@@ -24,8 +24,8 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use crate::delegated_job::delegated_job;
 use crate::support::{counter, eventually, is_true, only_active, run_pod, terminal, wait_for_job};
+use jobwarden_envtest::delegated_job;
 
 /// The controller name of the jobwarden that runs the delegated side.
 const JOBWARDEN: &str = "jobwarden.io/differential";

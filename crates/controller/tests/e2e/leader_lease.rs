@@ -23,9 +23,10 @@ async fn lease_writes_are_preconditioned_on_the_version_read() {
         return;
     };
     let store = KubeLeaseStore::new(env.client.clone(), &env.ns, "election");
-    assert_eq!(store.get().await, Ok(None));
+    assert!(matches!(store.get().await, Ok(None)), "no Lease yet");
     store.create(&held_by("a")).await.expect("created");
-    assert_eq!(store.create(&held_by("b")).await, Err(LeaseError::Conflict));
+    let created = store.create(&held_by("b")).await;
+    assert!(matches!(created, Err(LeaseError::Conflict)), "{created:?}");
     let (spec, version) = store.get().await.expect("read").expect("there");
     assert_eq!(spec.holder_identity.as_deref(), Some("a"));
 
@@ -38,10 +39,8 @@ async fn lease_writes_are_preconditioned_on_the_version_read() {
         )
         .await
         .expect("labelled");
-    assert_eq!(
-        store.update(&held_by("b"), &version).await,
-        Err(LeaseError::Conflict)
-    );
+    let updated = store.update(&held_by("b"), &version).await;
+    assert!(matches!(updated, Err(LeaseError::Conflict)), "{updated:?}");
     let (spec, version) = store.get().await.expect("read").expect("there");
     assert_eq!(
         spec.holder_identity.as_deref(),

@@ -15,7 +15,6 @@
 //!   side, compared.
 
 mod adoption;
-mod delegated_job;
 mod differential;
 mod leader_lease;
 mod lifecycle;

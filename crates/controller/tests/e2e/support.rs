@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use jobwarden_controller::leader::SettingsError;
 use jobwarden_controller::{ControllerConfig, ControllerMetrics};
 use jobwarden_envtest::{ControlPlane, Installed};
 use k8s_openapi::api::batch::v1::Job;
@@ -13,7 +14,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
-use crate::delegated_job::delegated_job;
+use jobwarden_envtest::delegated_job;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -28,7 +29,7 @@ pub struct Env {
     pub controller: String,
     pub metrics: ControllerMetrics,
     pub stop: Option<oneshot::Sender<()>>,
-    pub task: Option<JoinHandle<anyhow::Result<()>>>,
+    pub task: Option<JoinHandle<Result<(), SettingsError>>>,
 }
 
 pub async fn setup(scenario: &str) -> Option<Env> {

@@ -1,0 +1,501 @@
+//! Watches the in-memory cluster the way `kubectl get --watch` would and writes down what it
+//! sees as story steps: pods created, deleted and ended (with the pod failure policy rule that
+//! matches them), the Job's counters and conditions as each status write changes them. It also
+//! keeps the book of pods the scenario decides: which entry names each pod, when it started.
+//! It only reads the cluster; the kubelet and the controller do the writing.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::PodFailurePolicy;
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::Value;
+
+use super::scenario::{PodKey, PodScript, Scenario};
+use super::story::*;
+use jobwarden_controller::pod_failure_policy::{Action, match_pod};
+use jobwarden_controller::pods::{CachedPod, parse_index};
+use jobwarden_fake_cluster::{Change, InMemoryCluster, Outcome, Resource, SeenPod};
+use jobwarden_rules::condition::{COMPLETE, FAILED, FAILURE_TARGET, SUCCESS_CRITERIA_MET};
+use jobwarden_rules::success_rule_settings::WhenAchieved;
+use jobwarden_rules::well_known::COMPLETION_INDEX_KEY;
+
+/// A pod the controller created, as the scenario sees it.
+#[derive(Debug, Clone)]
+struct BookedPod {
+    label: PodLabel,
+    script: PodScript,
+    /// Second it started running, since the Job was created.
+    started: Option<u64>,
+    ended: bool,
+    deleted: bool,
+    gone: bool,
+}
+
+/// What the kubelet does with a pod its script decides, once it has run for `running_for`.
+pub(super) fn outcome(script: &PodScript, running_for: Duration) -> Outcome {
+    if running_for < script.after {
+        return Outcome::Run;
+    }
+    script.fate.clone()
+}
+
+/// The pods the scenario decides, by uid.
+pub(super) struct PodBook {
+    scenario: Scenario,
+    pods: HashMap<String, BookedPod>,
+    attempts: HashMap<i32, u32>,
+    created: u64,
+    used: Vec<bool>,
+    /// Pods the scenario deleted (as opposed to the controller).
+    deleted_by_scenario: HashSet<String>,
+}
+
+impl PodBook {
+    pub(super) fn new(scenario: Scenario) -> PodBook {
+        let used = vec![false; scenario.entries.len()];
+        PodBook {
+            scenario,
+            pods: HashMap::new(),
+            attempts: HashMap::new(),
+            created: 0,
+            used,
+            deleted_by_scenario: HashSet::new(),
+        }
+    }
+
+    pub(super) fn created(&self) -> u64 {
+        self.created
+    }
+
+    /// A new pod: its number, attempt, and the entry that decides it.
+    fn book(&mut self, uid: &str, name: &str, index: Option<i32>) -> PodCreated {
+        let number = self.created;
+        self.created += 1;
+        let attempt = index.map(|i| {
+            let a = self.attempts.entry(i).or_insert(0);
+            *a = a.saturating_add(1);
+            *a
+        });
+        let key = PodKey {
+            number: index.map_or(i64::try_from(number).unwrap_or(i64::MAX), i64::from),
+            attempt: attempt.unwrap_or(1),
+        };
+        let (entry, script) = self.scenario.script_for(key);
+        let script = script.clone();
+        if let Some(used) = entry.and_then(|e| self.used.get_mut(e)) {
+            *used = true;
+        }
+        let label = PodLabel {
+            name: name.to_owned(),
+            number,
+            index,
+            attempt,
+        };
+        let created = PodCreated {
+            pod: label.clone(),
+            scenario_entry: entry
+                .and_then(|e| self.scenario.entries.get(e).map(|e| e.text.clone())),
+            fate: script.to_string(),
+        };
+        self.pods.insert(
+            uid.to_owned(),
+            BookedPod {
+                label,
+                script,
+                started: None,
+                ended: false,
+                deleted: false,
+                gone: false,
+            },
+        );
+        created
+    }
+
+    /// The kubelet's question: what becomes of this running pod now?
+    pub(super) fn decide(&self, seen: &SeenPod) -> Outcome {
+        let Some(p) = self.pods.get(&seen.uid) else {
+            return Outcome::Run;
+        };
+        outcome(&p.script, seen.running_for)
+    }
+
+    pub(super) fn deleted_by_scenario(&mut self, uid: &str) {
+        self.deleted_by_scenario.insert(uid.to_owned());
+    }
+
+    /// The next second, after `now`, at which a running pod's scripted end comes.
+    pub(super) fn next_end(&self, now: u64) -> Option<u64> {
+        self.pods
+            .values()
+            .filter(|p| !p.ended && !p.deleted && !p.gone && p.script.fate != Outcome::Run)
+            .filter_map(|p| {
+                let start = p.started?;
+                Some(start.saturating_add(p.script.after.as_secs()).max(now + 1))
+            })
+            .min()
+    }
+
+    /// Pods still running that the scenario lets run for ever.
+    pub(super) fn running_for_ever(&self) -> usize {
+        self.pods
+            .values()
+            .filter(|p| !p.ended && !p.deleted && !p.gone && p.script.fate == Outcome::Run)
+            .count()
+    }
+
+    pub(super) fn unused_entries(&self) -> Vec<String> {
+        self.scenario
+            .entries
+            .iter()
+            .zip(&self.used)
+            .filter(|(_, used)| !**used)
+            .map(|(e, _)| e.text.clone())
+            .collect()
+    }
+}
+
+/// What the Job's policies need to be told apart: its pod failure policy with the rules'
+/// names, and what each success rule does with the pods still running (empty when the
+/// built-in controller runs the Job, which always terminates them).
+pub(super) struct PolicyView {
+    pub policy: Option<PodFailurePolicy>,
+    pub rule_names: Vec<Option<String>>,
+    pub when_achieved: Vec<WhenAchieved>,
+}
+
+pub(super) struct Observer {
+    cluster: Arc<InMemoryCluster>,
+    job_watch: u64,
+    pod_watch: u64,
+    namespace: String,
+    indexed: bool,
+    policy: PolicyView,
+    pub book: PodBook,
+    counters: Option<Counters>,
+    conditions: BTreeMap<String, JobCondition>,
+    /// The Job as last seen.
+    pub job: Value,
+    pub steps: Vec<Step>,
+    /// Watch events read so far: unchanged between two looks means nothing was written.
+    pub events_seen: u64,
+}
+
+fn true_condition(job: &Value, type_: &str) -> bool {
+    job["status"]["conditions"].as_array().is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c["type"] == type_ && c["status"] == "True")
+    })
+}
+
+impl Observer {
+    /// Starts watching after the Job was created.
+    pub(super) fn new(
+        cluster: &Arc<InMemoryCluster>,
+        job: Value,
+        indexed: bool,
+        policy: PolicyView,
+        book: PodBook,
+    ) -> Observer {
+        let namespace = job["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("default")
+            .to_owned();
+        Observer {
+            job_watch: cluster.subscribe(Resource::Jobs),
+            pod_watch: cluster.subscribe(Resource::Pods),
+            cluster: cluster.clone(),
+            namespace,
+            indexed,
+            policy,
+            book,
+            counters: None,
+            conditions: BTreeMap::new(),
+            job,
+            steps: Vec::new(),
+            events_seen: 0,
+        }
+    }
+
+    /// The Job met its success criteria or is failing (or has finished): what happens to its
+    /// pods now no longer decides anything.
+    pub(super) fn finishing(&self) -> bool {
+        [SUCCESS_CRITERIA_MET, FAILURE_TARGET, COMPLETE, FAILED]
+            .iter()
+            .any(|t| true_condition(&self.job, t))
+    }
+
+    /// What the pods still running do under the success rule a `SuccessCriteriaMet` message
+    /// names, when they carry on (`Continue`, `ContinueWithRecreations`).
+    fn carrying_on(&self, message: &str) -> Option<WhenAchieved> {
+        jobwarden_controller::success_policy::rule_of_message(message)
+            .and_then(|rule| self.policy.when_achieved.get(rule).copied())
+            .filter(|w| *w != WhenAchieved::Terminate)
+    }
+
+    /// The pods a met success rule lets carry on, while the Job has not finished.
+    fn lingering(&self) -> Option<WhenAchieved> {
+        if self.finished() {
+            return None;
+        }
+        let message = self.conditions.get(SUCCESS_CRITERIA_MET)?.message.clone();
+        self.carrying_on(&message)
+    }
+
+    pub(super) fn finished(&self) -> bool {
+        true_condition(&self.job, COMPLETE) || true_condition(&self.job, FAILED)
+    }
+
+    /// Reads every change since the last look, writing the steps at second `at`.
+    pub(super) fn look(&mut self, at: u64) {
+        let first_new = self.steps.len();
+        let mut changes = Vec::new();
+        for resource in [Resource::Jobs, Resource::Pods] {
+            let id = match resource {
+                Resource::Jobs => self.job_watch,
+                Resource::Pods => self.pod_watch,
+            };
+            loop {
+                let events = self.cluster.next_events(resource, id, 4096);
+                if events.is_empty() {
+                    break;
+                }
+                self.events_seen += events.len() as u64;
+                for e in events {
+                    let v: Value = serde_json::from_str(&e.object).unwrap_or(Value::Null);
+                    changes.push((resource, e.change, v));
+                }
+            }
+        }
+        // Two watches, one history: the cluster's resourceVersion orders every write across
+        // both (as etcd's revision does), so a pod's creation is told before the status write
+        // that counts it.
+        let revision = |v: &Value| {
+            v["metadata"]["resourceVersion"]
+                .as_str()
+                .and_then(|rv| rv.parse::<u64>().ok())
+                .unwrap_or(u64::MAX)
+        };
+        changes.sort_by_key(|(_, _, v)| revision(v));
+        for (resource, change, v) in changes {
+            match resource {
+                Resource::Jobs => self.job_changed(v, at),
+                Resource::Pods => self.pod_changed(&v, change, at),
+            }
+        }
+        // The controller's pod cache is a hash map, so the order it deletes several pods in
+        // changes from run to run; a run of deletions is told in creation order, so that the
+        // same Job and scenario always tell the same story.
+        let deleted_number = |s: &Step| match &s.what {
+            Happening::PodDeleted(d) => Some(d.pod.number),
+            _ => None,
+        };
+        for run in self.steps[first_new..]
+            .chunk_by_mut(|a, b| deleted_number(a).is_some() && deleted_number(b).is_some())
+        {
+            run.sort_by_key(|s| deleted_number(s));
+        }
+    }
+
+    fn step(&mut self, at: u64, what: Happening) {
+        self.steps.push(Step { at, what });
+    }
+
+    fn job_changed(&mut self, job: Value, at: u64) {
+        let status = &job["status"];
+        for c in status["conditions"].as_array().into_iter().flatten() {
+            let text = |k: &str| c[k].as_str().unwrap_or("").to_owned();
+            let now = JobCondition {
+                type_: text("type"),
+                status: text("status"),
+                reason: text("reason"),
+                message: text("message"),
+                pods_carry_on: None,
+            };
+            if self.conditions.get(&now.type_) != Some(&now) {
+                self.conditions.insert(now.type_.clone(), now.clone());
+                let mut told = now;
+                if told.type_ == SUCCESS_CRITERIA_MET && told.status == "True" {
+                    told.pods_carry_on = self
+                        .carrying_on(&told.message)
+                        .map(|w| w.as_str().to_owned());
+                }
+                self.step(at, Happening::Condition(told));
+            }
+        }
+        let number = |k: &str| status[k].as_i64();
+        let uncounted = |k: &str| {
+            status["uncountedTerminatedPods"][k]
+                .as_array()
+                .map_or(0, Vec::len)
+        };
+        let counters = Counters {
+            active: number("active").unwrap_or(0),
+            ready: number("ready"),
+            terminating: number("terminating"),
+            succeeded: number("succeeded").unwrap_or(0),
+            failed: number("failed").unwrap_or(0),
+            completed_indexes: self
+                .indexed
+                .then(|| status["completedIndexes"].as_str().unwrap_or("").to_owned()),
+            failed_indexes: status["failedIndexes"].as_str().map(str::to_owned),
+            uncounted_succeeded: uncounted("succeeded"),
+            uncounted_failed: uncounted("failed"),
+        };
+        if self.counters.as_ref() != Some(&counters) {
+            self.counters = Some(counters.clone());
+            self.step(at, Happening::Status(counters));
+        }
+        self.job = job;
+    }
+
+    fn pod_changed(&mut self, pod: &Value, change: Change, at: u64) {
+        let meta = &pod["metadata"];
+        let uid = meta["uid"].as_str().unwrap_or("").to_owned();
+        if !self.book.pods.contains_key(&uid) {
+            let name = meta["name"].as_str().unwrap_or("");
+            let index = meta["annotations"][COMPLETION_INDEX_KEY]
+                .as_str()
+                .and_then(parse_index);
+            let created = self.book.book(&uid, name, index);
+            self.step(at, Happening::PodCreated(created));
+        }
+        let finishing = self.finishing();
+        let lingering = self.lingering();
+        let phase = pod["status"]["phase"].as_str().unwrap_or("Pending");
+        let deleting = meta.get("deletionTimestamp").is_some();
+        let by_scenario = self.book.deleted_by_scenario.contains(&uid);
+        let Some(booked) = self.book.pods.get_mut(&uid) else {
+            return;
+        };
+        let label = booked.label.clone();
+        let newly_deleted = deleting && !booked.deleted;
+        let newly_ended = matches!(phase, "Succeeded" | "Failed") && !booked.ended;
+        booked.deleted |= deleting;
+        booked.ended |= newly_ended;
+        booked.gone |= change == Change::Deleted;
+        if phase == "Running" && booked.started.is_none() {
+            booked.started = Some(at);
+        }
+        if newly_deleted {
+            let by = if by_scenario {
+                Deleter::Scenario
+            } else if lingering.is_some() {
+                Deleter::ControllerLingeringEnded
+            } else if finishing {
+                Deleter::ControllerJobFinishing
+            } else {
+                Deleter::ControllerExcess
+            };
+            self.step(
+                at,
+                Happening::PodDeleted(PodDeleted {
+                    pod: label.clone(),
+                    by,
+                }),
+            );
+        }
+        if newly_ended {
+            // With `ContinueWithRecreations` the failure policies still judge the lingering pods.
+            let judged = !finishing || lingering == Some(WhenAchieved::ContinueWithRecreations);
+            let policy = if phase == "Failed" && judged {
+                self.policy_result(pod)
+            } else {
+                None
+            };
+            self.step(
+                at,
+                Happening::PodEnded(PodEnded {
+                    pod: label,
+                    phase: phase.to_owned(),
+                    exit_codes: exit_codes(pod),
+                    conditions: pod_conditions(pod),
+                    killed: deleting,
+                    pod_failure_policy: policy,
+                    after_success_criteria: lingering
+                        .filter(|_| !deleting)
+                        .map(|w| w.as_str().to_owned()),
+                }),
+            );
+        }
+    }
+
+    /// The rule `plan` matches this failed pod against, with the same function.
+    fn policy_result(&self, pod: &Value) -> Option<PolicyResult> {
+        let policy = self.policy.policy.as_ref()?;
+        let typed: Pod = serde_json::from_value(pod.clone()).ok()?;
+        let cached = CachedPod::from_pod(&typed);
+        Some(match match_pod(policy, &cached, &self.namespace) {
+            Some(m) => PolicyResult::Matched(RuleMatch {
+                rule: m.rule,
+                name: self.policy.rule_names.get(m.rule).cloned().flatten(),
+                action: action_name(m.action).to_owned(),
+            }),
+            None => PolicyResult::NoRuleMatched,
+        })
+    }
+}
+
+impl Drop for Observer {
+    fn drop(&mut self) {
+        self.cluster.unsubscribe(Resource::Jobs, self.job_watch);
+        self.cluster.unsubscribe(Resource::Pods, self.pod_watch);
+    }
+}
+
+fn action_name(a: Action) -> &'static str {
+    match a {
+        Action::FailJob => "FailJob",
+        Action::FailIndex => "FailIndex",
+        Action::Ignore => "Ignore",
+        Action::Count => "Count",
+    }
+}
+
+fn exit_codes(pod: &Value) -> Vec<ExitCode> {
+    let read = |list: &str, init: bool| -> Vec<ExitCode> {
+        pod["status"][list]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| {
+                let code = c["state"]["terminated"]["exitCode"].as_i64()?;
+                Some(ExitCode {
+                    container: c["name"].as_str().unwrap_or("").to_owned(),
+                    init,
+                    code: i32::try_from(code).ok()?,
+                })
+            })
+            .collect()
+    };
+    let mut codes = read("containerStatuses", false);
+    codes.extend(read("initContainerStatuses", true));
+    codes
+}
+
+fn pod_conditions(pod: &Value) -> Vec<PodCondition> {
+    pod["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["type"] != "Ready")
+        .map(|c| PodCondition {
+            type_: c["type"].as_str().unwrap_or("").to_owned(),
+            status: c["status"].as_str().unwrap_or("").to_owned(),
+        })
+        .collect()
+}
+
+/// When the Job's `activeDeadlineSeconds` falls, in seconds since it was created.
+pub(super) fn deadline_at(job: &Value, base: k8s_openapi::jiff::Timestamp) -> Option<u64> {
+    let deadline = job["spec"]["activeDeadlineSeconds"].as_u64()?;
+    let start: k8s_openapi::jiff::Timestamp = job["status"]["startTime"].as_str()?.parse().ok()?;
+    let since = start.duration_since(base).as_secs();
+    u64::try_from(since).ok()?.checked_add(deadline)
+}
+
+/// A wait the controller asked for, from the second `now`.
+pub(super) fn wait_until(now: u64, wait: Duration) -> u64 {
+    now.saturating_add(jobwarden_rules::seconds::ceil_secs(wait))
+}
