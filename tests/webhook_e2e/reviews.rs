@@ -14,10 +14,6 @@ use crate::served::{
     unregister,
 };
 
-/// kubectl's client-side validation fetches the OpenAPI v2 document, which some builds of
-/// kube-apiserver serve only as an error; the API server validates the object anyway.
-const VALIDATE_ON_THE_SERVER: &str = "--validate=false";
-
 /// Writes `job` to a file named after it and runs `kubectl apply -n ns -f FILE`.
 fn apply(plane: &ControlPlane, dir: &Path, ns: &str, job: &Value) -> Output {
     let file = dir.join(format!(
@@ -26,11 +22,7 @@ fn apply(plane: &ControlPlane, dir: &Path, ns: &str, job: &Value) -> Output {
     ));
     std::fs::write(&file, serde_yaml_ng::to_string(job).expect("YAML")).expect("written");
     let file = file.to_str().expect("a UTF-8 path").to_owned();
-    kubectl(
-        plane,
-        &["apply", VALIDATE_ON_THE_SERVER, "-n", ns, "-f", &file],
-        None,
-    )
+    kubectl(plane, &["apply", "-n", ns, "-f", &file], None)
 }
 
 /// The lines of docs/operations.md, joined as kubectl prints them (the doc wraps long lines).
@@ -100,7 +92,6 @@ fn the_api_server_calls_the_webhook_on_create_update_and_status_update() {
             plane,
             &[
                 "create",
-                VALIDATE_ON_THE_SERVER,
                 "--dry-run=server",
                 "-n",
                 &ns,
