@@ -49,7 +49,7 @@ pub use metrics::Metrics;
 pub use namespaces::NamespaceLabels;
 pub use serve_error::{ControllerError, ServeError};
 pub use server::{RunningServer, Settings, TlsSource, start};
-pub use tls_reload::{CertError, CertFiles, ReloadCounts};
+pub use tls_reload::{CertFiles, ReloadCounts};
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;

@@ -85,3 +85,31 @@ pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::path::PathBuf;
+
+    use super::{ServeError, error_chain};
+    use crate::tls_reload::{CertError, CertFiles};
+
+    #[test]
+    fn a_cause_is_printed_once() {
+        let error = ServeError::CertificateFiles {
+            files: CertFiles {
+                cert: PathBuf::from("/tls/tls.crt"),
+                key: PathBuf::from("/tls/tls.key"),
+            },
+            source: CertError::Read {
+                path: "/tls/tls.crt".to_owned(),
+                source: io::Error::from(io::ErrorKind::NotFound),
+            },
+        };
+        assert_eq!(
+            error_chain(&error),
+            "cannot load the TLS certificate /tls/tls.crt with key /tls/tls.key: \
+             cannot read /tls/tls.crt: entity not found"
+        );
+    }
+}
