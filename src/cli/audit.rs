@@ -55,7 +55,7 @@ pub fn run(args: &AuditArgs) -> Outcome {
         Some(path) => match jobwarden_server::load_policy_file(path) {
             Ok(policy) => policy,
             Err(e) => {
-                eprintln!("jobwarden audit: {e:#}");
+                eprintln!("jobwarden audit: {:#}", anyhow::Error::from(e));
                 return Outcome::Unreadable;
             }
         },

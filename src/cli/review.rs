@@ -29,7 +29,7 @@ pub fn run(args: &ReviewArgs) -> Outcome {
         Some(path) => match jobwarden_server::load_policy_file(Path::new(path)) {
             Ok(policy) => policy,
             Err(e) => {
-                eprintln!("jobwarden review: {e:#}");
+                eprintln!("jobwarden review: {:#}", anyhow::Error::from(e));
                 return Outcome::Unreadable;
             }
         },

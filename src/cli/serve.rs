@@ -10,7 +10,7 @@ use jobwarden_audit::{AuditConfig, KubeEventSink, PeriodicAudit};
 use jobwarden_controller::client::{self, RateLimit};
 use jobwarden_controller::job_cache::CachedJob;
 use jobwarden_events::EventReporter;
-use jobwarden_server::{ControllerHook, ControllerStart, ServeArgs};
+use jobwarden_server::{ControllerError, ControllerHook, ControllerStart, ServeArgs};
 use kube::runtime::reflector::Store;
 use serde_json::Value;
 use tokio::sync::watch;
@@ -124,7 +124,9 @@ pub fn run(command: ServeCommand) -> Outcome {
             ));
         }
         let hook = config.map(|c| controller_hook(c, controller));
-        jobwarden_server::run(server, webhook_client, hook).await
+        jobwarden_server::run(server, webhook_client, hook)
+            .await
+            .map_err(anyhow::Error::from)
     });
     match served {
         Ok(()) => Outcome::Ok,
@@ -218,7 +220,7 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
             )
             .await;
             let _ = stop_audit.send(true);
-            result.map_err(anyhow::Error::from)
+            result.map_err(ControllerError::from)
         })
     })
 }

@@ -48,7 +48,7 @@ pub fn run(args: &WebhooksArgs) -> Outcome {
         Some(path) => match jobwarden_server::load_policy_file(Path::new(path)) {
             Ok(policy) => policy,
             Err(e) => {
-                eprintln!("jobwarden webhooks: {e:#}");
+                eprintln!("jobwarden webhooks: {:#}", anyhow::Error::from(e));
                 return Outcome::Unreadable;
             }
         },

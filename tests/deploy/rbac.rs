@@ -1,9 +1,10 @@
 //! What each face uses of the API, from the code: the webhook's namespace watch
 //! (crates/server/src/namespaces.rs) and its read of its webhook configurations
 //! (src/cli/registered_webhooks.rs), the controller's kube calls (crates/controller/src/
-//! kube_api.rs, reconcile.rs), kube-runtime's event Recorder and leader.rs, and the reviews of
-//! scrapers' tokens (crates/server/src/metrics_access). The readable summary: the e2e suites
-//! run jobwarden under exactly what deploy/ grants, and fail naming a refused call.
+//! kube_api.rs, reconcile.rs, leader.rs), the core/v1 Events that the controller and the
+//! in-process audit create (crates/events), and the reviews of scrapers' tokens
+//! (crates/server/src/metrics_access). The readable summary: the e2e suites run jobwarden
+//! under exactly what deploy/ grants, and fail naming a refused call.
 
 use std::collections::{BTreeMap, BTreeSet};
 

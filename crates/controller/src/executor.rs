@@ -27,9 +27,11 @@ pub enum ApplyError {
     /// `plan` produced a status the rules reject: a bug, so nothing is written.
     #[error("planned status breaks the status rules: {0}")]
     InvalidStatus(String),
-    #[error("cannot encode the status patch: {0}")]
+    #[error("cannot encode the status patch")]
     Encode(#[from] serde_json::Error),
-    #[error("{step}: {source}")]
+    /// `step` says which write failed (`writing status`, `deleting a pod`, …); the API's
+    /// answer is the source.
+    #[error("{step}")]
     Api {
         step: &'static str,
         #[source]

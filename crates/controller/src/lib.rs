@@ -58,6 +58,7 @@ pub mod backoff;
 pub mod client;
 pub mod cluster_api;
 pub mod conditions;
+mod error_chain;
 mod events;
 pub mod executor;
 mod expectations;
@@ -91,6 +92,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
 use tokio::sync::watch;
 
+pub use error_chain::error_chain;
 pub use metrics::{ControllerMetrics, register_metrics};
 
 use crate::job_cache::CachedJob;

@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use tokio_util::time::DelayQueue;
 
 use crate::cluster_api::ClusterApi;
+use crate::error_chain::error_chain;
 use crate::job_cache::CachedJob;
 use crate::job_controller::{JobController, SyncError};
 use crate::orphans::{self, Orphan, OrphanCandidate};
@@ -154,10 +155,19 @@ pub async fn run_loop<A: ClusterApi + 'static>(
         },
         |job: Arc<CachedJob>, error: &SyncError, _ctx: Arc<Ctx<A>>| {
             if error.is_conflict() {
-                tracing::debug!(job = job.name(), namespace = job.namespace(), "conflict; the newer Job is on its way");
+                tracing::debug!(
+                    job = job.name(),
+                    namespace = job.namespace(),
+                    "conflict; the newer Job is on its way"
+                );
                 Action::requeue(RETRY_CONFLICT)
             } else {
-                tracing::warn!(job = job.name(), namespace = job.namespace(), %error, "sync failed; retrying");
+                tracing::warn!(
+                    job = job.name(),
+                    namespace = job.namespace(),
+                    error = error_chain(error),
+                    "sync failed; retrying"
+                );
                 Action::requeue(RETRY)
             }
         },

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
 use jobwarden_admission::Policy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
@@ -240,7 +239,7 @@ impl LimitArgs {
 
 impl ServeArgs {
     /// The policy: the `--config` file when given, with flags and environment added to it.
-    pub fn policy(&self) -> anyhow::Result<Policy> {
+    pub fn policy(&self) -> Result<Policy, PolicyError> {
         let mut policy = match &self.config {
             Some(path) => load_policy_file(path)?,
             None => Policy::default(),
@@ -260,8 +259,10 @@ impl ServeArgs {
             &self.suspend_on_create_namespaces,
         );
         if let Some(selector) = &self.suspend_on_create_selector {
-            let labels = parse_match_labels(selector)
-                .with_context(|| format!("--suspend-on-create-selector {selector:?}"))?;
+            let labels = parse_match_labels(selector).map_err(|source| PolicyError::Selector {
+                selector: selector.clone(),
+                source,
+            })?;
             // The flag narrows a selector from the file rather than replacing it: both must hold.
             let target = policy
                 .suspend_on_create
@@ -272,28 +273,84 @@ impl ServeArgs {
                 .get_or_insert_with(BTreeMap::new)
                 .extend(labels);
         }
-        check_policy(&policy)?;
+        check_policy(&policy).map_err(PolicyError::Flags)?;
         Ok(policy)
     }
 }
 
+/// Why the policy (`--config` and the flags that add to it) cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("cannot read the policy file {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the policy file {} is not valid", path.display())]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_yaml_ng::Error,
+    },
+    /// The file parses, but breaks a rule of the policy.
+    #[error("the policy file {}", path.display())]
+    File {
+        path: PathBuf,
+        #[source]
+        source: PolicyProblems,
+    },
+    #[error("--suspend-on-create-selector {selector:?}")]
+    Selector {
+        selector: String,
+        #[source]
+        source: SelectorError,
+    },
+    /// The policy with the flags added breaks a rule of the policy.
+    #[error(transparent)]
+    Flags(PolicyProblems),
+}
+
+/// What `Policy::problems` found, `; `-joined.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .0.join("; "))]
+pub struct PolicyProblems(pub Vec<String>);
+
+/// Why `--suspend-on-create-selector` is not `key=value,...`.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectorError {
+    #[error("{0:?} is not key=value")]
+    NotKeyValue(String),
+    #[error("{0:?} has an empty key")]
+    EmptyKey(String),
+    #[error("no key=value pair")]
+    Empty,
+}
+
 /// Reads the YAML policy file. An empty file is the empty policy.
-pub fn load_policy_file(path: &Path) -> anyhow::Result<Policy> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the policy file {}", path.display()))?;
+pub fn load_policy_file(path: &Path) -> Result<Policy, PolicyError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
     if text.trim().is_empty() {
         return Ok(Policy::default());
     }
-    let policy: Policy = serde_yaml_ng::from_str(&text)
-        .with_context(|| format!("the policy file {} is not valid", path.display()))?;
-    check_policy(&policy).with_context(|| format!("the policy file {}", path.display()))?;
+    let policy: Policy = serde_yaml_ng::from_str(&text).map_err(|source| PolicyError::Parse {
+        path: path.to_owned(),
+        source,
+    })?;
+    check_policy(&policy).map_err(|source| PolicyError::File {
+        path: path.to_owned(),
+        source,
+    })?;
     Ok(policy)
 }
 
-fn check_policy(policy: &Policy) -> anyhow::Result<()> {
-    match policy.problems().as_slice() {
-        [] => Ok(()),
-        problems => bail!("{}", problems.join("; ")),
+fn check_policy(policy: &Policy) -> Result<(), PolicyProblems> {
+    match policy.problems() {
+        problems if problems.is_empty() => Ok(()),
+        problems => Err(PolicyProblems(problems)),
     }
 }
 
@@ -306,20 +363,20 @@ fn extend_unique(list: &mut Vec<String>, more: &[String]) {
 }
 
 /// `a=b,c=d` as matchLabels.
-fn parse_match_labels(text: &str) -> anyhow::Result<BTreeMap<String, String>> {
+fn parse_match_labels(text: &str) -> Result<BTreeMap<String, String>, SelectorError> {
     let mut labels = BTreeMap::new();
     for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let Some((key, value)) = pair.split_once('=') else {
-            bail!("{pair:?} is not key=value");
+            return Err(SelectorError::NotKeyValue(pair.to_owned()));
         };
         let (key, value) = (key.trim(), value.trim());
         if key.is_empty() {
-            bail!("{pair:?} has an empty key");
+            return Err(SelectorError::EmptyKey(pair.to_owned()));
         }
         labels.insert(key.to_owned(), value.to_owned());
     }
     if labels.is_empty() {
-        bail!("no key=value pair");
+        return Err(SelectorError::Empty);
     }
     Ok(labels)
 }
@@ -329,6 +386,7 @@ mod tests {
     use clap::Parser;
 
     use super::*;
+    use crate::serve_error::error_chain;
 
     #[derive(Parser)]
     struct Cli {
@@ -457,19 +515,27 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("policy.yaml");
         std::fs::write(&file, "allowedManagedBy: [a]\nresumee: {}\n").unwrap();
-        let err = format!("{:#}", load_policy_file(&file).unwrap_err());
-        assert!(err.contains("is not valid"), "{err}");
+        let err = error_chain(&load_policy_file(&file).unwrap_err());
+        assert!(err.contains("is not valid: "), "{err}");
         assert!(err.contains("resumee"), "{err}");
 
         std::fs::write(&file, "resume:\n  serviceAccounts: [just-a-name]\n").unwrap();
-        let err = format!("{:#}", load_policy_file(&file).unwrap_err());
+        let err = error_chain(&load_policy_file(&file).unwrap_err());
+        assert!(
+            err.starts_with(&format!("the policy file {}: ", file.display())),
+            "{err}"
+        );
         assert!(err.contains("namespace/name"), "{err}");
 
-        let err = format!(
-            "{:#}",
-            load_policy_file(&dir.path().join("missing.yaml")).unwrap_err()
+        let missing = dir.path().join("missing.yaml");
+        let err = error_chain(&load_policy_file(&missing).unwrap_err());
+        assert!(
+            err.starts_with(&format!(
+                "cannot read the policy file {}: ",
+                missing.display()
+            )),
+            "{err}"
         );
-        assert!(err.contains("cannot read"), "{err}");
     }
 
     #[test]
@@ -482,15 +548,30 @@ mod tests {
 
     #[test]
     fn selector_flag_must_be_pairs() {
-        assert!(
-            args(&["--suspend-on-create-selector", "tier"])
+        for (selector, want) in [
+            (
+                "tier",
+                r#"--suspend-on-create-selector "tier": "tier" is not key=value"#,
+            ),
+            (
+                "=x",
+                r#"--suspend-on-create-selector "=x": "=x" has an empty key"#,
+            ),
+            (
+                " , ",
+                r#"--suspend-on-create-selector " , ": no key=value pair"#,
+            ),
+        ] {
+            let error = args(&["--suspend-on-create-selector", selector])
                 .policy()
-                .is_err()
-        );
-        assert!(
-            args(&["--suspend-on-create-selector", "=x"])
-                .policy()
-                .is_err()
-        );
+                .unwrap_err();
+            assert_eq!(error_chain(&error), want);
+        }
+    }
+
+    #[test]
+    fn flags_that_break_the_policy_say_only_what_breaks() {
+        let error = args(&["--controller-name", " "]).policy().unwrap_err();
+        assert_eq!(error_chain(&error), "controllerName must not be empty");
     }
 }

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use jobwarden_admission::Policy;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
@@ -15,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::health::{self, Health};
 use crate::metrics::Metrics;
 use crate::ops::{self, MetricsMode};
+use crate::serve_error::ServeError;
 use crate::server::load_certificate;
 use crate::{
     CONTROLLER_STOP_TIMEOUT, CertFiles, ControllerHook, ControllerStart, ServeArgs, TlsSource,
@@ -26,16 +26,14 @@ pub(crate) async fn run(
     policy: Policy,
     client: &kube::Client,
     hook: ControllerHook,
-) -> anyhow::Result<()> {
+) -> Result<(), ServeError> {
     let mode = MetricsMode::choose(args.metrics_secure, true);
     let files = match (mode, &args.tls_cert, &args.tls_key) {
         (MetricsMode::Secure, Some(cert), Some(key)) => Some(CertFiles {
             cert: cert.clone(),
             key: key.clone(),
         }),
-        (MetricsMode::Secure, _, _) => anyhow::bail!(
-            "--no-webhook serves /metrics over HTTPS: give --tls-cert and --tls-key (the serving certificate), or --metrics-secure=false"
-        ),
+        (MetricsMode::Secure, _, _) => return Err(ServeError::NoWebhookWithoutCertificate),
         _ => None,
     };
     let mut registry = Registry::default();
@@ -61,13 +59,7 @@ pub(crate) async fn run(
         None => None,
     };
     let access = ops::gate(mode, Some(client), &mut registry);
-    let listener = listen::bind(args.metrics_listen).with_context(|| {
-        format!(
-            "cannot listen on {} (--metrics-listen)",
-            args.metrics_listen
-        )
-    })?;
-    let addr = listener.local_addr()?;
+    let (listener, addr) = listen::bind_flag(args.metrics_listen, "--metrics-listen")?;
     let router = health::router(health.clone(), Arc::new(registry), access);
     let ops = ops::serve(
         listener,
@@ -75,8 +67,7 @@ pub(crate) async fn run(
         certificate,
         &args.limits.limits(),
         ops_stop.clone(),
-    )
-    .context("cannot configure TLS for --metrics-listen")?;
+    )?;
     mode.log();
     tracing::info!(%addr, "jobwarden controller serving /healthz, /readyz, /metrics (--no-webhook)");
 
@@ -87,8 +78,8 @@ pub(crate) async fn run(
             health.set_draining();
             stop.cancel();
             match tokio::time::timeout(CONTROLLER_STOP_TIMEOUT, &mut controller).await {
-                Ok(Ok(result)) => result,
-                Ok(Err(join)) => Err(anyhow::anyhow!("the reconcile loop panicked: {join}")),
+                Ok(Ok(result)) => result.map_err(ServeError::ControllerFailed),
+                Ok(Err(join)) => Err(ServeError::ControllerPanicked(join)),
                 Err(_) => {
                     tracing::warn!("the reconcile loop did not stop in time");
                     Ok(())
@@ -96,9 +87,9 @@ pub(crate) async fn run(
             }
         }
         ended = &mut controller => match ended {
-            Ok(Ok(())) => Err(anyhow::anyhow!("the reconcile loop stopped unexpectedly")),
-            Ok(Err(error)) => Err(error.context("the reconcile loop failed")),
-            Err(join) => Err(anyhow::anyhow!("the reconcile loop panicked: {join}")),
+            Ok(Ok(())) => Err(ServeError::ControllerStopped),
+            Ok(Err(error)) => Err(ServeError::ControllerFailed(error)),
+            Err(join) => Err(ServeError::ControllerPanicked(join)),
         },
     };
     ops_stop.cancel();

@@ -24,6 +24,7 @@ mod ops;
 mod rejection;
 mod request_body;
 mod routes;
+mod serve_error;
 mod server;
 mod shutdown;
 pub mod tls_reload;
@@ -35,13 +36,18 @@ use std::time::Duration;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
-pub use config::{LimitArgs, LogFormat, ServeArgs, load_policy_file};
+use crate::serve_error::error_chain;
+
+pub use config::{
+    LimitArgs, LogFormat, PolicyError, PolicyProblems, SelectorError, ServeArgs, load_policy_file,
+};
 pub use health::Health;
 pub use limits::Limits;
 pub use listen::ListenAddr;
 pub use logging::{LoggingGuard, init_logging};
 pub use metrics::Metrics;
 pub use namespaces::NamespaceLabels;
+pub use serve_error::{ControllerError, ServeError};
 pub use server::{RunningServer, Settings, TlsSource, start};
 pub use tls_reload::{CertFiles, ReloadCounts};
 
@@ -65,7 +71,7 @@ pub struct ControllerStart<'a> {
 /// `--no-webhook`); if it fails, the process stops and [`run`] returns that error (so the pod
 /// restarts).
 pub type ControllerHook =
-    Box<dyn for<'a> FnOnce(ControllerStart<'a>) -> BoxFuture<anyhow::Result<()>> + Send>;
+    Box<dyn for<'a> FnOnce(ControllerStart<'a>) -> BoxFuture<Result<(), ControllerError>> + Send>;
 
 /// How long the reconcile loop gets to stop after the webhook has drained.
 const CONTROLLER_STOP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -77,7 +83,7 @@ pub async fn run(
     args: ServeArgs,
     cluster: Option<kube::Client>,
     controller: Option<ControllerHook>,
-) -> anyhow::Result<()> {
+) -> Result<(), ServeError> {
     // kube's client builds its TLS config from the process-wide provider; the server names its
     // own. An error here only means a provider is installed already.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -86,9 +92,7 @@ pub async fn run(
     let client = cluster.filter(|_| !args.dev);
     if args.no_webhook {
         let (Some(client), Some(hook)) = (&client, controller) else {
-            anyhow::bail!(
-                "--no-webhook runs only the reconcile loop, which needs a cluster (in-cluster or a kubeconfig)"
-            );
+            return Err(ServeError::NoWebhookWithoutCluster);
         };
         return controller_only::run(&args, policy, client, hook).await;
     }
@@ -134,12 +138,12 @@ pub async fn run(
             let result = future.await;
             if let Err(error) = &result {
                 tracing::error!(
-                    error = format!("{error:#}"),
+                    error = error_chain(&**error),
                     "the reconcile loop failed; stopping"
                 );
                 shutdown.cancel();
             }
-            result
+            result.map_err(ServeError::ControllerFailed)
         })
     });
 
@@ -149,7 +153,7 @@ pub async fn run(
         None => Ok(()),
         Some(task) => match tokio::time::timeout(CONTROLLER_STOP_TIMEOUT, task).await {
             Ok(Ok(result)) => result,
-            Ok(Err(join)) => Err(anyhow::anyhow!("the reconcile loop panicked: {join}")),
+            Ok(Err(join)) => Err(ServeError::ControllerPanicked(join)),
             Err(_) => {
                 tracing::warn!("the reconcile loop did not stop in time");
                 Ok(())
@@ -163,11 +167,10 @@ pub async fn run(
 fn settings_from_args(
     args: &ServeArgs,
     policy: jobwarden_admission::Policy,
-) -> anyhow::Result<(Settings, Option<dev_cert::DevCert>)> {
+) -> Result<(Settings, Option<dev_cert::DevCert>), ServeError> {
     let (tls, dev) = match (&args.tls_cert, &args.tls_key, args.dev) {
         (_, _, true) => {
-            let dev = dev_cert::make()
-                .map_err(|e| anyhow::anyhow!("cannot make the --dev certificate: {e}"))?;
+            let dev = dev_cert::make().map_err(ServeError::DevCertificate)?;
             let tls = TlsSource::Pem {
                 cert_pem: dev.cert_pem.clone().into_bytes(),
                 key_pem: dev.key_pem.clone().into_bytes(),
@@ -184,7 +187,7 @@ fn settings_from_args(
             },
             None,
         ),
-        _ => anyhow::bail!("--tls-cert and --tls-key are required (or --dev)"),
+        _ => return Err(ServeError::NoCertificate),
     };
     let settings = Settings {
         listen: args.listen,

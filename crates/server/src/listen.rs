@@ -12,6 +12,8 @@ use std::str::FromStr;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
 
+use crate::serve_error::ServeError;
+
 /// A listener's address as configured: `:PORT` for the port on every address family (what Go's
 /// `net.Listen("tcp", ":8443")` does), or `HOST:PORT` for exactly that address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +67,18 @@ pub(crate) fn bind(addr: ListenAddr) -> io::Result<TcpListener> {
             }
         }
     }
+}
+
+/// Binds the listener that `flag` configures, and reads the address it got (the port, for 0).
+pub(crate) fn bind_flag(
+    addr: ListenAddr,
+    flag: &'static str,
+) -> Result<(TcpListener, SocketAddr), ServeError> {
+    let listener = bind(addr).map_err(|source| ServeError::Listen { addr, flag, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| ServeError::BoundAddress { flag, source })?;
+    Ok((listener, bound))
 }
 
 fn listen(addr: SocketAddr, only_v6: Option<bool>) -> io::Result<TcpListener> {

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::https;
 use crate::limits::Limits;
 use crate::metrics_access::MetricsAccess;
+use crate::serve_error::ServeError;
 use crate::tls_reload::{self, CertStore};
 
 /// How `/metrics` is served.
@@ -76,7 +77,7 @@ pub(crate) fn serve(
     certificate: Option<Arc<CertStore>>,
     limits: &Limits,
     stop: CancellationToken,
-) -> anyhow::Result<JoinHandle<()>> {
+) -> Result<JoinHandle<()>, ServeError> {
     let Some(certificate) = certificate else {
         return Ok(tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, router)
@@ -87,7 +88,10 @@ pub(crate) fn serve(
             }
         }));
     };
-    let config = tls_reload::server_config(certificate)?;
+    let config = tls_reload::server_config(certificate).map_err(|source| ServeError::Tls {
+        flag: "--metrics-listen",
+        source,
+    })?;
     // A scrape or a probe takes no longer than any request may: that is all the drain needs.
     let drain = limits.request_timeout;
     Ok(tokio::spawn(https::serve(

@@ -8,7 +8,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use jobwarden_admission::{Policy, Reviewer};
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
@@ -26,6 +25,7 @@ use crate::metrics::Metrics;
 use crate::namespaces::NamespaceLabels;
 use crate::ops::{self, MetricsMode};
 use crate::routes::{self, AdmissionState};
+use crate::serve_error::ServeError;
 use crate::tls_reload::{self, CertFiles, CertStore, LoadedCert, ReloadCounts};
 
 /// Where the serving certificate comes from.
@@ -63,7 +63,7 @@ pub struct RunningServer {
     metrics_addr: SocketAddr,
     shutdown: CancellationToken,
     reloads: watch::Receiver<ReloadCounts>,
-    task: JoinHandle<anyhow::Result<()>>,
+    task: JoinHandle<Result<(), ServeError>>,
 }
 
 impl RunningServer {
@@ -88,8 +88,8 @@ impl RunningServer {
     }
 
     /// Waits until the server has drained and stopped.
-    pub async fn wait(self) -> anyhow::Result<()> {
-        self.task.await.context("the server task panicked")?
+    pub async fn wait(self) -> Result<(), ServeError> {
+        self.task.await.map_err(ServeError::ServerPanicked)?
     }
 }
 
@@ -100,14 +100,13 @@ pub async fn start(
     settings: Settings,
     mut registry: Registry,
     client: Option<kube::Client>,
-) -> anyhow::Result<RunningServer> {
+) -> Result<RunningServer, ServeError> {
     let limits = &settings.limits;
     if limits.max_buffered_body_bytes < limits.max_body_bytes {
-        anyhow::bail!(
-            "--max-buffered-body-bytes ({}) must be at least --max-body-bytes ({}), or a body of the largest size could never be read",
-            limits.max_buffered_body_bytes,
-            limits.max_body_bytes
-        );
+        return Err(ServeError::BudgetBelowBodyLimit {
+            buffered: limits.max_buffered_body_bytes,
+            body: limits.max_body_bytes,
+        });
     }
     let metrics = Arc::new(Metrics::register(&mut registry));
     let metrics_mode = MetricsMode::choose(settings.metrics_secure, client.is_some());
@@ -124,19 +123,16 @@ pub async fn start(
 
     let (store, reloader) = load_certificate(&settings.tls, &metrics, background.clone()).await?;
     health.set_certificate_loaded();
-    let tls_config = tls_reload::server_config(store.clone()).context("cannot configure TLS")?;
+    let tls_config =
+        tls_reload::server_config(store.clone()).map_err(|source| ServeError::Tls {
+            flag: "--listen",
+            source,
+        })?;
     let acceptor = TlsAcceptor::from(Arc::new(tls_config));
 
-    let listener = listen::bind(settings.listen)
-        .with_context(|| format!("cannot listen on {} (--listen)", settings.listen))?;
-    let metrics_listener = listen::bind(settings.metrics_listen).with_context(|| {
-        format!(
-            "cannot listen on {} (--metrics-listen)",
-            settings.metrics_listen
-        )
-    })?;
-    let https_addr = listener.local_addr()?;
-    let metrics_addr = metrics_listener.local_addr()?;
+    let (listener, https_addr) = listen::bind_flag(settings.listen, "--listen")?;
+    let (metrics_listener, metrics_addr) =
+        listen::bind_flag(settings.metrics_listen, "--metrics-listen")?;
 
     let reloads = reloader.counts.subscribe();
     tokio::spawn(reloader.run());
@@ -174,8 +170,7 @@ pub async fn start(
         ops_certificate,
         &settings.limits,
         background.clone(),
-    )
-    .context("cannot configure TLS for --metrics-listen")?;
+    )?;
     metrics_mode.log();
 
     let stop_accepting = CancellationToken::new();
@@ -201,8 +196,8 @@ pub async fn start(
         if let Some(ended) = early_end {
             health.set_draining();
             background.cancel();
-            ended.context("the HTTPS listener panicked")?;
-            anyhow::bail!("the HTTPS listener stopped unexpectedly");
+            ended.map_err(ServeError::ListenerPanicked)?;
+            return Err(ServeError::ListenerStopped);
         }
         // Readiness first, so Service endpoints drop this pod while it still answers whatever
         // kube-apiserver sends in the meantime.
@@ -217,7 +212,7 @@ pub async fn start(
         if let Err(error) = ops_task.await {
             tracing::warn!(%error, "the metrics listener panicked");
         }
-        drained.context("the HTTPS listener panicked")?;
+        drained.map_err(ServeError::ListenerPanicked)?;
         tracing::info!("jobwarden webhook stopped");
         Ok(())
     });
@@ -250,20 +245,21 @@ pub(crate) async fn load_certificate(
     tls: &TlsSource,
     metrics: &Arc<Metrics>,
     stop: CancellationToken,
-) -> anyhow::Result<(Arc<CertStore>, Reloader)> {
+) -> Result<(Arc<CertStore>, Reloader), ServeError> {
     let (counts, _) = watch::channel(ReloadCounts::default());
     let (loaded, store, poll): (LoadedCert, _, BoxFuture<()>) = match tls {
         TlsSource::Files {
             files,
             poll_interval,
         } => {
-            let (loaded, cert, key) = files.load().await.with_context(|| {
-                format!(
-                    "cannot load the TLS certificate {} with key {}",
-                    files.cert.display(),
-                    files.key.display()
-                )
-            })?;
+            let (loaded, cert, key) =
+                files
+                    .load()
+                    .await
+                    .map_err(|source| ServeError::CertificateFiles {
+                        files: files.clone(),
+                        source,
+                    })?;
             let store = Arc::new(CertStore::new(&loaded));
             let poll = tls_reload::watch_files(
                 files.clone(),
@@ -277,8 +273,8 @@ pub(crate) async fn load_certificate(
             (loaded, store, Box::pin(poll))
         }
         TlsSource::Pem { cert_pem, key_pem } => {
-            let loaded = tls_reload::load_pem(cert_pem, key_pem)
-                .context("cannot load the in-memory TLS certificate")?;
+            let loaded =
+                tls_reload::load_pem(cert_pem, key_pem).map_err(ServeError::CertificatePem)?;
             let store = Arc::new(CertStore::new(&loaded));
             (loaded, store, Box::pin(std::future::ready(())))
         }

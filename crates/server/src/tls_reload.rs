@@ -19,13 +19,15 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
+use crate::serve_error::error_chain;
 
 /// Why a certificate could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum CertError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read {
         path: String,
+        #[source]
         source: std::io::Error,
     },
     #[error("the certificate file holds no PEM CERTIFICATE block")]
@@ -223,7 +225,7 @@ pub(crate) async fn watch_files(
                 (Seen::Contents(cert, key), outcome)
             }
             Err(e) => {
-                let now = Seen::ReadError(e.to_string());
+                let now = Seen::ReadError(error_chain(&e));
                 let outcome = (now != current).then_some(Err(e));
                 (now, outcome)
             }
@@ -244,7 +246,10 @@ pub(crate) async fn watch_files(
                 );
             }
             Some(Err(error)) if unsettled.as_ref() != Some(&now) => {
-                tracing::debug!(%error, "new TLS certificate files do not load yet; checking again");
+                tracing::debug!(
+                    error = error_chain(&error),
+                    "new TLS certificate files do not load yet; checking again"
+                );
                 unsettled = Some(now);
             }
             Some(Err(error)) => {
@@ -253,7 +258,7 @@ pub(crate) async fn watch_files(
                 metrics.certificate_reload_failed();
                 counts.send_modify(|c| c.failed += 1);
                 tracing::error!(
-                    %error,
+                    error = error_chain(&error),
                     cert = %files.cert.display(),
                     key = %files.key.display(),
                     "new TLS certificate files do not load; the previous certificate keeps serving"

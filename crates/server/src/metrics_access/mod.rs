@@ -19,6 +19,8 @@ use prometheus_client::registry::Registry;
 
 use decision::{Access, Credential, METRICS_PATH};
 
+use crate::serve_error::error_chain;
+
 /// How long an answer is kept. A grant is kept a minute, as controller-runtime's filter keeps
 /// an authenticated token; a refusal ten seconds, as kube-apiserver's token cache keeps a
 /// failure, so a newly bound Prometheus is let in soon and a revoked one is shut out within
@@ -166,16 +168,4 @@ fn digest(token: &str) -> [u8; 32] {
     let mut key = [0; 32];
     key.copy_from_slice(ring::digest::digest(&ring::digest::SHA256, token.as_bytes()).as_ref());
     key
-}
-
-/// `error: cause: cause…`, for a log line and a response body.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        text.push_str(": ");
-        text.push_str(&next.to_string());
-        cause = next.source();
-    }
-    text
 }
