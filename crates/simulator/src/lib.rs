@@ -11,7 +11,7 @@
 //! * [`text::render`]: the story for people; `Story` serializes to JSON for scripts.
 
 pub mod scenario;
-pub mod seconds;
+pub use jobwarden_rules::seconds;
 pub mod story;
 pub mod text;
 

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use jobwarden_rules::JobObject;
+use jobwarden_rules::pod_timing::{self, FailureBackoff};
 use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::jiff::Timestamp;
 
@@ -33,6 +34,8 @@ pub(super) struct JobFacts<'a> {
     pub deleting: bool,
     /// `backoffLimitPerIndex`, for Indexed Jobs that set it.
     pub per_index_limit: Option<i32>,
+    /// The failure back-off: the Job's `jobwarden.io/pod-failure-backoff`, else the config's.
+    pub backoff: FailureBackoff,
 }
 
 impl<'a> JobFacts<'a> {
@@ -68,6 +71,10 @@ impl<'a> JobFacts<'a> {
             suspended: job.is_suspended(),
             deleting: job.metadata.deletion_timestamp.is_some(),
             per_index_limit: job.spec.backoff_limit_per_index.filter(|_| indexed),
+            backoff: pod_timing::failure_backoff(job).unwrap_or(FailureBackoff {
+                initial: config.backoff_base,
+                max: config.backoff_max,
+            }),
         })
     }
 
