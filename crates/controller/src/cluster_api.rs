@@ -9,7 +9,7 @@ use jobwarden_events::{EventRecord, JobRef};
 use kube::core::Status;
 use serde_json::Value;
 
-use crate::plan::PodRef;
+use crate::plan::{PodRef, PodStartFailure};
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ApiError {
@@ -90,6 +90,13 @@ pub trait ClusterApi: Send + Sync {
         namespace: &str,
         pod: &PodRef,
     ) -> impl Future<Output = Result<(), ApiError>> + Send;
+    /// Writes `failure.status_patch()` to the pod's `status` subresource: `Failed`, with the
+    /// condition saying it did not start in time.
+    fn fail_pod(
+        &self,
+        namespace: &str,
+        failure: &PodStartFailure,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
     /// Creates the pod and returns its generated name.
     fn create_pod(
         &self,
@@ -154,6 +161,14 @@ impl<T: ClusterApi> ClusterApi for std::sync::Arc<T> {
         pod: &PodRef,
     ) -> impl Future<Output = Result<(), ApiError>> + Send {
         (**self).delete_pod(namespace, pod)
+    }
+
+    fn fail_pod(
+        &self,
+        namespace: &str,
+        failure: &PodStartFailure,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+        (**self).fail_pod(namespace, failure)
     }
 
     fn create_pod(

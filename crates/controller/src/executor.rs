@@ -1,5 +1,5 @@
 //! Applies a `Plan` through a `ClusterApi`: creations, then the status, then finalizers, then
-//! deletions. Pods come first, as in upstream's `syncJob` (`manageJob` before the status
+//! the pods that did not start in time failed, then deletions. Pods come first, as in upstream's `syncJob` (`manageJob` before the status
 //! write), so `status.active` counts only pods that exist: when a creation fails, the status
 //! written counts the pods that were made. The status comes before the finalizers, which keeps
 //! every pod outcome counted exactly once. The executor decides nothing itself, never writes a
@@ -54,6 +54,8 @@ impl ApplyError {
 pub struct Applied {
     pub status_written: bool,
     pub finalizers_removed: Vec<PodRef>,
+    /// Pods failed for not starting in time.
+    pub failed_pods: Vec<PodRef>,
     pub deleted: Vec<PodRef>,
     /// Names of the pods created.
     pub created: Vec<String>,
@@ -144,6 +146,27 @@ pub async fn apply<A: ClusterApi>(api: &A, stored: &Value, plan: &Plan) -> Appli
     }
     if let Some(e) = first_error {
         return done.failed("removing a finalizer", e);
+    }
+
+    // A pod that did not start in time is failed before it is deleted, so that the condition
+    // saying why is there for the pod failure policy to match.
+    let results = parallel(
+        plan.fail
+            .iter()
+            .map(|f| api.fail_pod(namespace, f))
+            .collect(),
+    )
+    .await;
+    for (failure, r) in plan.fail.iter().zip(results) {
+        match r {
+            Err(e) if !e.pod_is_gone() => {
+                first_error.get_or_insert(e);
+            }
+            _ => done.failed_pods.push(failure.pod.clone()),
+        }
+    }
+    if let Some(e) = first_error {
+        return done.failed("failing a pod that did not start", e);
     }
 
     let pods: Vec<PodRef> = plan.delete.iter().map(|d| d.pod.clone()).collect();

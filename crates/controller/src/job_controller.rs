@@ -20,7 +20,9 @@ use crate::events::{EventLimiter, pods_message};
 use crate::executor::{self, Applied, ApplyError};
 use crate::expectations::{EXPECTATIONS_TIMEOUT, Expectations};
 use crate::job_cache::CachedJob;
-use crate::metrics::{ControllerMetrics, CreatedLabels, FinishedLabels, SyncLabels};
+use crate::metrics::{
+    ControllerMetrics, CreatedLabels, FinishedLabels, StartTimeoutLabels, SyncLabels,
+};
 use crate::plan::{Finish, InFlight, Plan, PlanConfig, PodRef, plan};
 use crate::pod_cache::{PodCache, PodObservation};
 use crate::pods::CachedPod;
@@ -483,6 +485,18 @@ impl<A: ClusterApi> JobController<A> {
                 .pods_created
                 .get_or_create(&CreatedLabels { reason })
                 .inc_by(applied.created.len() as u64);
+        }
+        for failure in p
+            .fail
+            .iter()
+            .filter(|f| applied.failed_pods.contains(&f.pod))
+        {
+            self.metrics
+                .pod_start_timeouts
+                .get_or_create(&StartTimeoutLabels {
+                    reason: failure.reason.to_owned(),
+                })
+                .inc();
         }
         if let Some(finish) = p.finished.as_ref().filter(|_| applied.status_written) {
             let mode = if job.is_indexed() {

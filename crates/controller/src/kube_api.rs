@@ -1,6 +1,6 @@
 //! The real `ClusterApi`: the executor's writes as kube-apiserver calls. Merge patches on
 //! `jobs/status` with the resourceVersion precondition, strategic-merge removal of only our
-//! finalizer, uid-preconditioned deletes, creates from raw JSON, core/v1 Events (one object per
+//! finalizer, uid-preconditioned deletes, a pod that did not start failed through its `status`, creates from raw JSON, core/v1 Events (one object per
 //! event, as upstream's recorder writes them), and a metadata-only GET to confirm an orphan.
 //! It decides nothing.
 
@@ -16,7 +16,7 @@ use kube::api::{
 use serde_json::{Value, json};
 
 use crate::cluster_api::{ApiError, ClusterApi, LiveJob};
-use crate::plan::PodRef;
+use crate::plan::{PodRef, PodStartFailure};
 use jobwarden_events::{EventRecord, EventReporter, JobRef, record_job_event};
 use jobwarden_rules::well_known::TRACKING_FINALIZER;
 
@@ -120,6 +120,19 @@ impl ClusterApi for KubeApi {
         };
         Api::<Pod>::namespaced(self.client.clone(), namespace)
             .delete(&pod.name, &params)
+            .await
+            .map(drop)
+            .map_err(ApiError::from)
+    }
+
+    async fn fail_pod(&self, namespace: &str, failure: &PodStartFailure) -> Result<(), ApiError> {
+        self.may_write()?;
+        Api::<Pod>::namespaced(self.client.clone(), namespace)
+            .patch_status(
+                &failure.pod.name,
+                &self.params(),
+                &Patch::Strategic(failure.status_patch()),
+            )
             .await
             .map(drop)
             .map_err(ApiError::from)

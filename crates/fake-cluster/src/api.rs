@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::{InMemoryCluster, Request, State, str_at};
 use jobwarden_controller::cluster_api::{ApiError, ClusterApi, LiveJob};
-use jobwarden_controller::plan::PodRef;
+use jobwarden_controller::plan::{PodRef, PodStartFailure};
 use jobwarden_events::{EventRecord, JobRef};
 
 impl InMemoryCluster {
@@ -48,6 +48,14 @@ impl ClusterApi for InMemoryCluster {
         pod: &PodRef,
     ) -> impl Future<Output = Result<(), ApiError>> + Send {
         self.answer("delete", "pods", |s| s.delete_pod(namespace, pod))
+    }
+
+    fn fail_pod(
+        &self,
+        namespace: &str,
+        failure: &PodStartFailure,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+        self.answer("patch", "pods/status", |s| s.fail_pod(namespace, failure))
     }
 
     fn create_pod(

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::stored::{metadata_mut, normalize, well_formed};
 use super::{Change, State, key, set, str_at};
 use jobwarden_controller::cluster_api::ApiError;
-use jobwarden_controller::plan::PodRef;
+use jobwarden_controller::plan::{PodRef, PodStartFailure};
 use jobwarden_events::JobRef;
 use jobwarden_rules::well_known::{CONTROLLER_UID_LABEL, TRACKING_FINALIZER};
 
@@ -151,6 +151,39 @@ impl State {
                 p["metadata"]["ownerReferences"] = json!(kept);
             }
             Ok(drop_tracking_finalizer(p) || released)
+        })
+    }
+
+    /// The controller's strategic merge patch of `pods/status` failing a pod that did not start
+    /// in time: the phase becomes `Failed` and the condition is merged by type, the pod's uid a
+    /// precondition. As kube-apiserver's status validation does, a pod that succeeded cannot
+    /// be made `Failed`.
+    pub fn fail_pod(&mut self, namespace: &str, failure: &PodStartFailure) -> Result<(), ApiError> {
+        let patch = failure.status_patch();
+        self.patch_pod(namespace, &failure.pod, |p| {
+            if p["status"]["phase"] == "Succeeded" {
+                return Err(ApiError::refused(
+                    422,
+                    "Invalid",
+                    "status.phase: Forbidden: cannot transition from a terminal phase",
+                ));
+            }
+            let before = p.clone();
+            p["status"]["phase"] = patch["status"]["phase"].clone();
+            let mut conditions: Vec<Value> = p["status"]["conditions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for c in patch["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                conditions.retain(|old| old["type"] != c["type"]);
+                conditions.push(c.clone());
+            }
+            p["status"]["conditions"] = json!(conditions);
+            Ok(*p != before)
         })
     }
 
