@@ -2,6 +2,7 @@
 //! by finalizers, the strategic-merge removal of jobwarden's finalizer, and the kubelet's
 //! status writes.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::jiff::SignedDuration;
 use serde_json::{Value, json};
 
@@ -88,8 +89,21 @@ impl State {
         self.patch_pod(namespace, pod, |p| Ok(drop_tracking_finalizer(p)))
     }
 
+    /// A labelled LIST of the namespace's pods: those `selector` matches.
+    pub fn pods_matching(&self, namespace: &str, selector: &LabelSelector) -> Vec<Value> {
+        self.pods()
+            .into_iter()
+            .filter(|p| str_at(p, &["metadata", "namespace"]) == Some(namespace))
+            .filter(|p| {
+                jobwarden_rules::selector::matches(Some(selector), |k| {
+                    p["metadata"]["labels"][k].as_str()
+                }) == Some(true)
+            })
+            .collect()
+    }
+
     /// Upstream's adoption patch: the Job's controller reference (merged by uid) and the
-    /// tracking finalizer, the pod's uid as a precondition. As kube-apiserver's validation
+    /// tracking finalizer, the pod's uid as a precondition, and the uid label. As kube-apiserver's validation
     /// does, a second controller reference is refused.
     pub fn adopt_pod(
         &mut self,
@@ -125,6 +139,10 @@ impl State {
             if !held.iter().any(|f| f == TRACKING_FINALIZER) {
                 held.push(TRACKING_FINALIZER.to_owned());
                 p["metadata"]["finalizers"] = json!(held);
+                changed = true;
+            }
+            if p["metadata"]["labels"][CONTROLLER_UID_LABEL] != job.uid.as_str() {
+                p["metadata"]["labels"][CONTROLLER_UID_LABEL] = json!(job.uid);
                 changed = true;
             }
             Ok(changed)

@@ -486,3 +486,29 @@ fn start_timeout_run_survives_a_crash_after_any_call() {
     assert_eq!(out.succeeded, 2);
     assert_eq!(out.failed, 1);
 }
+
+#[test]
+fn manual_selector_adoption_survives_a_crash_after_any_call() {
+    // A manualSelector Job, and a pod made by hand with its selector's label but not the uid
+    // label the pod watch selects on: found by the labelled list of the Job's first sync,
+    // adopted (and labelled, so the watch follows it), counted, and one pod fewer made,
+    // whichever call the controller dies after.
+    let setup: Setup = |cluster, job| {
+        let bare = serde_json::json!({
+            "metadata": {"name": "by-hand", "labels": {"app": "manual"}},
+            "spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "main", "image": "busybox"}]},
+        });
+        let (ns, _) = meta_key(job);
+        cluster
+            .write(|s| s.create_pod(&ns, &bare))
+            .expect("the bare pod");
+    };
+    let mut job = JobBuilder::non_indexed(3, 3).manifest();
+    job["spec"]["manualSelector"] = serde_json::json!(true);
+    job["spec"]["selector"] = serde_json::json!({"matchLabels": {"app": "manual"}});
+    job["spec"]["template"]["metadata"] = serde_json::json!({"labels": {"app": "manual"}});
+    let out = crash_everywhere_with(job, |_, _| ends(true), setup);
+    assert_eq!(out.succeeded, 3);
+    assert_eq!(out.failed, 0);
+}
