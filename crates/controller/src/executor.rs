@@ -1,10 +1,11 @@
 //! Applies a `Plan` through a `ClusterApi`: creations, then the status, then finalizers, then
-//! the pods that did not start in time failed, then deletions. Pods come first, as in upstream's `syncJob` (`manageJob` before the status
-//! write), so `status.active` counts only pods that exist: when a creation fails, the status
-//! written counts the pods that were made. The status comes before the finalizers, which keeps
-//! every pod outcome counted exactly once. The executor decides nothing itself, never writes a
-//! status that breaks the status-transition rules, and reports exactly which writes were made,
-//! so the caller's expectations match what the API server will show. Pods are created in
+//! the pods that did not start in time failed, then deletions. Pods come first, as in
+//! upstream's `syncJob` (`manageJob` before the status write), so `status.active` counts only
+//! pods that exist: when a creation fails, the status written counts the pods that were made.
+//! The status comes before the finalizers, which keeps every pod outcome counted exactly once.
+//! The executor decides nothing itself, never writes a status that breaks the
+//! status-transition rules, and reports exactly which writes were made, so the caller's
+//! expectations match what the API server will show. Pods are created in
 //! slow-start batches (1, 2, 4, …) as upstream's `manageJob` does, so a quota or an admission
 //! webhook refusing pods stops the burst after the first failure.
 

@@ -1,7 +1,8 @@
 //! One Job's sync, from the caches: the Job as the watch cache holds it, its pods from the pod
 //! cache, and what the controller remembers between syncs (expectations, the Jobs' event
 //! buckets). Claims the Job's pods (`claiming`), plans, applies, keeps the expectations in step
-//! with the writes it made, records the events. Its reads are cache reads, but for claiming's. The kube wiring
+//! with the writes it made, records the events. Every read is a cache read but claiming's (a
+//! GET before adopting, a labelled LIST for a `manualSelector` Job). The kube wiring
 //! (`reconcile`), the scale benchmark and the tests all drive this same type.
 
 use std::collections::{HashMap, HashSet};

@@ -1,8 +1,9 @@
 //! The real `ClusterApi`: the executor's writes as kube-apiserver calls. Merge patches on
 //! `jobs/status` with the resourceVersion precondition, strategic-merge removal of only our
-//! finalizer, uid-preconditioned deletes, a pod that did not start failed through its `status`, creates from raw JSON, core/v1 Events (one object per
-//! event, as upstream's recorder writes them), and a metadata-only GET to confirm an orphan.
-//! It decides nothing.
+//! finalizer, uid-preconditioned deletes, a pod that did not start failed through its
+//! `status`, creates from raw JSON, core/v1 Events (one object per event, as upstream's
+//! recorder writes them), a metadata-only GET to confirm an orphan, and the labelled LIST of
+//! a `manualSelector` Job's pods. It decides nothing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -103,8 +103,8 @@ impl State {
     }
 
     /// Upstream's adoption patch: the Job's controller reference (merged by uid) and the
-    /// tracking finalizer, the pod's uid as a precondition, and the uid label. As kube-apiserver's validation
-    /// does, a second controller reference is refused.
+    /// tracking finalizer, the pod's uid as a precondition, and the uid label. As
+    /// kube-apiserver's validation does, a second controller reference is refused.
     pub fn adopt_pod(
         &mut self,
         namespace: &str,

@@ -32,9 +32,8 @@ struct BookedPod {
     ended: bool,
     deleted: bool,
     gone: bool,
-    /// Second the kubelet first reported it could not start a container, once told.
+    /// Second the kubelet first reported it could not start a container (told then).
     waiting_since: Option<u64>,
-    waiting_told: bool,
 }
 
 /// What the kubelet does with a pod its script decides, once it has run for `running_for`.
@@ -113,7 +112,6 @@ impl PodBook {
                 deleted: false,
                 gone: false,
                 waiting_since: None,
-                waiting_told: false,
             },
         );
         created
@@ -405,10 +403,9 @@ impl Observer {
         }
         let timed_out = start_timed_out(pod);
         if phase == "Pending"
-            && !booked.waiting_told
+            && booked.waiting_since.is_none()
             && let Some((container, reason)) = waiting(pod)
         {
-            booked.waiting_told = true;
             booked.waiting_since = Some(at);
             self.step(
                 at,
