@@ -46,6 +46,7 @@ const STORIES: &[(&str, &str)] = &[
         "examples/success-policy-fluid-dynamics.yaml",
         "fluid-dynamics",
     ),
+    ("examples/pod-start-timeout.yaml", "pod-start-timeout"),
 ];
 
 fn bless() -> bool {

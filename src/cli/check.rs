@@ -6,7 +6,8 @@
 use clap::Args;
 use jobwarden_audit::{Finding, JobRef, Rule, Violation};
 use jobwarden_rules::{
-    DecodeError, ErrorList, JobObject, defaults, success_rule_settings, warnings, well_known,
+    DecodeError, ErrorList, JobObject, defaults, pod_timing, success_rule_settings, warnings,
+    well_known,
 };
 use serde_json::{Value, json};
 
@@ -204,6 +205,10 @@ fn as_submitted(raw: &Value) -> Value {
 fn create_warnings(job: &JobObject<'_>) -> Vec<String> {
     let mut out = warnings::job_warnings(job, true);
     out.extend(success_rule_settings::warnings(
+        job,
+        well_known::JOBWARDEN_CONTROLLER_NAME,
+    ));
+    out.extend(pod_timing::warnings(
         job,
         well_known::JOBWARDEN_CONTROLLER_NAME,
     ));

@@ -99,6 +99,8 @@ pub fn controller_needs(namespace: &str) -> Vec<Grant> {
             None,
             &["get", "list", "watch", "create", "delete", "patch"],
         ),
+        // A pod that did not start in time is failed through its status before it is deleted.
+        grants(None, "", "pods/status", None, &["patch"]),
         // core/v1 Events, one object per event, as upstream's recorder writes them.
         grants(None, "", "events", None, &["create"]),
         // The Lease lives in the pod's own namespace; RBAC cannot limit create by name.

@@ -17,7 +17,9 @@ use std::fmt;
 
 use base64::Engine as _;
 use jobwarden_rules::field::invalid_message;
-use jobwarden_rules::{FieldError, JOB_KIND_GROUP, defaults, rule_names, success_rule_settings};
+use jobwarden_rules::{
+    FieldError, JOB_KIND_GROUP, defaults, pod_timing, rule_names, success_rule_settings,
+};
 use serde::Deserialize as _;
 use serde_json::Value;
 
@@ -452,6 +454,7 @@ impl Reviewer {
                 &new,
                 &self.policy.controller_name,
             ));
+            warnings.extend(pod_timing::warnings(&new, &self.policy.controller_name));
         }
         Decision {
             warnings,

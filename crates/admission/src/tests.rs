@@ -506,3 +506,41 @@ fn policy_problems_name_what_cannot_work() {
     assert!(policy.needs_namespace_labels());
     assert!(!Policy::default().needs_namespace_labels());
 }
+
+#[test]
+fn pod_timings_are_checked_and_warned_about() {
+    let mut object = job(json!({"completions": 1}));
+    object["metadata"]["annotations"] = json!({
+        "jobwarden.io/pod-failure-backoff": "{\"initial\":\"1s\",\"max\":\"2m\"}",
+        "jobwarden.io/pod-start-timeout": "30s",
+    });
+    let answer = |object: &Value| {
+        review(
+            &Reviewer::default(),
+            Webhook::Validate,
+            &request("CREATE", object.clone(), None),
+        )
+        .0
+    };
+    let resp = answer(&object);
+    assert_eq!(resp["allowed"], true, "{resp}");
+    assert_eq!(
+        resp["warnings"],
+        json!([
+            "metadata.annotations[jobwarden.io/pod-failure-backoff]: takes effect only for Jobs with spec.managedBy \"jobwarden.io/job-controller\"; the built-in Job controller ignores it",
+            "metadata.annotations[jobwarden.io/pod-start-timeout]: takes effect only for Jobs with spec.managedBy \"jobwarden.io/job-controller\"; the built-in Job controller ignores it",
+        ])
+    );
+    object["spec"]["managedBy"] = json!("jobwarden.io/job-controller");
+    assert_eq!(answer(&object).get("warnings"), None);
+    object["metadata"]["annotations"]["jobwarden.io/pod-failure-backoff"] =
+        json!("{\"initial\":\"1h\"}");
+    let resp = answer(&object);
+    assert_eq!(resp["allowed"], false);
+    assert!(
+        resp["status"]["message"].as_str().is_some_and(|m| m.contains(
+            "metadata.annotations[jobwarden.io/pod-failure-backoff].initial: Invalid value: \"1h0m0s\": must be less than or equal to 10m0s"
+        )),
+        "{resp}"
+    );
+}

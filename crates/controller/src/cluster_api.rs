@@ -9,7 +9,10 @@ use jobwarden_events::{EventRecord, JobRef};
 use kube::core::Status;
 use serde_json::Value;
 
-use crate::plan::PodRef;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use crate::plan::{PodRef, PodStartFailure};
+use crate::pods::CachedPod;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ApiError {
@@ -29,6 +32,9 @@ pub enum ApiError {
     /// This replica is not the leader any more (its writes are fenced): nothing was sent.
     #[error("not the leader any more: the write was not sent")]
     NotLeading,
+    /// The Job's selector is not one a LIST can carry.
+    #[error("the selector cannot be sent")]
+    Selector(#[source] Arc<kube::core::ParseExpressionError>),
     /// The planned pod is not a Pod kube's client can send.
     #[error("the pod to create does not decode")]
     PodManifest(#[source] Arc<serde_json::Error>),
@@ -90,6 +96,13 @@ pub trait ClusterApi: Send + Sync {
         namespace: &str,
         pod: &PodRef,
     ) -> impl Future<Output = Result<(), ApiError>> + Send;
+    /// Writes `failure.status_patch()` to the pod's `status` subresource: `Failed`, with the
+    /// condition saying it did not start in time.
+    fn fail_pod(
+        &self,
+        namespace: &str,
+        failure: &PodStartFailure,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
     /// Creates the pod and returns its generated name.
     fn create_pod(
         &self,
@@ -105,8 +118,16 @@ pub trait ClusterApi: Send + Sync {
         namespace: &str,
         name: &str,
     ) -> impl Future<Output = Result<Option<LiveJob>, ApiError>> + Send;
+    /// The pods of the namespace whose labels match `selector`: a labelled LIST, only for the
+    /// Jobs with `manualSelector`, whose pods may lack the label the pod watch selects on.
+    fn list_pods(
+        &self,
+        namespace: &str,
+        selector: &LabelSelector,
+    ) -> impl Future<Output = Result<Vec<CachedPod>, ApiError>> + Send;
     /// Makes the Job the controller of the pod with this uid and adds the tracking finalizer
-    /// (upstream's `AdoptPod`); refused when another controller owns it.
+    /// (upstream's `AdoptPod`), and the label `batch.kubernetes.io/controller-uid` when it
+    /// lacks it, so that the pod watch sees it; refused when another controller owns it.
     fn adopt_pod(
         &self,
         namespace: &str,
@@ -156,6 +177,14 @@ impl<T: ClusterApi> ClusterApi for std::sync::Arc<T> {
         (**self).delete_pod(namespace, pod)
     }
 
+    fn fail_pod(
+        &self,
+        namespace: &str,
+        failure: &PodStartFailure,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+        (**self).fail_pod(namespace, failure)
+    }
+
     fn create_pod(
         &self,
         namespace: &str,
@@ -170,6 +199,14 @@ impl<T: ClusterApi> ClusterApi for std::sync::Arc<T> {
         name: &str,
     ) -> impl Future<Output = Result<Option<LiveJob>, ApiError>> + Send {
         (**self).live_job(namespace, name)
+    }
+
+    fn list_pods(
+        &self,
+        namespace: &str,
+        selector: &LabelSelector,
+    ) -> impl Future<Output = Result<Vec<CachedPod>, ApiError>> + Send {
+        (**self).list_pods(namespace, selector)
     }
 
     fn adopt_pod(

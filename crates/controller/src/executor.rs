@@ -1,10 +1,11 @@
 //! Applies a `Plan` through a `ClusterApi`: creations, then the status, then finalizers, then
-//! deletions. Pods come first, as in upstream's `syncJob` (`manageJob` before the status
-//! write), so `status.active` counts only pods that exist: when a creation fails, the status
-//! written counts the pods that were made. The status comes before the finalizers, which keeps
-//! every pod outcome counted exactly once. The executor decides nothing itself, never writes a
-//! status that breaks the status-transition rules, and reports exactly which writes were made,
-//! so the caller's expectations match what the API server will show. Pods are created in
+//! the pods that did not start in time failed, then deletions. Pods come first, as in
+//! upstream's `syncJob` (`manageJob` before the status write), so `status.active` counts only
+//! pods that exist: when a creation fails, the status written counts the pods that were made.
+//! The status comes before the finalizers, which keeps every pod outcome counted exactly once.
+//! The executor decides nothing itself, never writes a status that breaks the
+//! status-transition rules, and reports exactly which writes were made, so the caller's
+//! expectations match what the API server will show. Pods are created in
 //! slow-start batches (1, 2, 4, …) as upstream's `manageJob` does, so a quota or an admission
 //! webhook refusing pods stops the burst after the first failure.
 
@@ -56,6 +57,8 @@ impl ApplyError {
 pub struct Applied {
     pub status_written: bool,
     pub finalizers_removed: Vec<PodRef>,
+    /// Pods failed for not starting in time.
+    pub failed_pods: Vec<PodRef>,
     pub deleted: Vec<PodRef>,
     /// Names of the pods created.
     pub created: Vec<String>,
@@ -146,6 +149,27 @@ pub async fn apply<A: ClusterApi>(api: &A, stored: &Value, plan: &Plan) -> Appli
     }
     if let Some(e) = first_error {
         return done.failed("removing a finalizer", e);
+    }
+
+    // A pod that did not start in time is failed before it is deleted, so that the condition
+    // saying why is there for the pod failure policy to match.
+    let results = parallel(
+        plan.fail
+            .iter()
+            .map(|f| api.fail_pod(namespace, f))
+            .collect(),
+    )
+    .await;
+    for (failure, r) in plan.fail.iter().zip(results) {
+        match r {
+            Err(e) if !e.pod_is_gone() => {
+                first_error.get_or_insert(e);
+            }
+            _ => done.failed_pods.push(failure.pod.clone()),
+        }
+    }
+    if let Some(e) = first_error {
+        return done.failed("failing a pod that did not start", e);
     }
 
     let pods: Vec<PodRef> = plan.delete.iter().map(|d| d.pod.clone()).collect();

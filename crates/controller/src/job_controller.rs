@@ -1,11 +1,12 @@
 //! One Job's sync, from the caches: the Job as the watch cache holds it, its pods from the pod
 //! cache, and what the controller remembers between syncs (expectations, the Jobs' event
-//! buckets). Plans, applies, keeps the expectations in step with the writes it made, records
-//! the events. It issues no GET and no LIST: every read is a cache read. The kube wiring
+//! buckets). Claims the Job's pods (`claiming`), plans, applies, keeps the expectations in step
+//! with the writes it made, records the events. Every read is a cache read but claiming's (a
+//! GET before adopting, a labelled LIST for a `manualSelector` Job). The kube wiring
 //! (`reconcile`), the scale benchmark and the tests all drive this same type.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use jobwarden_rules::JobObject;
@@ -13,17 +14,18 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::watcher;
 
-use crate::adoption::{Claim, Claimant, claim};
 use crate::backoff::BackoffRecord;
-use crate::cluster_api::{ApiError, ClusterApi};
+use crate::claiming::{Claiming, SelectorLists};
+use crate::cluster_api::ClusterApi;
 use crate::events::{EventLimiter, pods_message};
 use crate::executor::{self, Applied, ApplyError};
 use crate::expectations::{EXPECTATIONS_TIMEOUT, Expectations};
 use crate::job_cache::CachedJob;
-use crate::metrics::{ControllerMetrics, CreatedLabels, FinishedLabels, SyncLabels};
-use crate::plan::{Finish, InFlight, Plan, PlanConfig, PodRef, plan};
+use crate::metrics::{
+    ControllerMetrics, CreatedLabels, FinishedLabels, StartTimeoutLabels, SyncLabels,
+};
+use crate::plan::{Finish, InFlight, Plan, PlanConfig, plan};
 use crate::pod_cache::{PodCache, PodObservation};
-use crate::pods::CachedPod;
 use jobwarden_events::{EventRecord, JobRef};
 use jobwarden_rules::well_known::{
     INDEXED, NON_INDEXED, REASON_COMPLETIONS_REACHED, REASON_POD_FAILURE_POLICY,
@@ -82,6 +84,8 @@ pub struct JobController<A> {
     api: A,
     config: PlanConfig,
     pods: PodCache,
+    /// When each `manualSelector` Job's pods were last listed by its selector.
+    selector_lists: SelectorLists,
     memory: Mutex<Memory>,
     metrics: ControllerMetrics,
 }
@@ -92,6 +96,7 @@ impl<A: ClusterApi> JobController<A> {
             api,
             config,
             pods: PodCache::default(),
+            selector_lists: SelectorLists::default(),
             memory: Mutex::default(),
             metrics,
         }
@@ -144,6 +149,7 @@ impl<A: ClusterApi> JobController<A> {
         m.expectations.forget(uid);
         m.events.forget(uid);
         m.backoff.remove(uid);
+        self.selector_lists.forget(uid);
         if m.managed.remove(uid) {
             self.metrics
                 .jobs_managed
@@ -248,7 +254,12 @@ impl<A: ClusterApi> JobController<A> {
             // Upstream's syncJob returns before claiming pods for a finished Job.
             self.pods.for_job(uid)
         } else {
-            self.claim_pods(job, &parsed, &job_ref).await?
+            let claiming = Claiming {
+                api: &self.api,
+                cache: &self.pods,
+                lists: &self.selector_lists,
+            };
+            claiming.claim_pods(job, &parsed, &job_ref, now).await?
         };
         let p = plan(&parsed, &pods, now, &self.config, &in_flight);
         self.expect(uid, &p, now);
@@ -304,86 +315,6 @@ impl<A: ClusterApi> JobController<A> {
             .into()),
             (None, None) => Ok(report),
         }
-    }
-
-    /// Upstream's `getPodsForJob`: the Job's pods, after adopting the pods of its namespace
-    /// that no controller owns and that match its selector, and releasing its pods that no
-    /// longer match (`adoption::claim` decides). Before the first adoption the Job is read
-    /// afresh from the API server: it must still be the cached one and not being deleted
-    /// (upstream's `RecheckDeletionTimestamp`). An adopted pod counts in this very sync, as
-    /// upstream's claimed pods do; its watch event follows.
-    async fn claim_pods(
-        &self,
-        job: &CachedJob,
-        parsed: &JobObject<'_>,
-        job_ref: &JobRef,
-    ) -> Result<Vec<Arc<CachedPod>>, SyncError> {
-        let claimant = Claimant {
-            uid: &job_ref.uid,
-            deleting: job.metadata.deletion_timestamp.is_some(),
-            selector: parsed.spec.selector.as_ref(),
-        };
-        let mut pods = Vec::new();
-        for pod in self.pods.for_job(&job_ref.uid) {
-            match claim(&claimant, &pod) {
-                Claim::Keep => pods.push(pod),
-                Claim::Release => {
-                    tracing::info!(job = %job_ref.name, pod = %pod.name, "releasing a pod whose labels no longer match the Job's selector");
-                    self.api
-                        .release_pod(&job_ref.namespace, &pod_ref(&pod), &job_ref.uid)
-                        .await
-                        .or_else(not_found_is_released)
-                        .map_err(|source| ApplyError::Api {
-                            step: "releasing a pod",
-                            source,
-                        })?;
-                }
-                Claim::Adopt | Claim::Ignore => {}
-            }
-        }
-        let orphans: Vec<Arc<CachedPod>> = self
-            .pods
-            .unowned_in(&job_ref.namespace)
-            .into_iter()
-            .filter(|p| claim(&claimant, p) == Claim::Adopt)
-            .collect();
-        if orphans.is_empty() {
-            return Ok(pods);
-        }
-        let live = self
-            .api
-            .live_job(&job_ref.namespace, &job_ref.name)
-            .await
-            .map_err(|source| ApplyError::Api {
-                step: "reading the Job before adopting pods",
-                source,
-            })?;
-        if live.is_none_or(|l| l.uid != job_ref.uid || l.deleting) {
-            tracing::info!(job = %job_ref.name, "not adopting pods: the Job is gone, replaced or being deleted");
-            return Ok(pods);
-        }
-        for orphan in orphans {
-            match self
-                .api
-                .adopt_pod(&job_ref.namespace, &pod_ref(&orphan), job_ref)
-                .await
-            {
-                Ok(()) => {
-                    tracing::info!(job = %job_ref.name, pod = %orphan.name, "adopted a pod that matches the Job's selector");
-                    pods.push(Arc::new(CachedPod {
-                        owner_uid: Some(Arc::from(job_ref.uid.as_str())),
-                        controlled: true,
-                        has_finalizer: true,
-                        ..(*orphan).clone()
-                    }));
-                }
-                // Gone, changed, or taken by another controller meanwhile: not ours.
-                Err(e) => {
-                    tracing::info!(job = %job_ref.name, pod = %orphan.name, error = %e, "could not adopt a pod")
-                }
-            }
-        }
-        Ok(pods)
     }
 
     /// Before writing: what the cache is to show once the writes land.
@@ -484,6 +415,18 @@ impl<A: ClusterApi> JobController<A> {
                 .get_or_create(&CreatedLabels { reason })
                 .inc_by(applied.created.len() as u64);
         }
+        for failure in p
+            .fail
+            .iter()
+            .filter(|f| applied.failed_pods.contains(&f.pod))
+        {
+            self.metrics
+                .pod_start_timeouts
+                .get_or_create(&StartTimeoutLabels {
+                    reason: failure.reason.to_owned(),
+                })
+                .inc();
+        }
         if let Some(finish) = p.finished.as_ref().filter(|_| applied.status_written) {
             let mode = if job.is_indexed() {
                 INDEXED
@@ -504,23 +447,6 @@ impl<A: ClusterApi> JobController<A> {
                 })
                 .inc();
         }
-    }
-}
-
-fn pod_ref(pod: &CachedPod) -> PodRef {
-    PodRef {
-        name: pod.name.clone(),
-        uid: pod.uid.to_string(),
-    }
-}
-
-/// A pod not found needs no release. A uid conflict is not taken for "gone" here, unlike the
-/// executor's writes ([`ApiError::pod_is_gone`]): as upstream's `ReleasePod`, the sync fails
-/// and the next one starts from what the caches then hold.
-fn not_found_is_released(e: ApiError) -> Result<(), ApiError> {
-    match e {
-        ApiError::NotFound => Ok(()),
-        other => Err(other),
     }
 }
 

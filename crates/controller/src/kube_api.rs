@@ -1,24 +1,29 @@
 //! The real `ClusterApi`: the executor's writes as kube-apiserver calls. Merge patches on
 //! `jobs/status` with the resourceVersion precondition, strategic-merge removal of only our
-//! finalizer, uid-preconditioned deletes, creates from raw JSON, core/v1 Events (one object per
-//! event, as upstream's recorder writes them), and a metadata-only GET to confirm an orphan.
-//! It decides nothing.
+//! finalizer, uid-preconditioned deletes, a pod that did not start failed through its
+//! `status`, creates from raw JSON, core/v1 Events (one object per event, as upstream's
+//! recorder writes them), a metadata-only GET to confirm an orphan, and the labelled LIST of
+//! a `manualSelector` Job's pods. It decides nothing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::Client;
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+    Preconditions,
 };
+use kube::core::Selector;
 use serde_json::{Value, json};
 
 use crate::cluster_api::{ApiError, ClusterApi, LiveJob};
-use crate::plan::PodRef;
+use crate::plan::{PodRef, PodStartFailure};
+use crate::pods::CachedPod;
 use jobwarden_events::{EventRecord, EventReporter, JobRef, record_job_event};
-use jobwarden_rules::well_known::TRACKING_FINALIZER;
+use jobwarden_rules::well_known::{CONTROLLER_UID_LABEL, TRACKING_FINALIZER};
 
 pub struct KubeApi {
     client: Client,
@@ -125,6 +130,19 @@ impl ClusterApi for KubeApi {
             .map_err(ApiError::from)
     }
 
+    async fn fail_pod(&self, namespace: &str, failure: &PodStartFailure) -> Result<(), ApiError> {
+        self.may_write()?;
+        Api::<Pod>::namespaced(self.client.clone(), namespace)
+            .patch_status(
+                &failure.pod.name,
+                &self.params(),
+                &Patch::Strategic(failure.status_patch()),
+            )
+            .await
+            .map(drop)
+            .map_err(ApiError::from)
+    }
+
     async fn create_pod(&self, namespace: &str, pod: &Value) -> Result<String, ApiError> {
         self.may_write()?;
         let object: DynamicObject =
@@ -150,12 +168,29 @@ impl ClusterApi for KubeApi {
             .map_err(ApiError::from)
     }
 
+    async fn list_pods(
+        &self,
+        namespace: &str,
+        selector: &LabelSelector,
+    ) -> Result<Vec<CachedPod>, ApiError> {
+        let selector =
+            Selector::try_from(selector.clone()).map_err(|e| ApiError::Selector(Arc::new(e)))?;
+        let listed = Api::<Pod>::namespaced(self.client.clone(), namespace)
+            .list(&ListParams::default().labels_from(&selector))
+            .await
+            .map_err(ApiError::from)?;
+        Ok(listed.items.iter().map(CachedPod::from_pod).collect())
+    }
+
     async fn adopt_pod(&self, namespace: &str, pod: &PodRef, job: &JobRef) -> Result<(), ApiError> {
         self.may_write()?;
         // Upstream's adoption patch: the owner reference (merged by uid), the finalizer, and
-        // the pod's uid as a precondition. The API server refuses a second controller.
+        // the pod's uid as a precondition. The API server refuses a second controller. The uid
+        // label (already there on a pod matching a generated selector) lets the pod watch see
+        // a pod a manualSelector Job adopts.
         let patch = json!({"metadata": {
             "uid": pod.uid,
+            "labels": {CONTROLLER_UID_LABEL: job.uid},
             "ownerReferences": [{
                 "apiVersion": "batch/v1", "kind": "Job", "name": job.name, "uid": job.uid,
                 "controller": true, "blockOwnerDeletion": true,

@@ -37,8 +37,10 @@
 //! 2. Acting: `cluster_api` (the writes, as a trait; `kube_api` the real one), `executor`
 //!    (applies a plan, checking each status write against the rules first), the caches
 //!    (`job_cache`, `pod_cache`), `orphans` (a pure decision, and the release it leads to),
-//!    `job_controller` (syncs one Job from the caches), `reconcile` (the loop; no sync before
-//!    both caches have listed), `leader` (the Lease, with client-go's leader election).
+//!    `claiming` (the pods a sync claims: adoption and release, and the labelled list of a
+//!    `manualSelector` Job's pods), `job_controller` (syncs one Job from the caches),
+//!    `reconcile` (the loop; no sync before both caches have listed), `leader` (the Lease,
+//!    with client-go's leader election).
 //! 3. This file wires them; `client` makes the kube client; `metrics`.
 //!
 //! The fake cluster (`jobwarden-fake-cluster`) and the simulator (`jobwarden-simulator`) stand
@@ -55,6 +57,7 @@
 
 mod adoption;
 pub mod backoff;
+mod claiming;
 pub mod client;
 pub mod cluster_api;
 pub mod conditions;

@@ -28,6 +28,12 @@ pub struct CreatedLabels {
     pub reason: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StartTimeoutLabels {
+    /// The container's waiting reason: one of the five `NOT_STARTED_REASONS`.
+    pub reason: String,
+}
+
 /// Handles to every metric; cheap to clone (each is an `Arc` inside).
 #[derive(Clone, Debug)]
 pub struct ControllerMetrics {
@@ -35,6 +41,7 @@ pub struct ControllerMetrics {
     pub sync_duration: Histogram,
     pub jobs_finished: Family<FinishedLabels, Counter>,
     pub pods_created: Family<CreatedLabels, Counter>,
+    pub pod_start_timeouts: Family<StartTimeoutLabels, Counter>,
     pub jobs_managed: Gauge,
     pub foreign_jobs_seen: Counter,
     pub rejected_status_writes: Counter,
@@ -51,6 +58,7 @@ impl Default for ControllerMetrics {
             sync_duration: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
             jobs_finished: Family::default(),
             pods_created: Family::default(),
+            pod_start_timeouts: Family::default(),
             jobs_managed: Gauge::default(),
             foreign_jobs_seen: Counter::default(),
             rejected_status_writes: Counter::default(),
@@ -80,6 +88,11 @@ pub fn register_metrics(registry: &mut Registry) -> ControllerMetrics {
         "pods_created",
         "Pods created, by reason",
         m.pods_created.clone(),
+    );
+    r.register(
+        "pod_start_timeouts",
+        "Pods failed for not starting within jobwarden.io/pod-start-timeout, by the container's waiting reason",
+        m.pod_start_timeouts.clone(),
     );
     r.register(
         "jobs_managed",

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
+use jobwarden_rules::pod_timing::{NOT_STARTED_REASONS, START_TIMEOUT_CONDITION};
 use jobwarden_rules::well_known::{
     COMPLETION_INDEX_KEY, CREATED_BY_ANNOTATION, INDEX_FAILURE_COUNT_KEY,
     INDEX_IGNORED_FAILURE_COUNT_KEY, TRACKING_FINALIZER,
@@ -102,6 +103,20 @@ pub struct CachedPod {
     /// `(type, status)` of each pod condition, for `onPodConditions`: kept only for a failed
     /// or deleted pod, the only ones a pod failure policy is matched against.
     pub conditions: Box<[(Box<str>, Box<str>)]>,
+    /// A pending pod whose kubelet cannot start one of its containers, for the start timeout.
+    pub not_started: Option<NotStarted>,
+}
+
+/// A pending pod the kubelet reports it cannot start (`jobwarden.io/pod-start-timeout`): the
+/// first container, init containers first, waiting with one of `NOT_STARTED_REASONS`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotStarted {
+    pub container: Box<str>,
+    /// One of `jobwarden_rules::pod_timing::NOT_STARTED_REASONS`.
+    pub reason: &'static str,
+    /// When the timeout starts counting: the pod's `PodScheduled=True` transition (the kubelet
+    /// has had it since), else its creation.
+    pub since: Option<Timestamp>,
 }
 
 impl CachedPod {
@@ -180,6 +195,7 @@ impl CachedPod {
             index_ignored_failures: failure_count(INDEX_IGNORED_FAILURE_COUNT_KEY),
             exited,
             conditions,
+            not_started: not_started(pod, phase, deleting, inits, containers),
         }
     }
 
@@ -211,6 +227,37 @@ impl CachedPod {
         }
         !only_replace_failed && self.deleting && self.phase != Phase::Succeeded
     }
+}
+
+fn not_started(
+    pod: &Pod,
+    phase: Phase,
+    deleting: bool,
+    inits: &[ContainerStatus],
+    containers: &[ContainerStatus],
+) -> Option<NotStarted> {
+    if phase != Phase::Pending || deleting {
+        return None;
+    }
+    let (container, reason) = inits.iter().chain(containers).find_map(|c| {
+        let waiting = c.state.as_ref()?.waiting.as_ref()?.reason.as_deref()?;
+        let reason = NOT_STARTED_REASONS.iter().find(|r| **r == waiting)?;
+        Some((Box::from(c.name.as_str()), *reason))
+    })?;
+    let scheduled = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or(&[])
+        .iter()
+        .find(|c| c.type_ == "PodScheduled" && c.status == "True")
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map(|t| t.0);
+    Some(NotStarted {
+        container,
+        reason,
+        since: scheduled.or(pod.metadata.creation_timestamp.as_ref().map(|t| t.0)),
+    })
 }
 
 fn exited(statuses: &[ContainerStatus], init: bool) -> impl Iterator<Item = ExitedContainer> {
@@ -265,10 +312,21 @@ fn finish_time(pod: &Pod) -> Option<Timestamp> {
             return Some(latest);
         }
     }
-    let not_ready_since = status
+    // A pod this controller failed for not starting ended when it said so (its containers
+    // never terminated, and it was not ready from the start).
+    let mut conditions = status
         .and_then(|s| s.conditions.as_ref())
         .into_iter()
-        .flatten()
+        .flatten();
+    let timed_out = conditions
+        .clone()
+        .find(|c| c.type_ == START_TIMEOUT_CONDITION && c.status == "True")
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map(|t| t.0);
+    if timed_out.is_some() {
+        return timed_out;
+    }
+    let not_ready_since = conditions
         .find(|c| c.type_ == "Ready" && c.status == "False")
         .and_then(|c| c.last_transition_time.as_ref())
         .map(|t| t.0);

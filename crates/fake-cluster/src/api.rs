@@ -3,11 +3,14 @@
 
 use std::future::{Ready, ready};
 
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::Value;
 
 use super::{InMemoryCluster, Request, State, str_at};
 use jobwarden_controller::cluster_api::{ApiError, ClusterApi, LiveJob};
-use jobwarden_controller::plan::PodRef;
+use jobwarden_controller::plan::{PodRef, PodStartFailure};
+use jobwarden_controller::pods::CachedPod;
 use jobwarden_events::{EventRecord, JobRef};
 
 impl InMemoryCluster {
@@ -50,6 +53,14 @@ impl ClusterApi for InMemoryCluster {
         self.answer("delete", "pods", |s| s.delete_pod(namespace, pod))
     }
 
+    fn fail_pod(
+        &self,
+        namespace: &str,
+        failure: &PodStartFailure,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+        self.answer("patch", "pods/status", |s| s.fail_pod(namespace, failure))
+    }
+
     fn create_pod(
         &self,
         namespace: &str,
@@ -68,6 +79,20 @@ impl ClusterApi for InMemoryCluster {
                 uid: str_at(&j, &["metadata", "uid"]).unwrap_or("").to_owned(),
                 deleting: j["metadata"].get("deletionTimestamp").is_some(),
             }))
+        })
+    }
+
+    fn list_pods(
+        &self,
+        namespace: &str,
+        selector: &LabelSelector,
+    ) -> impl Future<Output = Result<Vec<CachedPod>, ApiError>> + Send {
+        self.answer("list", "pods", |s| {
+            Ok(s.pods_matching(namespace, selector)
+                .into_iter()
+                .filter_map(|p| serde_json::from_value::<Pod>(p).ok())
+                .map(|p| CachedPod::from_pod(&p))
+                .collect())
         })
     }
 

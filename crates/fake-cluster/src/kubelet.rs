@@ -42,6 +42,10 @@ pub enum Outcome {
     },
     /// Someone deletes it (`kubectl delete pod`); the kubelet then kills it.
     Delete,
+    /// It never starts: the kubelet binds it and reports its first container waiting with
+    /// `reason` (`ImagePullBackOff`, ...), and it stays `Pending`. Asked of pending pods only;
+    /// any other answer for a pending pod starts it.
+    NeverStart { reason: String },
 }
 
 impl Outcome {
@@ -71,6 +75,8 @@ struct LivePod {
     started: Option<Timestamp>,
     /// Deleted with a grace period the kubelet has not honoured yet.
     to_kill: bool,
+    /// Pending with a container the kubelet reported waiting.
+    held: bool,
 }
 
 /// The kubelet follows the cluster's pods through a watch of its own, so each step costs the
@@ -127,6 +133,10 @@ impl Kubelet {
                 index: str_at(pod, &["metadata", "annotations", COMPLETION_INDEX_KEY])
                     .and_then(|i| i.parse().ok()),
                 running: phase == "Running",
+                held: phase == "Pending"
+                    && pod["status"]["containerStatuses"]
+                        .as_array()
+                        .is_some_and(|cs| cs.iter().any(|c| c["state"].get("waiting").is_some())),
                 started: str_at(pod, &["status", "startTime"]).and_then(|t| t.parse().ok()),
                 to_kill,
             },
@@ -134,8 +144,9 @@ impl Kubelet {
     }
 
     /// One pass: deleted pods are killed (ending `Failed`, exit code 143, unless already
-    /// ended), pending pods start, and each running pod ends as `decide` says. Returns what
-    /// `decide` chose for each running pod, in creation order.
+    /// ended), pending pods start unless `decide` says they never do, and each running pod ends
+    /// as `decide` says. Returns what `decide` chose for each running pod, and for each pod it
+    /// held pending the first time, in creation order.
     pub fn step(&mut self, mut decide: impl FnMut(&SeenPod) -> Outcome) -> Vec<(SeenPod, Outcome)> {
         loop {
             let events = self.cluster.next_events(Resource::Pods, self.watch, 4096);
@@ -155,20 +166,35 @@ impl Kubelet {
             let (ns, name) = (pod.namespace.as_str(), pod.name.as_str());
             if pod.to_kill {
                 let _ = cluster.write(|s| s.finish_deleted_pod(ns, name));
-            } else if !pod.running {
-                let _ = cluster.write(|s| s.kubelet_update(ns, name, |p| start(p, &now_text)));
+                continue;
+            }
+            let seen = SeenPod {
+                namespace: pod.namespace.clone(),
+                name: pod.name.clone(),
+                uid: pod.uid.clone(),
+                ordinal: pod.ordinal,
+                index: pod.index,
+                running_for: pod
+                    .started
+                    .map(|t| now.duration_since(t).unsigned_abs())
+                    .unwrap_or_default(),
+            };
+            if !pod.running {
+                match decide(&seen) {
+                    Outcome::NeverStart { reason } => {
+                        if !pod.held {
+                            let _ = cluster.write(|s| {
+                                s.kubelet_update(ns, name, |p| hold(p, &reason, &now_text))
+                            });
+                            decided.push((seen, Outcome::NeverStart { reason }));
+                        }
+                    }
+                    _ => {
+                        let _ =
+                            cluster.write(|s| s.kubelet_update(ns, name, |p| start(p, &now_text)));
+                    }
+                }
             } else {
-                let seen = SeenPod {
-                    namespace: pod.namespace.clone(),
-                    name: pod.name.clone(),
-                    uid: pod.uid.clone(),
-                    ordinal: pod.ordinal,
-                    index: pod.index,
-                    running_for: pod
-                        .started
-                        .map(|t| now.duration_since(t).unsigned_abs())
-                        .unwrap_or_default(),
-                };
                 let outcome = decide(&seen);
                 apply(&cluster, &seen, &outcome, &now_text);
                 if outcome != Outcome::Run {
@@ -197,6 +223,26 @@ fn container_names(pod: &Value, list: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Bound to the node, its containers waiting: the first with `reason`, the others still
+/// `ContainerCreating`, as a kubelet that cannot pull the first image reports them.
+fn hold(pod: &mut Value, reason: &str, now: &str) {
+    pod["spec"]["nodeName"] = json!("node-1");
+    pod["status"]["conditions"] = json!([
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+        {"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": now},
+    ]);
+    let waiting: Vec<Value> = container_names(pod, "containers")
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let why = if i == 0 { reason } else { "ContainerCreating" };
+            json!({"name": n, "image": "", "imageID": "", "ready": false, "restartCount": 0,
+                   "state": {"waiting": {"reason": why}}})
+        })
+        .collect();
+    pod["status"]["containerStatuses"] = json!(waiting);
+}
+
 fn start(pod: &mut Value, now: &str) {
     pod["spec"]["nodeName"] = json!("node-1");
     pod["status"]["phase"] = json!("Running");
@@ -220,7 +266,8 @@ fn terminated(name: &str, code: i32, now: &str) -> Value {
 
 fn apply(cluster: &InMemoryCluster, seen: &SeenPod, outcome: &Outcome, now: &str) {
     match outcome {
-        Outcome::Run => {}
+        // A running pod has started: it goes on.
+        Outcome::Run | Outcome::NeverStart { .. } => {}
         Outcome::Delete => {
             let r = PodRef {
                 name: seen.name.clone(),

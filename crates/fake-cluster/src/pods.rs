@@ -2,13 +2,14 @@
 //! by finalizers, the strategic-merge removal of jobwarden's finalizer, and the kubelet's
 //! status writes.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::jiff::SignedDuration;
 use serde_json::{Value, json};
 
 use super::stored::{metadata_mut, normalize, well_formed};
 use super::{Change, State, key, set, str_at};
 use jobwarden_controller::cluster_api::ApiError;
-use jobwarden_controller::plan::PodRef;
+use jobwarden_controller::plan::{PodRef, PodStartFailure};
 use jobwarden_events::JobRef;
 use jobwarden_rules::well_known::{CONTROLLER_UID_LABEL, TRACKING_FINALIZER};
 
@@ -88,9 +89,22 @@ impl State {
         self.patch_pod(namespace, pod, |p| Ok(drop_tracking_finalizer(p)))
     }
 
+    /// A labelled LIST of the namespace's pods: those `selector` matches.
+    pub fn pods_matching(&self, namespace: &str, selector: &LabelSelector) -> Vec<Value> {
+        self.pods()
+            .into_iter()
+            .filter(|p| str_at(p, &["metadata", "namespace"]) == Some(namespace))
+            .filter(|p| {
+                jobwarden_rules::selector::matches(Some(selector), |k| {
+                    p["metadata"]["labels"][k].as_str()
+                }) == Some(true)
+            })
+            .collect()
+    }
+
     /// Upstream's adoption patch: the Job's controller reference (merged by uid) and the
-    /// tracking finalizer, the pod's uid as a precondition. As kube-apiserver's validation
-    /// does, a second controller reference is refused.
+    /// tracking finalizer, the pod's uid as a precondition, and the uid label. As
+    /// kube-apiserver's validation does, a second controller reference is refused.
     pub fn adopt_pod(
         &mut self,
         namespace: &str,
@@ -127,6 +141,10 @@ impl State {
                 p["metadata"]["finalizers"] = json!(held);
                 changed = true;
             }
+            if p["metadata"]["labels"][CONTROLLER_UID_LABEL] != job.uid.as_str() {
+                p["metadata"]["labels"][CONTROLLER_UID_LABEL] = json!(job.uid);
+                changed = true;
+            }
             Ok(changed)
         })
     }
@@ -151,6 +169,39 @@ impl State {
                 p["metadata"]["ownerReferences"] = json!(kept);
             }
             Ok(drop_tracking_finalizer(p) || released)
+        })
+    }
+
+    /// The controller's strategic merge patch of `pods/status` failing a pod that did not start
+    /// in time: the phase becomes `Failed` and the condition is merged by type, the pod's uid a
+    /// precondition. As kube-apiserver's status validation does, a pod that succeeded cannot
+    /// be made `Failed`.
+    pub fn fail_pod(&mut self, namespace: &str, failure: &PodStartFailure) -> Result<(), ApiError> {
+        let patch = failure.status_patch();
+        self.patch_pod(namespace, &failure.pod, |p| {
+            if p["status"]["phase"] == "Succeeded" {
+                return Err(ApiError::refused(
+                    422,
+                    "Invalid",
+                    "status.phase: Forbidden: cannot transition from a terminal phase",
+                ));
+            }
+            let before = p.clone();
+            p["status"]["phase"] = patch["status"]["phase"].clone();
+            let mut conditions: Vec<Value> = p["status"]["conditions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for c in patch["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                conditions.retain(|old| old["type"] != c["type"]);
+                conditions.push(c.clone());
+            }
+            p["status"]["conditions"] = json!(conditions);
+            Ok(*p != before)
         })
     }
 

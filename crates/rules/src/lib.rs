@@ -12,6 +12,7 @@ pub mod job_update;
 pub mod managed_by;
 pub mod names;
 pub mod pod_failure_policy;
+pub mod pod_timing;
 pub mod rule_names;
 pub mod seconds;
 pub mod selector;
@@ -258,6 +259,7 @@ pub fn validate_create(job: &JobObject<'_>) -> ErrorList {
     let mut errs = job_spec::validate_job(job, true);
     errs.extend(rule_names::validate(job));
     errs.extend(success_rule_settings::validate(job));
+    errs.extend(pod_timing::validate(job));
     errs
 }
 
@@ -269,7 +271,9 @@ pub fn validate_update(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorList {
     errs.extend(job_update::validate_spec_update(new, old));
     errs.extend(rule_names::validate(new));
     errs.extend(success_rule_settings::validate(new));
+    errs.extend(pod_timing::validate(new));
     errs.extend(job_update::validate_jobwarden_update(new, old));
+    errs.extend(pod_timing::validate_update(new, old));
     errs
 }
 

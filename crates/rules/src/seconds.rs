@@ -1,7 +1,7 @@
-//! Whole-second durations, the unit of time of the simulator, the audit's and explain's
-//! thresholds and jobwarden's duration annotations: parsed as people write them (`90s`,
-//! `1m30s`, `2h`, `PT5M`, through jiff, already in the tree via k8s-openapi) and printed the
-//! way Go and kubectl print them (`1m30s`). Pure; nothing here reads a clock.
+//! Whole-second durations, the unit of `simulate`'s scenarios, the audit's and explain's
+//! thresholds and the pod timing annotations (`pod_timing.rs`): parsed as people write them
+//! (`90s`, `1m30s`, `2h`, `PT5M`, through jiff, already in the tree via k8s-openapi) and printed
+//! the way Go and kubectl print them (`1m30s`). Pure; nothing here reads a clock.
 
 use std::time::Duration;
 

@@ -18,6 +18,7 @@ use jobwarden_controller::pod_failure_policy::{Action, match_pod};
 use jobwarden_controller::pods::{CachedPod, parse_index};
 use jobwarden_fake_cluster::{Change, InMemoryCluster, Outcome, Resource, SeenPod};
 use jobwarden_rules::condition::{COMPLETE, FAILED, FAILURE_TARGET, SUCCESS_CRITERIA_MET};
+use jobwarden_rules::pod_timing::{NOT_STARTED_REASONS, START_TIMEOUT_CONDITION};
 use jobwarden_rules::success_rule_settings::WhenAchieved;
 use jobwarden_rules::well_known::COMPLETION_INDEX_KEY;
 
@@ -31,6 +32,8 @@ struct BookedPod {
     ended: bool,
     deleted: bool,
     gone: bool,
+    /// Second the kubelet first reported it could not start a container (told then).
+    waiting_since: Option<u64>,
 }
 
 /// What the kubelet does with a pod its script decides, once it has run for `running_for`.
@@ -108,6 +111,7 @@ impl PodBook {
                 ended: false,
                 deleted: false,
                 gone: false,
+                waiting_since: None,
             },
         );
         created
@@ -135,6 +139,25 @@ impl PodBook {
                 Some(start.saturating_add(p.script.after.as_secs()).max(now + 1))
             })
             .min()
+    }
+
+    /// Pods that never start and are still there.
+    pub(super) fn never_starting(&self) -> usize {
+        self.pods
+            .values()
+            .filter(|p| !p.ended && !p.deleted && !p.gone && p.waiting_since.is_some())
+            .count()
+    }
+
+    /// Whether a pod held pending since `since` runs out of `timeout` at `until`.
+    pub(super) fn start_deadline_at(&self, timeout: Option<u64>, until: u64) -> bool {
+        timeout.is_some_and(|t| {
+            self.pods.values().any(|p| {
+                !p.ended
+                    && p.waiting_since
+                        .is_some_and(|s| s.saturating_add(t) == until)
+            })
+        })
     }
 
     /// Pods still running that the scenario lets run for ever.
@@ -378,9 +401,26 @@ impl Observer {
         if phase == "Running" && booked.started.is_none() {
             booked.started = Some(at);
         }
+        let timed_out = start_timed_out(pod);
+        if phase == "Pending"
+            && booked.waiting_since.is_none()
+            && let Some((container, reason)) = waiting(pod)
+        {
+            booked.waiting_since = Some(at);
+            self.step(
+                at,
+                Happening::PodWaiting(PodWaiting {
+                    pod: label.clone(),
+                    container,
+                    reason,
+                }),
+            );
+        }
         if newly_deleted {
             let by = if by_scenario {
                 Deleter::Scenario
+            } else if timed_out.is_some() {
+                Deleter::ControllerStartTimedOut
             } else if lingering.is_some() {
                 Deleter::ControllerLingeringEnded
             } else if finishing {
@@ -416,6 +456,7 @@ impl Observer {
                     after_success_criteria: lingering
                         .filter(|_| !deleting)
                         .map(|w| w.as_str().to_owned()),
+                    start_timed_out: timed_out,
                 }),
             );
         }
@@ -474,12 +515,39 @@ fn exit_codes(pod: &Value) -> Vec<ExitCode> {
     codes
 }
 
+/// The first container the kubelet reports waiting with a reason the start timeout counts.
+fn waiting(pod: &Value) -> Option<(String, String)> {
+    let statuses = |k: &str| pod["status"][k].as_array().cloned().unwrap_or_default();
+    statuses("initContainerStatuses")
+        .into_iter()
+        .chain(statuses("containerStatuses"))
+        .find_map(|c| {
+            let reason = c["state"]["waiting"]["reason"].as_str()?;
+            NOT_STARTED_REASONS.contains(&reason).then(|| {
+                (
+                    c["name"].as_str().unwrap_or("").to_owned(),
+                    reason.to_owned(),
+                )
+            })
+        })
+}
+
+/// The message of the condition the controller fails a pod with when it did not start.
+fn start_timed_out(pod: &Value) -> Option<String> {
+    pod["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == START_TIMEOUT_CONDITION && c["status"] == "True")
+        .map(|c| c["message"].as_str().unwrap_or("").to_owned())
+}
+
 fn pod_conditions(pod: &Value) -> Vec<PodCondition> {
     pod["status"]["conditions"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|c| c["type"] != "Ready")
+        // The kubelet's own; the scheduler's only for a pod that never started.
+        .filter(|c| c["type"] != "Ready" && c["type"] != "PodScheduled")
         .map(|c| PodCondition {
             type_: c["type"].as_str().unwrap_or("").to_owned(),
             status: c["status"].as_str().unwrap_or("").to_owned(),

@@ -18,6 +18,7 @@ use jobwarden_controller::cluster_api::ApiError;
 use jobwarden_controller::plan::PlanConfig;
 use jobwarden_fake_cluster::{InMemoryCluster, Kubelet, Outcome, Replica, meta_key};
 use jobwarden_rules::JobObject;
+use jobwarden_rules::pod_timing::START_TIMEOUT_ANNOTATION;
 use jobwarden_rules::rule_names::effective_names;
 use jobwarden_rules::seconds;
 use jobwarden_rules::success_rule_settings;
@@ -171,6 +172,7 @@ pub fn simulate(
         if observer.finished() && !run.pods_hold_finalizers() {
             break None;
         }
+        let never_starting = observer.book.never_starting();
         let wake = requeue.map(|w| wait_until(now, w)).filter(|w| *w > now);
         if let Some(until) = wake {
             tell_wait(&mut observer, &mut waits_told, now, until);
@@ -180,7 +182,11 @@ pub fn simulate(
             .flatten()
             .min();
         let Some(next) = next else {
-            break Some(nothing_more(suspended, observer.book.running_for_ever()));
+            break Some(nothing_more(
+                suspended,
+                observer.book.running_for_ever(),
+                never_starting,
+            ));
         };
         if next > limits.max_time.as_secs() {
             break Some(format!(
@@ -221,8 +227,14 @@ pub fn simulate(
 
 /// Tells a wait the controller asked for, once per cause and end.
 fn tell_wait(observer: &mut Observer, told: &mut Vec<(WaitCause, u64)>, now: u64, until: u64) {
+    let start_timeout = observer.job["metadata"]["annotations"][START_TIMEOUT_ANNOTATION]
+        .as_str()
+        .and_then(|t| seconds::parse(t).ok())
+        .map(|t| t.as_secs());
     let cause = if deadline_at(&observer.job, CLOCK_START) == Some(until) {
         WaitCause::ActiveDeadline
+    } else if observer.book.start_deadline_at(start_timeout, until) {
+        WaitCause::StartTimeout
     } else {
         WaitCause::BackOff
     };
@@ -263,10 +275,15 @@ fn ending(final_status: &Value, stopped: Option<String>, at: u64) -> End {
     }
 }
 
-fn nothing_more(suspended: bool, running_for_ever: usize) -> String {
+fn nothing_more(suspended: bool, running_for_ever: usize, never_starting: usize) -> String {
     if suspended {
         return "the Job is suspended (spec.suspend: true), and a scenario cannot resume it"
             .to_owned();
+    }
+    if never_starting > 0 {
+        return format!(
+            "nothing more can happen: {never_starting} pod(s) never start (the scenario says pull-error or waiting:) and the Job has no jobwarden.io/pod-start-timeout to fail them"
+        );
     }
     match running_for_ever {
         0 => "nothing more can happen: no pod is left to end, and the controller waits for nothing"

@@ -69,6 +69,9 @@ pub struct Step {
 pub enum Happening {
     /// The controller created a pod.
     PodCreated(PodCreated),
+    /// The kubelet cannot start one of a pod's containers (the scenario's `pull-error` or
+    /// `waiting:REASON`): the pod stays `Pending`.
+    PodWaiting(PodWaiting),
     /// A pod reached `Succeeded` or `Failed`.
     PodEnded(PodEnded),
     /// A pod was deleted (it then terminates, and goes once its finalizers are removed).
@@ -107,6 +110,15 @@ pub struct PodCreated {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+pub struct PodWaiting {
+    pub pod: PodLabel,
+    pub container: String,
+    /// The container's `state.waiting.reason`, such as `ImagePullBackOff`.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PodEnded {
     pub pod: PodLabel,
     /// `Succeeded` or `Failed`.
@@ -124,6 +136,9 @@ pub struct PodEnded {
     /// It ran on after the Job met its success criteria, under this `whenCriterionAchieved`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after_success_criteria: Option<String>,
+    /// The controller failed it for not starting in time: its condition's message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_timed_out: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -177,6 +192,8 @@ pub enum Deleter {
     /// The controller: the pods a met success rule let run on, ended by what would have ended
     /// a running Job (its deadline, a suspension, a failure policy).
     ControllerLingeringEnded,
+    /// The controller: it did not start within `jobwarden.io/pod-start-timeout`.
+    ControllerStartTimedOut,
 }
 
 /// The counters of `status`, as stored (`None`: absent).
@@ -224,6 +241,8 @@ pub enum WaitCause {
     BackOff,
     /// `spec.activeDeadlineSeconds` falls then.
     ActiveDeadline,
+    /// A pod that cannot start runs out of `jobwarden.io/pod-start-timeout` then.
+    StartTimeout,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -94,6 +94,12 @@ fn line(what: &Happening) -> String {
             Some(e) => format!("created {}, scenario {e:?}", pod(&c.pod)),
             None => format!("created {}, scenario default {:?}", pod(&c.pod), c.fate),
         },
+        Happening::PodWaiting(w) => format!(
+            "{} cannot start: container {} waiting with {}",
+            pod(&w.pod),
+            w.container,
+            w.reason
+        ),
         Happening::PodEnded(e) => ended(e),
         Happening::PodDeleted(d) => {
             let by = match d.by {
@@ -103,6 +109,9 @@ fn line(what: &Happening) -> String {
                 }
                 Deleter::ControllerExcess => {
                     "deleted by the controller: more pods run than the Job wants"
+                }
+                Deleter::ControllerStartTimedOut => {
+                    "deleted by the controller: it did not start in time"
                 }
                 Deleter::ControllerLingeringEnded => {
                     "deleted by the controller: the success criteria were met, and a deadline, a suspension or a failure policy ends the pods left running"
@@ -130,6 +139,11 @@ fn line(what: &Happening) -> String {
                 seconds::format(w.until),
                 seconds::format(w.seconds)
             ),
+            WaitCause::StartTimeout => format!(
+                "start timeout: a pod that cannot start is failed at {} (in {})",
+                seconds::format(w.until),
+                seconds::format(w.seconds)
+            ),
             WaitCause::ActiveDeadline => format!(
                 "activeDeadlineSeconds falls at {} (in {})",
                 seconds::format(w.until),
@@ -154,11 +168,15 @@ fn ended(e: &PodEnded) -> String {
         }
         return s;
     }
-    s.push_str(if e.killed {
-        " failed, killed after its deletion:"
+    if let Some(why) = &e.start_timed_out {
+        let _ = write!(s, " failed by the controller: {why}:");
     } else {
-        " failed:"
-    });
+        s.push_str(if e.killed {
+            " failed, killed after its deletion:"
+        } else {
+            " failed:"
+        });
+    }
     let mut parts: Vec<String> = e
         .exit_codes
         .iter()

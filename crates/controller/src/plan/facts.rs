@@ -3,8 +3,10 @@
 //! less the parts later steps compute).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use jobwarden_rules::JobObject;
+use jobwarden_rules::pod_timing::{self, FailureBackoff};
 use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::jiff::Timestamp;
 
@@ -33,6 +35,10 @@ pub(super) struct JobFacts<'a> {
     pub deleting: bool,
     /// `backoffLimitPerIndex`, for Indexed Jobs that set it.
     pub per_index_limit: Option<i32>,
+    /// The failure back-off: the Job's `jobwarden.io/pod-failure-backoff`, else the config's.
+    pub backoff: FailureBackoff,
+    /// `jobwarden.io/pod-start-timeout`.
+    pub start_timeout: Option<Duration>,
 }
 
 impl<'a> JobFacts<'a> {
@@ -68,6 +74,13 @@ impl<'a> JobFacts<'a> {
             suspended: job.is_suspended(),
             deleting: job.metadata.deletion_timestamp.is_some(),
             per_index_limit: job.spec.backoff_limit_per_index.filter(|_| indexed),
+            backoff: pod_timing::failure_backoff(job)
+                .filter(|_| config.jobwarden_extensions)
+                .unwrap_or(FailureBackoff {
+                    initial: config.backoff_base,
+                    max: config.backoff_max,
+                }),
+            start_timeout: pod_timing::start_timeout(job).filter(|_| config.jobwarden_extensions),
         })
     }
 

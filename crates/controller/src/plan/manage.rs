@@ -121,8 +121,8 @@ pub(super) fn manage_job(
         let wait = backoff::remaining(
             backoff_record,
             facts.now,
-            facts.config.backoff_base,
-            facts.config.backoff_max,
+            facts.backoff.initial,
+            facts.backoff.max,
         );
         if !wait.is_zero() {
             m.requeue = Some(wait);
@@ -143,8 +143,8 @@ pub(super) fn manage_job(
             per_index::remaining(
                 replaced,
                 facts.now,
-                facts.config.backoff_base,
-                facts.config.backoff_max,
+                facts.backoff.initial,
+                facts.backoff.max,
             )
         };
         let soonest = indexes.iter().map(wait).min();

@@ -12,6 +12,7 @@ mod finished_pods;
 mod lingering;
 mod manage;
 mod outcome;
+mod start_timeout;
 mod status;
 mod suspend;
 mod tracking;
@@ -30,7 +31,7 @@ use k8s_openapi::jiff::Timestamp;
 pub use status::same_status;
 pub use types::{
     CreateReason, DeleteReason, Finish, InFlight, Plan, PlanConfig, PodCreation, PodDeletion,
-    PodRef, Skip,
+    PodRef, PodStartFailure, Skip,
 };
 
 use crate::per_index;
@@ -128,7 +129,19 @@ pub fn plan(
         pods.ready = 0;
     } else if continuing != Some(WhenAchieved::Continue) {
         let manages = !facts.deleting && facts.in_flight.pods_settled;
-        if manages {
+        let timed_out = if manages && !facts.suspended {
+            start_timeout::check(&facts, &active)
+        } else {
+            start_timeout::TimedOut::default()
+        };
+        if timed_out.acts() {
+            // Pods that did not start in time are failed and deleted; the next sync counts
+            // them and replaces them after the back-off.
+            out.events.extend(timed_out.event());
+            out.fail = timed_out.fail;
+            out.delete = timed_out.delete;
+        } else if manages {
+            out.requeue(timed_out.requeue);
             let m = manage::manage_job(
                 &facts,
                 &active,

@@ -5,11 +5,13 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::JobStatus;
-use serde_json::Value;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::{Value, json};
 
 use crate::backoff::{self, BackoffRecord};
 use crate::pod_view::PodView;
 use jobwarden_events::EventRecord;
+use jobwarden_rules::pod_timing::START_TIMEOUT_CONDITION;
 use jobwarden_rules::well_known::JOBWARDEN_CONTROLLER_NAME;
 
 /// Tunables of `plan`; the defaults are upstream's.
@@ -127,6 +129,41 @@ pub enum DeleteReason {
     /// `ContinueWithRecreations`); then what would have ended a running Job (its deadline, a
     /// suspension, a failure policy) ended them instead.
     LingeringEnded,
+    /// It did not start within `jobwarden.io/pod-start-timeout` and was failed first.
+    StartTimedOut,
+}
+
+/// A pending pod failed for not starting in time (`jobwarden.io/pod-start-timeout`): its status
+/// becomes `Failed` with the condition `jobwarden.io/PodStartTimeout`, as the pod GC controller
+/// fails a pod with `DisruptionTarget`, before it is deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodStartFailure {
+    pub pod: PodRef,
+    /// The container's waiting reason, one of `NOT_STARTED_REASONS`: the condition's reason
+    /// and the metric's label.
+    pub reason: &'static str,
+    pub message: String,
+    pub at: Timestamp,
+}
+
+impl PodStartFailure {
+    /// The pod status the failure writes: a strategic merge patch of `pods/status` (the
+    /// condition merged by type), with the pod's uid as a precondition.
+    pub fn status_patch(&self) -> Value {
+        json!({
+            "metadata": {"uid": self.pod.uid},
+            "status": {
+                "phase": "Failed",
+                "conditions": [{
+                    "type": START_TIMEOUT_CONDITION,
+                    "status": "True",
+                    "reason": self.reason,
+                    "message": self.message,
+                    "lastTransitionTime": self.at.to_string(),
+                }],
+            },
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,8 +187,7 @@ pub enum Skip {
     UnknownCompletionMode(String),
 }
 
-/// What to do, in the order the executor does it: write the status, remove finalizers, delete
-/// pods, create pods, emit events.
+/// What to do; the executor's order is in `executor.rs`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Plan {
     /// The whole new status, when it differs from the stored one.
@@ -159,6 +195,8 @@ pub struct Plan {
     /// Only pods whose outcome is already in the stored status or in `status` above (or whose
     /// outcome is not counted at all).
     pub remove_finalizers: Vec<PodRef>,
+    /// Pods to fail before they are deleted (each is in `delete` too).
+    pub fail: Vec<PodStartFailure>,
     pub delete: Vec<PodDeletion>,
     pub create: Vec<PodCreation>,
     pub events: Vec<EventRecord>,

@@ -8,6 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
 use crate::pods::CachedPod;
+use jobwarden_rules::pod_timing::START_TIMEOUT_CONDITION;
 use jobwarden_rules::well_known::*;
 
 pub const JOB_UID: &str = "job-uid";
@@ -345,6 +346,43 @@ impl PodBuilder {
             "name": "c", "image": "busybox", "imageID": "", "ready": false, "restartCount": 0,
             "state": {"waiting": {}},
         }]);
+        self
+    }
+
+    /// Pending on a node since `scheduled` (its `PodScheduled=True` transition; `None`: not
+    /// written), its container `c` (or, with `init`, its init container `init`) waiting with
+    /// `reason`, as the kubelet reports an image it cannot pull.
+    pub fn waiting(mut self, reason: &str, init: bool, scheduled: Option<i64>) -> Self {
+        let status = |name: &str, waiting: Value| {
+            json!([{"name": name, "image": "busybox", "imageID": "", "ready": false,
+                    "restartCount": 0, "state": {"waiting": waiting}}])
+        };
+        self.v["status"]["phase"] = json!("Pending");
+        if init {
+            self.v["status"]["initContainerStatuses"] = status("init", json!({"reason": reason}));
+            self.v["status"]["containerStatuses"] =
+                status("c", json!({"reason": "PodInitializing"}));
+        } else {
+            self.v["status"]["containerStatuses"] = status("c", json!({"reason": reason}));
+        }
+        if let Some(at) = scheduled {
+            self.v["status"]["conditions"] = json!([
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(at)},
+                {"type": "Ready", "status": "False", "lastTransitionTime": rfc3339(at)},
+            ]);
+        }
+        self
+    }
+
+    /// Failed by the controller at `offset` for not starting in time (after `waiting`).
+    pub fn start_timed_out(mut self, reason: &str, offset: i64) -> Self {
+        self.v["status"]["phase"] = json!("Failed");
+        let c = json!({"type": START_TIMEOUT_CONDITION, "status": "True", "reason": reason,
+                       "lastTransitionTime": rfc3339(offset)});
+        match self.v["status"]["conditions"].as_array_mut() {
+            Some(list) => list.push(c),
+            None => self.v["status"]["conditions"] = json!([c]),
+        }
         self
     }
 

@@ -29,6 +29,7 @@ pub struct Row {
     pods: Vec<PodBuilder>,
     now: i64,
     in_flight: InFlight,
+    config: PlanConfig,
     want: Want,
     created: Vec<CreatedField>,
 }
@@ -48,6 +49,7 @@ pub fn row(
         pods: pods.into_iter().collect(),
         now,
         in_flight: InFlight::default(),
+        config: PlanConfig::default(),
         want: Want {
             skipped: Some(false),
             ..Want::default()
@@ -61,6 +63,12 @@ impl Row {
     /// What the controller remembers from its earlier syncs (`InFlight::default()` if unset).
     pub fn remembering(mut self, in_flight: InFlight) -> Row {
         self.in_flight = in_flight;
+        self
+    }
+
+    /// The controller's settings (`PlanConfig::default()` if unset).
+    pub fn config(mut self, config: PlanConfig) -> Row {
+        self.config = config;
         self
     }
 
@@ -90,6 +98,16 @@ impl Row {
     pub fn deletes(mut self, pods: &[(&str, DeleteReason)]) -> Row {
         let pods = pods.iter().map(|(n, r)| ((*n).to_owned(), *r)).collect();
         self.want.deletes = Some(pods);
+        self
+    }
+
+    /// `(pod, waiting reason)` of every pod failed for not starting in time, in order.
+    pub fn fails(mut self, pods: &[(&str, &str)]) -> Row {
+        let pods = pods
+            .iter()
+            .map(|(n, r)| ((*n).to_owned(), (*r).to_owned()))
+            .collect();
+        self.want.fails = Some(pods);
         self
     }
 
@@ -201,6 +219,12 @@ impl Row {
         self
     }
 
+    /// No look again unless something changes.
+    pub fn no_requeue(mut self) -> Row {
+        self.want.requeue_after = Some(None);
+        self
+    }
+
     /// The Job finishes in this plan with this reason.
     pub fn finished(mut self, reason: &str) -> Row {
         self.want.finished = Some(Some(reason.to_owned()));
@@ -234,13 +258,7 @@ impl Row {
             Err(e) => return vec![Mismatch::note(format!("the Job does not parse: {e}"))],
         };
         let pods: Vec<Arc<CachedPod>> = self.pods.into_iter().map(PodBuilder::cached).collect();
-        let p = plan(
-            &parsed,
-            &pods,
-            at(self.now),
-            &PlanConfig::default(),
-            &self.in_flight,
-        );
+        let p = plan(&parsed, &pods, at(self.now), &self.config, &self.in_flight);
         let mut out = self.want.mismatches(&Seen::of(&p, parsed.status.clone()));
         out.extend(status_rules_broken(&job, &p));
         for field in &self.created {
@@ -329,6 +347,7 @@ plan_fields! {
     status_written: bool,
     creates: Vec<Option<i32>>,
     deletes: Vec<(String, DeleteReason)>,
+    fails: Vec<(String, String)>,
     removes_finalizers: Vec<String>,
     active: i32,
     ready: i32,
@@ -381,6 +400,11 @@ impl Seen {
                 .delete
                 .iter()
                 .map(|d| (d.pod.name.clone(), d.reason))
+                .collect(),
+            fails: p
+                .fail
+                .iter()
+                .map(|f| (f.pod.name.clone(), f.reason.to_owned()))
                 .collect(),
             removes_finalizers: p.remove_finalizers.iter().map(|r| r.name.clone()).collect(),
             active: num(s.active),
@@ -502,6 +526,7 @@ impl Difference for Duration {}
 impl Difference for u32 {}
 impl Difference for Json {}
 impl Difference for (String, DeleteReason) {}
+impl Difference for (String, String) {}
 impl Difference for (String, String, String) {}
 
 impl<T: Difference> Difference for Vec<T> {

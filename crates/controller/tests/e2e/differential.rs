@@ -58,6 +58,14 @@ const INTENDED: &[(&str, &str, &str, &str)] = &[
         "True PodFailurePolicy",
         "True PodFailurePolicy_1",
     ),
+    // With manualSelector the API server adds no uid label to the template; jobwarden's pod
+    // watch selects on it, so its pods (and the pods it adopts) always carry it.
+    (
+        "manual-selector-adopts",
+        "pod labels",
+        "app",
+        "app,batch.kubernetes.io/controller-uid,batch.kubernetes.io/job-name",
+    ),
     // jobwarden's own tracking finalizer, so the two controllers never touch each other's
     // pods, and the annotation naming the controller that made the pod.
     (
@@ -213,7 +221,11 @@ fn observe(
                         let new = !s.pods.contains(&uid);
                         if new {
                             s.pods.push(uid);
-                            s.first_pod.get_or_insert_with(|| pod.clone());
+                            // The first pod a controller made (a bare pod made by the test
+                            // has no owner when it appears).
+                            if !pod.owner_references().is_empty() {
+                                s.first_pod.get_or_insert_with(|| pod.clone());
+                            }
                         }
                         new
                     };
@@ -363,6 +375,10 @@ enum Steps {
     /// A bare pod with the Job's selector labels joins its two running pods: adopted (upstream's
     /// ClaimPods), then deleted as the excess pod it is, and counted as failed.
     BarePodJoins,
+    /// A bare pod carrying a `manualSelector` Job's selector label (and none of the labels a
+    /// generated selector has) is there before the Job: adopted, it runs as one of the Job's
+    /// two pods, and one pod fewer is made.
+    BarePodBeforeManualSelector,
 }
 
 struct Scenario {
@@ -475,6 +491,23 @@ fn scenarios() -> Vec<Scenario> {
             steps: Steps::DeleteRunningPod,
         },
         Scenario {
+            name: "manual-selector-adopts",
+            spec: json!({"completions": 2, "parallelism": 2, "manualSelector": true,
+            "selector": {"matchLabels": {"app": "manual-adoption"}},
+            "template": {
+                "metadata": {"labels": {"app": "manual-adoption"}},
+                "spec": {
+                    "schedulerName": "jobwarden-e2e-nobody",
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "busybox"}],
+                },
+            }}),
+            annotations: json!({}),
+            script: None,
+            gate: 0,
+            steps: Steps::BarePodBeforeManualSelector,
+        },
+        Scenario {
             name: "bare-pod-adopted",
             spec: json!({"completions": 2, "parallelism": 2}),
             annotations: json!({}),
@@ -490,13 +523,39 @@ async fn run(side: Side, scenario: &Scenario) -> Observed {
     let (seen, stop) = observe(&side, scenario.script, scenario.gate);
     let mut job = side.job(scenario.spec.clone());
     job.metadata.annotations = serde_json::from_value(scenario.annotations.clone()).ok();
+    let pods = side.pods();
+    if let Steps::BarePodBeforeManualSelector = scenario.steps {
+        let bare: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "bare", "labels": {"app": "manual-adoption"}},
+            "spec": {
+                "schedulerName": "jobwarden-e2e-nobody",
+                "restartPolicy": "Never",
+                "containers": [{"name": "main", "image": "busybox"}],
+            },
+        }))
+        .expect("a pod");
+        pods.create(&PostParams::default(), &bare)
+            .await
+            .expect("the bare pod is created");
+    }
     side.jobs()
         .create(&PostParams::default(), &job)
         .await
         .expect("the Job is created");
-    let pods = side.pods();
     match scenario.steps {
         Steps::None => {}
+        Steps::BarePodBeforeManualSelector => {
+            eventually(&format!("{}: the bare pod adopted", side.ns), || async {
+                match pods.get_opt("bare").await.map_err(|e| e.to_string())? {
+                    Some(p) if p.owner_references().is_empty() => Err("not yet".to_owned()),
+                    _ => Ok(()),
+                }
+            })
+            .await;
+            for pod in side.wait_active(2).await {
+                play(&pods, &pod.name_any(), Fate::Succeed).await;
+            }
+        }
         Steps::SuspendResume => {
             let first = side.wait_active(2).await;
             play(&pods, &first[0].name_any(), Fate::Succeed).await;

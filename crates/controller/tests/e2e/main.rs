@@ -18,5 +18,6 @@ mod adoption;
 mod differential;
 mod leader_lease;
 mod lifecycle;
+mod pod_timing;
 mod policies;
 mod support;

@@ -20,9 +20,18 @@ use jobwarden_fake_cluster::{
 };
 use jobwarden_rules::well_known::{COMPLETION_INDEX_KEY, TRACKING_FINALIZER};
 
-/// Decides how the n-th pod created (from 1) ends, given its completion index: succeeds, fails,
-/// or (`None`) keeps running until it is deleted.
-type Script = fn(u64, Option<i32>) -> Option<bool>;
+/// Decides how the n-th pod created (from 1) ends, given its completion index: succeeds or
+/// fails (`ends`), keeps running until it is deleted (`Run`), or never starts (`NeverStart`).
+type Script = fn(u64, Option<i32>) -> PodOutcome;
+
+/// The pod succeeds, or with `false` its container exits 1.
+fn ends(succeeds: bool) -> PodOutcome {
+    if succeeds {
+        PodOutcome::succeed()
+    } else {
+        PodOutcome::exit(1)
+    }
+}
 
 /// The final state of a run, compared across crash points.
 #[derive(Debug, PartialEq)]
@@ -109,14 +118,6 @@ fn lifecycle_violations(old: &Value, new: &Value) -> Vec<String> {
     v
 }
 
-fn kubelet_outcome(script: Script, ordinal: u64, index: Option<i32>) -> PodOutcome {
-    match script(ordinal, index) {
-        Some(true) => PodOutcome::succeed(),
-        Some(false) => PodOutcome::exit(1),
-        None => PodOutcome::Run,
-    }
-}
-
 struct Run {
     outcome: Outcome,
     calls: usize,
@@ -148,7 +149,7 @@ fn run(job: Value, script: Script, crash_after: Option<usize>, lag: Lag, setup: 
     let mut done = false;
     for round in 0..100 {
         cluster.write(|s| s.now = at(30 * (round + 1)));
-        kubelet.step(|p| kubelet_outcome(script, p.ordinal, p.index));
+        kubelet.step(|p| script(p.ordinal, p.index));
         for _pass in 0..200 {
             replica.catch_up(lag.jobs, lag.pods);
             let now = cluster.with(|s| s.now);
@@ -326,7 +327,7 @@ fn conds(list: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
 fn non_indexed_run_survives_a_crash_after_any_call() {
     // The 1st and 3rd pods fail; the rest succeed.
     let out = crash_everywhere(JobBuilder::non_indexed(4, 2).manifest(), |n, _| {
-        Some(n != 1 && n != 3)
+        ends(n != 1 && n != 3)
     });
     assert_eq!(out.succeeded, 4);
     assert_eq!(out.failed, 2);
@@ -343,7 +344,7 @@ fn non_indexed_run_survives_a_crash_after_any_call() {
 fn indexed_run_survives_a_crash_after_any_call() {
     // Index 1 fails on its first attempt.
     let out = crash_everywhere(JobBuilder::indexed(3, 3).manifest(), |n, i| {
-        Some(!(i == Some(1) && n <= 3))
+        ends(!(i == Some(1) && n <= 3))
     });
     assert_eq!(out.completed_indexes, "0-2");
     assert_eq!(out.succeeded, 3);
@@ -354,7 +355,7 @@ fn indexed_run_survives_a_crash_after_any_call() {
 fn failing_run_survives_a_crash_after_any_call() {
     // Two pods fail and exceed the back-off limit of 1 while the third still runs: it is
     // deleted, killed, and counted failed.
-    let script: Script = |n, _| if n == 3 { None } else { Some(false) };
+    let script: Script = |n, _| if n == 3 { PodOutcome::Run } else { ends(false) };
     let out = crash_everywhere(
         JobBuilder::non_indexed(3, 3).backoff_limit(1).manifest(),
         script,
@@ -374,8 +375,8 @@ fn success_policy_run_survives_a_crash_after_any_call() {
     // KEP-3998 story 1: the leader (index 0) fails once, then succeeds; the workers never end
     // on their own and are deleted once the success criteria are met.
     let script: Script = |n, i| match i {
-        Some(0) => Some(n > 1),
-        _ => None,
+        Some(0) => ends(n > 1),
+        _ => PodOutcome::Run,
     };
     let job = JobBuilder::indexed(4, 4)
         .success_rules(&[(Some("0"), None)])
@@ -398,9 +399,9 @@ fn pod_failure_policy_run_survives_a_crash_after_any_call() {
     // The 1st pod succeeds, the 2nd exits with 1 (a named FailJob rule), the 3rd is still
     // running: it is deleted and counted failed.
     let script: Script = |n, _| match n {
-        1 => Some(true),
-        2 => Some(false),
-        _ => None,
+        1 => ends(true),
+        2 => ends(false),
+        _ => PodOutcome::Run,
     };
     let job = JobBuilder::non_indexed(3, 3)
         .pod_failure_policy(serde_json::json!([{"action": "FailJob",
@@ -423,7 +424,7 @@ fn pod_failure_policy_run_survives_a_crash_after_any_call() {
 fn per_index_run_survives_a_crash_after_any_call() {
     // Index 1 fails on every attempt: with one retry allowed it fails for good; the others
     // succeed, and the Job fails with FailedIndexes.
-    let script: Script = |_, i| Some(i != Some(1));
+    let script: Script = |_, i| ends(i != Some(1));
     let job = JobBuilder::indexed(3, 3)
         .backoff_limit_per_index(1)
         .manifest();
@@ -457,9 +458,57 @@ fn adoption_survives_a_crash_after_any_call() {
     };
     let out = crash_everywhere_with(
         JobBuilder::non_indexed(3, 3).manifest(),
-        |_, _| Some(true),
+        |_, _| ends(true),
         setup,
     );
+    assert_eq!(out.succeeded, 3);
+    assert_eq!(out.failed, 0);
+}
+
+#[test]
+fn start_timeout_run_survives_a_crash_after_any_call() {
+    // The 1st pod never pulls its image: failed for not starting (a pods/status write),
+    // deleted, counted, and replaced; whichever call the controller dies after (between the
+    // status write and the delete among them), it is failed once and counted once.
+    let script: Script = |n, _| {
+        if n == 1 {
+            PodOutcome::NeverStart {
+                reason: "ImagePullBackOff".to_owned(),
+            }
+        } else {
+            ends(true)
+        }
+    };
+    let job = JobBuilder::non_indexed(2, 1)
+        .annotation(jobwarden_rules::pod_timing::START_TIMEOUT_ANNOTATION, "30s")
+        .manifest();
+    let out = crash_everywhere(job, script);
+    assert_eq!(out.succeeded, 2);
+    assert_eq!(out.failed, 1);
+}
+
+#[test]
+fn manual_selector_adoption_survives_a_crash_after_any_call() {
+    // A manualSelector Job, and a pod made by hand with its selector's label but not the uid
+    // label the pod watch selects on: found by the labelled list of the Job's first sync,
+    // adopted (and labelled, so the watch follows it), counted, and one pod fewer made,
+    // whichever call the controller dies after.
+    let setup: Setup = |cluster, job| {
+        let bare = serde_json::json!({
+            "metadata": {"name": "by-hand", "labels": {"app": "manual"}},
+            "spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "main", "image": "busybox"}]},
+        });
+        let (ns, _) = meta_key(job);
+        cluster
+            .write(|s| s.create_pod(&ns, &bare))
+            .expect("the bare pod");
+    };
+    let mut job = JobBuilder::non_indexed(3, 3).manifest();
+    job["spec"]["manualSelector"] = serde_json::json!(true);
+    job["spec"]["selector"] = serde_json::json!({"matchLabels": {"app": "manual"}});
+    job["spec"]["template"]["metadata"] = serde_json::json!({"labels": {"app": "manual"}});
+    let out = crash_everywhere_with(job, |_, _| ends(true), setup);
     assert_eq!(out.succeeded, 3);
     assert_eq!(out.failed, 0);
 }

@@ -4,6 +4,7 @@
 mod builder;
 mod create;
 mod hostile;
+mod pod_timing;
 mod status;
 mod update;
 

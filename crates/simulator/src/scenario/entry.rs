@@ -1,6 +1,7 @@
 //! One entry's grammar: `PODS[@ATTEMPTS]=OUTCOME`, and an outcome's `exit:N,after:5s,...`.
 
 use super::*;
+use jobwarden_rules::pod_timing::NOT_STARTED_REASONS;
 
 /// One `--pod` value or scenario entry: `PODS[@ATTEMPTS]=OUTCOME`, e.g. `3=exit:42`,
 /// `1-5=succeeded,after:30s`, `0@1=disrupted`.
@@ -59,6 +60,8 @@ enum Kind {
     Running,
     Deleted,
     Disrupted,
+    /// `pull-error` or `waiting:REASON`: it never starts.
+    NeverStarts,
 }
 
 impl Kind {
@@ -69,13 +72,14 @@ impl Kind {
             Kind::Running => "running",
             Kind::Deleted => "deleted",
             Kind::Disrupted => "disrupted",
+            Kind::NeverStarts => "pull-error",
         }
     }
 }
 
 /// An outcome: comma-separated items, one kind (`succeeded`, `failed`, `running`, `deleted`,
-/// `disrupted`) and any of `exit:CODE`, `exit:CONTAINER=CODE`, `condition:TYPE[=STATUS]`,
-/// `after:DURATION`.
+/// `disrupted`, `pull-error`, `waiting:REASON`) and any of `exit:CODE`, `exit:CONTAINER=CODE`,
+/// `condition:TYPE[=STATUS]`, `after:DURATION`.
 pub fn parse_outcome(text: &str) -> Result<PodScript, String> {
     if text.len() > MAX_ENTRY_LEN {
         return Err(format!("an outcome longer than {MAX_ENTRY_LEN} bytes"));
@@ -91,8 +95,24 @@ pub fn parse_outcome(text: &str) -> Result<PodScript, String> {
     let mut exit_codes: Vec<(String, i32)> = Vec::new();
     let mut conditions: Vec<(String, String)> = Vec::new();
     let mut after: Option<Duration> = None;
+    let mut waiting: Option<String> = None;
     for item in text.split(',').map(str::trim) {
+        let waiting_reason = match item.split_once(':') {
+            Some(("waiting", reason)) => Some(reason.trim()),
+            _ if item == "pull-error" => Some(PULL_ERROR_REASON),
+            _ => None,
+        };
+        if let Some(reason) = waiting_reason {
+            if !NOT_STARTED_REASONS.contains(&reason) {
+                return Err(format!(
+                    "{item:?}: a pod that never starts waits with one of {}",
+                    NOT_STARTED_REASONS.join(", ")
+                ));
+            }
+            waiting = Some(reason.to_owned());
+        }
         let this = match item {
+            _ if waiting_reason.is_some() => Some(Kind::NeverStarts),
             "succeeded" => Some(Kind::Succeeded),
             "failed" => Some(Kind::Failed),
             "running" => Some(Kind::Running),
@@ -103,7 +123,7 @@ pub fn parse_outcome(text: &str) -> Result<PodScript, String> {
         if let Some(this) = this {
             if let Some(before) = kind {
                 return Err(format!(
-                    "says both {} and {}: an outcome has one of succeeded, failed, running, deleted, disrupted",
+                    "says both {} and {}: an outcome has one of succeeded, failed, running, deleted, disrupted, pull-error, waiting:REASON",
                     before.word(),
                     this.word()
                 ));
@@ -156,7 +176,7 @@ pub fn parse_outcome(text: &str) -> Result<PodScript, String> {
             }
             _ => {
                 return Err(format!(
-                    "{item:?} is not an outcome item (succeeded, failed, running, deleted, disrupted, exit:CODE, exit:CONTAINER=CODE, condition:TYPE[=STATUS], after:DURATION)"
+                    "{item:?} is not an outcome item (succeeded, failed, running, deleted, disrupted, pull-error, waiting:REASON, exit:CODE, exit:CONTAINER=CODE, condition:TYPE[=STATUS], after:DURATION)"
                 ));
             }
         }
@@ -184,6 +204,20 @@ pub fn parse_outcome(text: &str) -> Result<PodScript, String> {
             }
             Ok(PodScript {
                 fate: Outcome::Run,
+                after: Duration::ZERO,
+            })
+        }
+        Some(Kind::NeverStarts) => {
+            if has_codes || !conditions.is_empty() || after.is_some() {
+                return Err(
+                    "a pod that never starts never ends on its own: pull-error and waiting: take no exit:, condition: or after:"
+                        .to_owned(),
+                );
+            }
+            Ok(PodScript {
+                fate: Outcome::NeverStart {
+                    reason: waiting.unwrap_or_else(|| PULL_ERROR_REASON.to_owned()),
+                },
                 after: Duration::ZERO,
             })
         }

@@ -43,11 +43,15 @@ fn err<T>(message: impl Into<String>) -> Result<T, ScenarioError> {
     Err(ScenarioError(message.into()))
 }
 
+/// The waiting reason `pull-error` stands for.
+pub const PULL_ERROR_REASON: &str = "ImagePullBackOff";
+
 /// What becomes of one pod, and when.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodScript {
     /// What the kubelet does once `after` has passed: `Run` for a pod that never ends on its
-    /// own (only a deletion, the controller's, stops it); `Delete` kills it with exit code 143.
+    /// own (only a deletion, the controller's, stops it); `Delete` kills it with exit code 143;
+    /// `NeverStart` holds it pending from the start, its container waiting.
     pub fate: Outcome,
     /// How long after the pod starts running its fate comes (ignored for `Run`).
     pub after: Duration,
@@ -73,6 +77,10 @@ impl fmt::Display for PodScript {
         let after = seconds::format(self.after.as_secs());
         match &self.fate {
             Outcome::Run => f.write_str("running"),
+            Outcome::NeverStart { reason } if reason == PULL_ERROR_REASON => {
+                f.write_str("pull-error")
+            }
+            Outcome::NeverStart { reason } => write!(f, "waiting:{reason}"),
             Outcome::Delete => write!(f, "deleted,after:{after}"),
             Outcome::End {
                 default: default_exit,

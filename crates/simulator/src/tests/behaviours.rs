@@ -299,3 +299,65 @@ fn init_containers_and_several_containers_are_told_apart() {
         "{text}"
     );
 }
+
+fn pull_error_job(name: &str, backoff_limit: i32) -> Value {
+    let mut j = job(name, json!({"backoffLimit": backoff_limit}));
+    j["metadata"]["annotations"] = json!({"jobwarden.io/pod-start-timeout": "30s"});
+    j
+}
+
+#[test]
+fn a_pod_that_cannot_pull_its_image_is_failed_at_its_start_timeout() {
+    // The first pod never pulls its image: failed at 30 s, replaced after the back-off.
+    let story = same_end_as_the_reconcile_loop(
+        &pull_error_job("pull", 1),
+        &scenario("succeeded,after:5s", &["0=pull-error"]),
+    );
+    let told = kinds(&story);
+    for want in [
+        "0 waiting None ImagePullBackOff",
+        "0 waits 30 StartTimeout",
+        "30 ended None Failed",
+        "30 deleted None",
+        "30 waits 10 BackOff",
+        "40 created None",
+    ] {
+        assert!(told.iter().any(|k| k == want), "{want} not in {told:#?}");
+    }
+    let text = crate::text::render(&story);
+    assert!(
+        text.contains("cannot start: container main waiting with ImagePullBackOff"),
+        "{text}"
+    );
+    assert!(
+        text.contains("failed by the controller: Container \"main\" was still waiting (ImagePullBackOff) 30s after the pod was scheduled; jobwarden.io/pod-start-timeout is 30s"),
+        "{text}"
+    );
+    assert!(
+        text.contains("deleted by the controller: it did not start in time"),
+        "{text}"
+    );
+    assert_eq!(story.end.condition.as_deref(), Some("Complete"));
+    assert_eq!(story.final_status["failed"], 1);
+}
+
+#[test]
+fn pods_that_never_start_exhaust_the_backoff_limit() {
+    let story = same_end_as_the_reconcile_loop(
+        &pull_error_job("never", 1),
+        &scenario("waiting:InvalidImageName", &[]),
+    );
+    assert_eq!(story.end.reason.as_deref(), Some("BackoffLimitExceeded"));
+    assert_eq!(story.final_status["failed"], 2);
+    // Without a start timeout the story cannot end, and says why.
+    let story = tell(&job("forever", json!({})), &scenario("pull-error", &[]));
+    assert!(
+        story
+            .end
+            .stopped
+            .as_deref()
+            .is_some_and(|s| s.contains("1 pod(s) never start")),
+        "{:?}",
+        story.end
+    );
+}

@@ -33,6 +33,14 @@ fn entries_that_parse_and_how_they_read_back() {
         ),
         ("2=deleted,after:1h", "2", None, "deleted,after:1h0m0s"),
         ("2=running", "2", None, "running"),
+        ("0=pull-error", "0", None, "pull-error"),
+        ("0=waiting:ImagePullBackOff", "0", None, "pull-error"),
+        (
+            "1-3=waiting:CreateContainerConfigError",
+            "1-3",
+            None,
+            "waiting:CreateContainerConfigError",
+        ),
         ("0=exit:main=2", "0", None, "exit:0,exit:main=2,after:10s"),
         (
             "0=failed,exit:setup=3,exit:main=0",
@@ -116,6 +124,13 @@ fn entries_that_do_not_parse_say_why() {
         ("3=exit:1,condition:X=Maybe", "True, False or Unknown"),
         ("3=exit:1,condition:X,condition:X=False", "given twice"),
         ("3=after:5s", "say how the pod ends"),
+        (
+            "3=waiting:ContainerCreating",
+            "a pod that never starts waits with one of CreateContainerConfigError, CreateContainerError, ErrImagePull, ImagePullBackOff, InvalidImageName",
+        ),
+        ("3=pull-error,after:5s", "never ends on its own"),
+        ("3=pull-error,exit:1", "never ends on its own"),
+        ("3=pull-error,running", "says both pull-error and running"),
         ("3=condition:DisruptionTarget", "say how the pod ends"),
     ];
     for (text, want) in table {

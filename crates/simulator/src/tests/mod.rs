@@ -157,6 +157,7 @@ fn kinds(story: &Story) -> Vec<String> {
         .iter()
         .map(|s| match &s.what {
             Happening::PodCreated(c) => format!("{} created {:?}", s.at, c.pod.index),
+            Happening::PodWaiting(w) => format!("{} waiting {:?} {}", s.at, w.pod.index, w.reason),
             Happening::PodEnded(e) => format!("{} ended {:?} {}", s.at, e.pod.index, e.phase),
             Happening::PodDeleted(d) => format!("{} deleted {:?}", s.at, d.pod.index),
             Happening::Status(_) => format!("{} status", s.at),

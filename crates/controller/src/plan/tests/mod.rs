@@ -4,4 +4,5 @@
 mod lifecycle;
 mod pods;
 mod policy;
+mod start_timeout;
 mod success_policy;

@@ -459,3 +459,90 @@ fn with_nothing_remembered_the_back_off_is_read_from_the_failed_pods() {
     .creates(&[])
     .requeue_after(15)]);
 }
+
+#[test]
+fn a_job_tunes_its_own_back_off() {
+    // `jobwarden.io/pod-failure-backoff`: 1 s doubling to 4 s instead of 10 s to 10 min,
+    // for the Job as a whole and, under backoffLimitPerIndex, for each index.
+    let tuned = |job: JobBuilder| {
+        job.annotation(
+            jobwarden_rules::pod_timing::BACKOFF_ANNOTATION,
+            r#"{"initial":"1s","max":"4s"}"#,
+        )
+    };
+    table([
+        row(
+            "one failure this second: wait 1 s",
+            tuned(JobBuilder::non_indexed(3, 1).started(0).failed(1)),
+            [pod("a").failed_at(5).no_finalizer()],
+            5,
+        )
+        .creates(&[])
+        .requeue_after(1),
+        row(
+            "one failure 1 s ago: replaced",
+            tuned(JobBuilder::non_indexed(3, 1).started(0).failed(1)),
+            [pod("a").failed_at(5).no_finalizer()],
+            6,
+        )
+        .creates(&[None]),
+        row(
+            "four failures: 8 s capped at 4 s",
+            tuned(JobBuilder::non_indexed(3, 1).started(0).failed(4)),
+            [
+                pod("a").failed_at(1).no_finalizer(),
+                pod("b").failed_at(2).no_finalizer(),
+                pod("c").failed_at(3).no_finalizer(),
+                pod("d").failed_at(5).no_finalizer(),
+            ],
+            6,
+        )
+        .creates(&[])
+        .requeue_after(3),
+        row(
+            "an invalid annotation keeps upstream's 10 s",
+            JobBuilder::non_indexed(3, 1)
+                .started(0)
+                .failed(1)
+                .annotation(
+                    jobwarden_rules::pod_timing::BACKOFF_ANNOTATION,
+                    r#"{"initial":"0s"}"#,
+                ),
+            [pod("a").failed_at(5).no_finalizer()],
+            6,
+        )
+        .creates(&[])
+        .requeue_after(9),
+        row(
+            "per index: the index's second failure waits 2 s",
+            tuned(
+                JobBuilder::indexed(2, 2)
+                    .backoff_limit_per_index(3)
+                    .started(0)
+                    .failed_indexes(""),
+            ),
+            [
+                pod("a").index(0).index_failures(1).failed_at(5),
+                pod("b").index(1).running(),
+            ],
+            6,
+        )
+        .creates(&[])
+        .requeue_after(1),
+        row(
+            "per index: 2 s on, the index is recreated",
+            tuned(
+                JobBuilder::indexed(2, 2)
+                    .backoff_limit_per_index(3)
+                    .started(0)
+                    .failed_indexes(""),
+            ),
+            [
+                pod("a").index(0).index_failures(1).failed_at(5),
+                pod("b").index(1).running(),
+            ],
+            7,
+        )
+        .creates(&[Some(0)]),
+    ]);
+}
