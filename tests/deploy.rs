@@ -11,6 +11,8 @@ use serde_json::Value;
 
 #[path = "deploy/chart.rs"]
 mod chart;
+#[path = "deploy/chart_dry_run.rs"]
+mod chart_dry_run;
 #[path = "deploy/docs_tables.rs"]
 mod docs_tables;
 #[path = "deploy/kubectl.rs"]
