@@ -386,7 +386,7 @@ mod tests {
     use clap::Parser;
 
     use super::*;
-    use crate::serve_error::error_chain;
+    use crate::error_chain::error_chain;
 
     #[derive(Parser)]
     struct Cli {

@@ -12,6 +12,7 @@ mod body_budget;
 mod config;
 mod controller_only;
 pub mod dev_cert;
+mod error_chain;
 mod health;
 mod https;
 mod limits;
@@ -36,14 +37,14 @@ use std::time::Duration;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
-use crate::serve_error::error_chain;
+use crate::error_chain::error_chain;
 
 pub use config::{
     LimitArgs, LogFormat, PolicyError, PolicyProblems, SelectorError, ServeArgs, load_policy_file,
 };
 pub use health::Health;
 pub use limits::Limits;
-pub use listen::ListenAddr;
+pub use listen::{ListenAddr, ListenError};
 pub use logging::{LoggingGuard, init_logging};
 pub use metrics::Metrics;
 pub use namespaces::NamespaceLabels;

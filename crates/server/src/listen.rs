@@ -12,8 +12,6 @@ use std::str::FromStr;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
 
-use crate::serve_error::ServeError;
-
 /// A listener's address as configured: `:PORT` for the port on every address family (what Go's
 /// `net.Listen("tcp", ":8443")` does), or `HOST:PORT` for exactly that address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,15 +67,33 @@ pub(crate) fn bind(addr: ListenAddr) -> io::Result<TcpListener> {
     }
 }
 
+/// Why a listener could not be opened; `flag` names it (`--listen`, `--metrics-listen`).
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    #[error("cannot listen on {addr} ({flag})")]
+    Bind {
+        addr: ListenAddr,
+        flag: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot read the address {flag} is bound to")]
+    BoundAddress {
+        flag: &'static str,
+        #[source]
+        source: io::Error,
+    },
+}
+
 /// Binds the listener that `flag` configures, and reads the address it got (the port, for 0).
 pub(crate) fn bind_flag(
     addr: ListenAddr,
     flag: &'static str,
-) -> Result<(TcpListener, SocketAddr), ServeError> {
-    let listener = bind(addr).map_err(|source| ServeError::Listen { addr, flag, source })?;
+) -> Result<(TcpListener, SocketAddr), ListenError> {
+    let listener = bind(addr).map_err(|source| ListenError::Bind { addr, flag, source })?;
     let bound = listener
         .local_addr()
-        .map_err(|source| ServeError::BoundAddress { flag, source })?;
+        .map_err(|source| ListenError::BoundAddress { flag, source })?;
     Ok((listener, bound))
 }
 

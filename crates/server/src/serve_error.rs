@@ -1,11 +1,11 @@
 //! Why `serve` could not start or stopped: one variant per thing that failed, its cause kept as
 //! the `source`, never repeated in the message, so a chain printer (the binary's `{:#}` at its
-//! edge, [`error_chain`] in logs) shows each cause once.
+//! edge, `error_chain` in logs) shows each cause once.
 
 use tokio::task::JoinError;
 
 use crate::config::PolicyError;
-use crate::listen::ListenAddr;
+use crate::listen::ListenError;
 use crate::tls_reload::{CertError, CertFiles};
 
 /// What the reconcile loop's hook fails with: the controller's own errors, boxed, since this
@@ -47,19 +47,8 @@ pub enum ServeError {
         #[source]
         source: rustls::Error,
     },
-    #[error("cannot listen on {addr} ({flag})")]
-    Listen {
-        addr: ListenAddr,
-        flag: &'static str,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot read the address {flag} is bound to")]
-    BoundAddress {
-        flag: &'static str,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Listen(#[from] ListenError),
     #[error("the server task panicked")]
     ServerPanicked(#[source] JoinError),
     #[error("the HTTPS listener panicked")]
@@ -74,24 +63,13 @@ pub enum ServeError {
     ControllerStopped,
 }
 
-/// `error: cause: cause…`, for a log line and a response body.
-pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        text.push_str(": ");
-        text.push_str(&next.to_string());
-        cause = next.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use std::io;
     use std::path::PathBuf;
 
-    use super::{ServeError, error_chain};
+    use super::ServeError;
+    use crate::error_chain::error_chain;
     use crate::tls_reload::{CertError, CertFiles};
 
     #[test]

@@ -18,8 +18,8 @@ use rustls::sign::CertifiedKey;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::error_chain::error_chain;
 use crate::metrics::Metrics;
-use crate::serve_error::error_chain;
 
 /// Why a certificate could not be loaded.
 #[derive(Debug, thiserror::Error)]

@@ -19,7 +19,7 @@ use prometheus_client::registry::Registry;
 
 use decision::{Access, Credential, METRICS_PATH};
 
-use crate::serve_error::error_chain;
+use crate::error_chain::error_chain;
 
 /// How long an answer is kept. A grant is kept a minute, as controller-runtime's filter keeps
 /// an authenticated token; a refusal ten seconds, as kube-apiserver's token cache keeps a
