@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::cluster_api::{ApiError, ClusterApi, LiveJob};
 use crate::plan::PodRef;
-use jobwarden_events::{EventRecord, EventReporter, JobRef, record_job_event};
+use jobwarden_events::{EventRecord, EventReporter, JobRef, Seen, record_repeated_job_event};
 use jobwarden_rules::well_known::TRACKING_FINALIZER;
 
 pub struct KubeApi {
@@ -180,13 +180,18 @@ impl ClusterApi for KubeApi {
         self.patch_pod(namespace, &pod.name, patch).await
     }
 
-    async fn create_event(&self, job: &JobRef, event: &EventRecord) -> Result<(), ApiError> {
+    async fn create_event(
+        &self,
+        job: &JobRef,
+        event: &EventRecord,
+        seen: Seen,
+    ) -> Result<(), ApiError> {
         self.may_write()?;
         let reporter = EventReporter {
             component: self.controller_name.clone(),
             instance: self.identity.clone(),
         };
-        record_job_event(&self.client, job, event, &reporter)
+        record_repeated_job_event(&self.client, job, event, &reporter, seen)
             .await
             .map_err(ApiError::from)
     }

@@ -57,6 +57,8 @@ pub mod backoff;
 pub mod client;
 pub mod cluster_api;
 pub mod conditions;
+mod event_outbox;
+mod event_queue;
 mod events;
 pub mod executor;
 mod expectations;
@@ -74,6 +76,7 @@ mod pod_template;
 mod pod_view;
 pub mod pods;
 pub mod reconcile;
+mod request_budget;
 mod status_patch;
 pub mod success_policy;
 
@@ -179,20 +182,34 @@ pub async fn run_sharing_jobs(
         |term: leader::Term| {
             // Each term starts from fresh caches: a new leader lists what the old one watched.
             // Its writes are fenced by the term's flag: once the Lease is lost, none goes out.
-            let controller = Arc::new(JobController::new(
-                KubeApi::new(client.clone(), &config.controller_name, &config.identity)
-                    .fenced(term.leading),
-                PlanConfig {
-                    controller_name: config.controller_name.clone(),
-                    ..PlanConfig::default()
-                },
-                metrics.clone(),
-            ));
+            let controller = Arc::new(
+                JobController::new(
+                    KubeApi::new(client.clone(), &config.controller_name, &config.identity)
+                        .fenced(term.leading),
+                    PlanConfig {
+                        controller_name: config.controller_name.clone(),
+                        ..PlanConfig::default()
+                    },
+                    metrics.clone(),
+                )
+                .with_event_writer(),
+            );
             let loop_config = LoopConfig {
                 concurrency: config.concurrent_syncs,
                 batch_period: config.batch_period,
             };
-            reconcile::run_loop(
+            // The event writer runs beside the loop and writes what is left once the loop has
+            // stopped, within the same bounded drain.
+            let (loop_done, loop_stopped) = tokio::sync::oneshot::channel::<()>();
+            let writer = controller.clone();
+            let events = async move {
+                writer
+                    .write_events(async {
+                        let _ = loop_stopped.await;
+                    })
+                    .await;
+            };
+            let reconcile = reconcile::run_loop(
                 controller,
                 kube_sources(&client),
                 Arc::new(k8s_openapi::jiff::Timestamp::now),
@@ -204,7 +221,14 @@ pub async fn run_sharing_jobs(
                         jobs.send_replace(Some(store));
                     }
                 },
-            )
+            );
+            async move {
+                let reconcile = async move {
+                    reconcile.await;
+                    let _ = loop_done.send(());
+                };
+                futures::join!(reconcile, events);
+            }
         },
     )
     .await

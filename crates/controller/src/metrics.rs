@@ -28,6 +28,13 @@ pub struct CreatedLabels {
     pub reason: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DroppedLabels {
+    /// `rate_limited` (the Job's event spam filter), `queue_full` (the oldest pending Event
+    /// made room for a newer one) or `not_leading` (pending when the Lease was lost).
+    pub reason: String,
+}
+
 /// Handles to every metric; cheap to clone (each is an `Arc` inside).
 #[derive(Clone, Debug)]
 pub struct ControllerMetrics {
@@ -40,7 +47,8 @@ pub struct ControllerMetrics {
     pub rejected_status_writes: Counter,
     pub leader: Gauge,
     pub cached_pods: Gauge,
-    pub events_dropped: Counter,
+    pub events_dropped: Family<DroppedLabels, Counter>,
+    pub events_queued: Gauge,
 }
 
 impl Default for ControllerMetrics {
@@ -56,7 +64,8 @@ impl Default for ControllerMetrics {
             rejected_status_writes: Counter::default(),
             leader: Gauge::default(),
             cached_pods: Gauge::default(),
-            events_dropped: Counter::default(),
+            events_dropped: Family::default(),
+            events_queued: Gauge::default(),
         }
     }
 }
@@ -108,8 +117,15 @@ pub fn register_metrics(registry: &mut Registry) -> ControllerMetrics {
     );
     r.register(
         "events_dropped",
-        "Events not written because the Job's event rate limit was spent",
+        "Events not written, by reason: the Job's event rate limit spent (rate_limited), the \
+         oldest pending Event dropped for a newer one (queue_full), or the Lease lost \
+         (not_leading)",
         m.events_dropped.clone(),
+    );
+    r.register(
+        "events_queued",
+        "Events waiting to be written (they wait for request budget the syncs leave)",
+        m.events_queued.clone(),
     );
     m
 }
