@@ -8,4 +8,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --bin jobwarden
-cargo run --release --locked -p jobwarden-envtest --example scale -- "$PWD/target/release/jobwarden"
+cargo run --release --locked -p jobwarden-envtest --example scale -- "$PWD/target/release/jobwarden" "$@"

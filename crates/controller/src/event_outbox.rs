@@ -3,8 +3,8 @@
 //! time. Against kube-apiserver each write waits for a spare token of the client's budget
 //! (`request_budget`), so Events never delay a sync's request. Two deliveries:
 //!
-//! * `Background`: a writer task ([`EventOutbox::run_writer`], started beside the reconcile
-//!   loop) writes as Events come, and on stop writes what is left within the loop's drain.
+//! * `Background`: a writer task ([`EventOutbox::run_writer`], run beside the syncs by
+//!   `reconcile::run_loop`) writes as Events come, and on stop writes what is left within the loop's drain.
 //! * `Inline`: the sync that pushed writes the queue out before it returns. The in-memory
 //!   cluster has no rate limit to share, and its tests and `jobwarden simulate` read each
 //!   sync's Events right after it, in a deterministic order.
@@ -149,8 +149,12 @@ impl EventOutbox {
     }
 
     /// The writer task: writes Events as they are queued until `stop` resolves, then what is
-    /// left (the caller bounds how long that may take).
+    /// left (the caller bounds how long that may take). With inline delivery the syncs write
+    /// their own: nothing to do.
     pub async fn run_writer<A: ClusterApi>(&self, api: &A, stop: impl Future<Output = ()>) {
+        if self.delivery == Delivery::Inline {
+            return;
+        }
         let mut stop = std::pin::pin!(stop);
         loop {
             tokio::select! {

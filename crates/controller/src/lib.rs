@@ -33,13 +33,17 @@
 //!    pod matches) at the bottom, `pod_view` (one sync's view of a pod: the pod and the rule it
 //!    matches) above both, then `backoff`, `conditions`, `pod_template`, `success_policy`,
 //!    `per_index`, and over them all `plan` and its steps; `status_patch` (the write a status
-//!    becomes), `events`, `expectations`, `adoption` (which pods a Job claims).
+//!    becomes), `events` (the per-Job spam filter), `event_queue` (the Events waiting to be
+//!    written: bounded, repeats merged), `request_budget` (one token bucket for every request,
+//!    Event writes after the syncs'), `expectations`, `adoption` (which pods a Job claims).
 //! 2. Acting: `cluster_api` (the writes, as a trait; `kube_api` the real one), `executor`
 //!    (applies a plan, checking each status write against the rules first), the caches
 //!    (`job_cache`, `pod_cache`), `orphans` (a pure decision, and the release it leads to),
+//!    `event_outbox` (the queue a sync leaves its Events in, and their writer),
 //!    `job_controller` (syncs one Job from the caches), `reconcile` (the loop; no sync before
 //!    both caches have listed), `leader` (the Lease, with client-go's leader election).
-//! 3. This file wires them; `client` makes the kube client; `metrics`.
+//! 3. This file wires them; `client` makes the kube client, its requests within
+//!    `request_budget`; `metrics`.
 //!
 //! The fake cluster (`jobwarden-fake-cluster`) and the simulator (`jobwarden-simulator`) stand
 //! above this crate and are never imported by it: the public modules are what the binary, they
@@ -198,18 +202,7 @@ pub async fn run_sharing_jobs(
                 concurrency: config.concurrent_syncs,
                 batch_period: config.batch_period,
             };
-            // The event writer runs beside the loop and writes what is left once the loop has
-            // stopped, within the same bounded drain.
-            let (loop_done, loop_stopped) = tokio::sync::oneshot::channel::<()>();
-            let writer = controller.clone();
-            let events = async move {
-                writer
-                    .write_events(async {
-                        let _ = loop_stopped.await;
-                    })
-                    .await;
-            };
-            let reconcile = reconcile::run_loop(
+            reconcile::run_loop(
                 controller,
                 kube_sources(&client),
                 Arc::new(k8s_openapi::jiff::Timestamp::now),
@@ -221,14 +214,7 @@ pub async fn run_sharing_jobs(
                         jobs.send_replace(Some(store));
                     }
                 },
-            );
-            async move {
-                let reconcile = async move {
-                    reconcile.await;
-                    let _ = loop_done.send(());
-                };
-                futures::join!(reconcile, events);
-            }
+            )
         },
     )
     .await
