@@ -197,7 +197,7 @@ mod tests {
         let request = |method: http::Method, path: &str| {
             let mut request = Request::new(Body::empty());
             *request.method_mut() = method;
-            *request.uri_mut() = http::Uri::from_maybe_shared(path.to_owned()).unwrap_or_default();
+            *request.uri_mut() = path.parse().unwrap_or_default();
             request
         };
         let mut calls = Vec::new();

@@ -87,7 +87,7 @@ impl EventOutbox {
             tracing::warn!(
                 dropped = n,
                 reason,
-                "Events not written: the API server's rate limit is kept for the syncs"
+                "Events not written (one line per 10 s; events_dropped_total counts each)"
             );
         }
     }
