@@ -122,6 +122,12 @@ pub fn register_metrics(registry: &mut Registry) -> ControllerMetrics {
          (not_leading)",
         m.events_dropped.clone(),
     );
+    // Each reason served from the start at 0: an alert on its increase sees the first drops.
+    for reason in ["rate_limited", "queue_full", "not_leading"] {
+        m.events_dropped.get_or_create(&DroppedLabels {
+            reason: reason.to_owned(),
+        });
+    }
     r.register(
         "events_queued",
         "Events waiting to be written (they wait for request budget the syncs leave)",
@@ -153,6 +159,10 @@ mod tests {
         );
         assert!(
             text.contains("jobwarden_controller_jobs_managed 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("jobwarden_controller_events_dropped_total{reason=\"queue_full\"} 0"),
             "{text}"
         );
         assert!(
