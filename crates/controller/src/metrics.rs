@@ -124,7 +124,7 @@ pub fn register_metrics(registry: &mut Registry) -> ControllerMetrics {
     );
     // Each reason served from the start at 0: an alert on its increase sees the first drops.
     for reason in ["rate_limited", "queue_full", "not_leading"] {
-        m.events_dropped.get_or_create(&DroppedLabels {
+        let _series = m.events_dropped.get_or_create(&DroppedLabels {
             reason: reason.to_owned(),
         });
     }
