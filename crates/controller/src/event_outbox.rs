@@ -10,7 +10,8 @@
 //!   sync's Events right after it, in a deterministic order.
 //!
 //! Writes are fenced like every other: once the replica stops leading, the first refused write
-//! empties the queue (counted as dropped, `not_leading`).
+//! empties the queue (counted as dropped, `not_leading`). Events still queued when the
+//! controller is dropped (its drain ran out of time) are counted as dropped, `stopped`.
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
@@ -166,5 +167,49 @@ impl EventOutbox {
             }
         }
         self.write_pending(api).await;
+    }
+}
+
+/// Events still queued when the controller goes (its drain ran out of time) are lost: counted.
+impl Drop for EventOutbox {
+    fn drop(&mut self) {
+        let left = self.queue().clear();
+        self.dropped("stopped", left as u64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dropped(metrics: &ControllerMetrics, reason: &str) -> u64 {
+        metrics
+            .events_dropped
+            .get_or_create(&DroppedLabels {
+                reason: reason.to_owned(),
+            })
+            .get()
+    }
+
+    #[test]
+    fn events_left_when_the_controller_goes_are_counted() {
+        let metrics = ControllerMetrics::default();
+        let outbox = EventOutbox::new(Delivery::Background, metrics.clone());
+        let job = JobRef {
+            namespace: "ns".to_owned(),
+            name: "j".to_owned(),
+            uid: "u".to_owned(),
+        };
+        let record = |reason: &str| EventRecord {
+            warning: false,
+            reason: reason.to_owned(),
+            message: "m".to_owned(),
+        };
+        let now = Timestamp::UNIX_EPOCH;
+        outbox.push(&job, vec![record("A"), record("B"), record("A")], now);
+        assert_eq!(metrics.events_queued.get(), 2, "the repeat merged");
+        drop(outbox);
+        assert_eq!(dropped(&metrics, "stopped"), 2);
+        assert_eq!(dropped(&metrics, "queue_full"), 0);
     }
 }

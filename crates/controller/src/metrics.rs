@@ -31,7 +31,8 @@ pub struct CreatedLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DroppedLabels {
     /// `rate_limited` (the Job's event spam filter), `queue_full` (the oldest pending Event
-    /// made room for a newer one) or `not_leading` (pending when the Lease was lost).
+    /// made room for a newer one), `not_leading` (pending when the Lease was lost) or
+    /// `stopped` (pending when the controller stopped and its drain ran out of time).
     pub reason: String,
 }
 
@@ -118,12 +119,12 @@ pub fn register_metrics(registry: &mut Registry) -> ControllerMetrics {
     r.register(
         "events_dropped",
         "Events not written, by reason: the Job's event rate limit spent (rate_limited), the \
-         oldest pending Event dropped for a newer one (queue_full), or the Lease lost \
-         (not_leading)",
+         oldest pending Event dropped for a newer one (queue_full), the Lease lost \
+         (not_leading), or the controller stopped before writing them (stopped)",
         m.events_dropped.clone(),
     );
     // Each reason served from the start at 0: an alert on its increase sees the first drops.
-    for reason in ["rate_limited", "queue_full", "not_leading"] {
+    for reason in ["rate_limited", "queue_full", "not_leading", "stopped"] {
         let _series = m.events_dropped.get_or_create(&DroppedLabels {
             reason: reason.to_owned(),
         });
