@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use jobwarden_events::{EventRecord, JobRef};
+use jobwarden_events::{EventRecord, JobRef, Seen};
 use kube::core::Status;
 use serde_json::Value;
 
@@ -142,11 +142,13 @@ pub trait ClusterApi: Send + Sync {
         pod: &PodRef,
         job_uid: &str,
     ) -> impl Future<Output = Result<(), ApiError>> + Send;
-    /// Best effort: a lost event loses no state.
+    /// Best effort: a lost event loses no state. `seen` says how often it happened (identical
+    /// events merged while they waited) and when.
     fn create_event(
         &self,
         job: &JobRef,
         event: &EventRecord,
+        seen: Seen,
     ) -> impl Future<Output = Result<(), ApiError>> + Send;
 }
 
@@ -231,7 +233,8 @@ impl<T: ClusterApi> ClusterApi for std::sync::Arc<T> {
         &self,
         job: &JobRef,
         event: &EventRecord,
+        seen: Seen,
     ) -> impl Future<Output = Result<(), ApiError>> + Send {
-        (**self).create_event(job, event)
+        (**self).create_event(job, event, seen)
     }
 }

@@ -1,8 +1,9 @@
 //! One Job's sync, from the caches: the Job as the watch cache holds it, its pods from the pod
 //! cache, and what the controller remembers between syncs (expectations, the Jobs' event
 //! buckets). Claims the Job's pods (`claiming`), plans, applies, keeps the expectations in step
-//! with the writes it made, records the events. Every read is a cache read but claiming's (a
-//! GET before adopting, a labelled LIST for a `manualSelector` Job). The kube wiring
+//! with the writes it made, and hands its events to the event outbox without waiting for them
+//! to be written (`event_outbox`). Every read is a cache read but claiming's (a GET before
+//! adopting, a labelled LIST for a `manualSelector` Job). The kube wiring
 //! (`reconcile`), the scale benchmark and the tests all drive this same type.
 
 use std::collections::{HashMap, HashSet};
@@ -17,6 +18,7 @@ use kube::runtime::watcher;
 use crate::backoff::BackoffRecord;
 use crate::claiming::{Claiming, SelectorLists};
 use crate::cluster_api::ClusterApi;
+use crate::event_outbox::{Delivery, EventOutbox};
 use crate::events::{EventLimiter, pods_message};
 use crate::executor::{self, Applied, ApplyError};
 use crate::expectations::{EXPECTATIONS_TIMEOUT, Expectations};
@@ -62,7 +64,9 @@ pub struct SyncReport {
     pub created: usize,
     pub deleted: usize,
     pub finalizers_removed: usize,
-    pub events_written: usize,
+    /// Events the Job's spam filter let through, handed to the outbox (written before the
+    /// sync returns with inline delivery, by the writer task otherwise).
+    pub events_recorded: usize,
     pub finished: Option<Finish>,
 }
 
@@ -87,6 +91,7 @@ pub struct JobController<A> {
     /// When each `manualSelector` Job's pods were last listed by its selector.
     selector_lists: SelectorLists,
     memory: Mutex<Memory>,
+    events_out: EventOutbox,
     metrics: ControllerMetrics,
 }
 
@@ -98,8 +103,23 @@ impl<A: ClusterApi> JobController<A> {
             pods: PodCache::default(),
             selector_lists: SelectorLists::default(),
             memory: Mutex::default(),
+            events_out: EventOutbox::new(Delivery::Inline, metrics.clone()),
             metrics,
         }
+    }
+
+    /// Events written by a writer task apart from the syncs ([`JobController::write_events`]),
+    /// not by each sync before it returns.
+    pub fn with_event_writer(self) -> Self {
+        JobController {
+            events_out: EventOutbox::new(Delivery::Background, self.metrics.clone()),
+            ..self
+        }
+    }
+
+    /// The event writer: writes queued Events until `stop` resolves, then those left.
+    pub async fn write_events(&self, stop: impl Future<Output = ()>) {
+        self.events_out.run_writer(&self.api, stop).await;
     }
 
     pub fn api(&self) -> &A {
@@ -266,7 +286,10 @@ impl<A: ClusterApi> JobController<A> {
         let applied = executor::apply(&self.api, &raw, &p).await;
         self.settle(uid, job.resource_version(), &p, &applied, now);
 
-        let events_written = self.record_events(&job_ref, &p, &applied, now).await;
+        let events_recorded = self.record_events(&job_ref, &p, &applied, now);
+        if self.events_out.delivery() == Delivery::Inline {
+            self.events_out.write_pending(&self.api).await;
+        }
         self.count(&parsed, &p, &applied);
         let finished = parsed.is_finished() || (applied.status_written && p.finished.is_some());
         {
@@ -298,7 +321,7 @@ impl<A: ClusterApi> JobController<A> {
             created: applied.created.len(),
             deleted: applied.deleted.len(),
             finalizers_removed: applied.finalizers_removed.len(),
-            events_written,
+            events_recorded,
             finished: p.finished.clone().filter(|_| applied.status_written),
         };
         match (applied.error, applied.create_error) {
@@ -346,15 +369,10 @@ impl<A: ClusterApi> JobController<A> {
         }
     }
 
-    /// The sync's events, at most one per reason, through the Job's rate limit. A status the
-    /// API refused carries its events with it: they are recorded when it is written.
-    async fn record_events(
-        &self,
-        job: &JobRef,
-        p: &Plan,
-        applied: &Applied,
-        now: Timestamp,
-    ) -> usize {
+    /// The sync's events, at most one per reason, through the Job's rate limit, into the
+    /// outbox. A status the API refused carries its events with it: they are recorded when it
+    /// is written.
+    fn record_events(&self, job: &JobRef, p: &Plan, applied: &Applied, now: Timestamp) -> usize {
         let mut records: Vec<EventRecord> = Vec::new();
         if !applied.deleted.is_empty() {
             let names: Vec<String> = applied.deleted.iter().map(|d| d.name.clone()).collect();
@@ -385,22 +403,15 @@ impl<A: ClusterApi> JobController<A> {
                     let a = m.events.admit(&job.uid, r, now);
                     if a.is_none() {
                         tracing::debug!(job = %job.name, %reason, "event dropped: rate limited");
-                        self.metrics.events_dropped.inc();
+                        self.events_out.dropped("rate_limited", 1);
                     }
                     a
                 })
                 .collect()
         };
-        let mut written = 0;
-        for r in &admitted {
-            match self.api.create_event(job, r).await {
-                Ok(()) => written += 1,
-                Err(e) => {
-                    tracing::warn!(reason = %r.reason, error = %e, "could not record an event")
-                }
-            }
-        }
-        written
+        let recorded = admitted.len();
+        self.events_out.push(job, admitted, now);
+        recorded
     }
 
     fn count(&self, job: &JobObject<'_>, p: &Plan, applied: &Applied) {

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use crate::cluster_api::{ApiError, ClusterApi, LiveJob};
 use crate::plan::{PodRef, PodStartFailure};
 use crate::pods::CachedPod;
-use jobwarden_events::{EventRecord, EventReporter, JobRef, record_job_event};
+use jobwarden_events::{EventRecord, EventReporter, JobRef, Seen, record_repeated_job_event};
 use jobwarden_rules::well_known::{CONTROLLER_UID_LABEL, TRACKING_FINALIZER};
 
 pub struct KubeApi {
@@ -215,13 +215,18 @@ impl ClusterApi for KubeApi {
         self.patch_pod(namespace, &pod.name, patch).await
     }
 
-    async fn create_event(&self, job: &JobRef, event: &EventRecord) -> Result<(), ApiError> {
+    async fn create_event(
+        &self,
+        job: &JobRef,
+        event: &EventRecord,
+        seen: Seen,
+    ) -> Result<(), ApiError> {
         self.may_write()?;
         let reporter = EventReporter {
             component: self.controller_name.clone(),
             instance: self.identity.clone(),
         };
-        record_job_event(&self.client, job, event, &reporter)
+        record_repeated_job_event(&self.client, job, event, &reporter, seen)
             .await
             .map_err(ApiError::from)
     }

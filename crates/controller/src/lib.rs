@@ -33,15 +33,19 @@
 //!    pod matches) at the bottom, `pod_view` (one sync's view of a pod: the pod and the rule it
 //!    matches) above both, then `backoff`, `conditions`, `pod_template`, `success_policy`,
 //!    `per_index`, and over them all `plan` and its steps; `status_patch` (the write a status
-//!    becomes), `events`, `expectations`, `adoption` (which pods a Job claims).
+//!    becomes), `events` (the per-Job spam filter), `event_queue` (the Events waiting to be
+//!    written: bounded, repeats merged), `request_budget` (one token bucket for every request,
+//!    Event writes after the syncs'), `expectations`, `adoption` (which pods a Job claims).
 //! 2. Acting: `cluster_api` (the writes, as a trait; `kube_api` the real one), `executor`
 //!    (applies a plan, checking each status write against the rules first), the caches
 //!    (`job_cache`, `pod_cache`), `orphans` (a pure decision, and the release it leads to),
 //!    `claiming` (the pods a sync claims: adoption and release, and the labelled list of a
-//!    `manualSelector` Job's pods), `job_controller` (syncs one Job from the caches),
-//!    `reconcile` (the loop; no sync before both caches have listed), `leader` (the Lease,
-//!    with client-go's leader election).
-//! 3. This file wires them; `client` makes the kube client; `metrics`.
+//!    `manualSelector` Job's pods), `event_outbox` (the queue a sync leaves its Events in, and
+//!    their writer), `job_controller` (syncs one Job from the caches), `reconcile` (the loop;
+//!    no sync before both caches have listed), `leader` (the Lease, with client-go's leader
+//!    election).
+//! 3. This file wires them; `client` makes the kube client, its requests within
+//!    `request_budget`; `metrics`.
 //!
 //! The fake cluster (`jobwarden-fake-cluster`) and the simulator (`jobwarden-simulator`) stand
 //! above this crate and are never imported by it: the public modules are what the binary, they
@@ -62,6 +66,8 @@ pub mod client;
 pub mod cluster_api;
 pub mod conditions;
 mod error_chain;
+mod event_outbox;
+mod event_queue;
 mod events;
 pub mod executor;
 mod expectations;
@@ -79,6 +85,7 @@ mod pod_template;
 pub mod pod_view;
 pub mod pods;
 pub mod reconcile;
+mod request_budget;
 mod status_patch;
 pub mod success_policy;
 
@@ -185,15 +192,18 @@ pub async fn run_sharing_jobs(
         |term: leader::Term| {
             // Each term starts from fresh caches: a new leader lists what the old one watched.
             // Its writes are fenced by the term's flag: once the Lease is lost, none goes out.
-            let controller = Arc::new(JobController::new(
-                KubeApi::new(client.clone(), &config.controller_name, &config.identity)
-                    .fenced(term.leading),
-                PlanConfig {
-                    controller_name: config.controller_name.clone(),
-                    ..PlanConfig::default()
-                },
-                metrics.clone(),
-            ));
+            let controller = Arc::new(
+                JobController::new(
+                    KubeApi::new(client.clone(), &config.controller_name, &config.identity)
+                        .fenced(term.leading),
+                    PlanConfig {
+                        controller_name: config.controller_name.clone(),
+                        ..PlanConfig::default()
+                    },
+                    metrics.clone(),
+                )
+                .with_event_writer(),
+            );
             let loop_config = LoopConfig {
                 concurrency: config.concurrent_syncs,
                 batch_period: config.batch_period,

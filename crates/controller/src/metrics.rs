@@ -34,6 +34,14 @@ pub struct StartTimeoutLabels {
     pub reason: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DroppedLabels {
+    /// `rate_limited` (the Job's event spam filter), `queue_full` (the oldest pending Event
+    /// made room for a newer one), `not_leading` (pending when the Lease was lost) or
+    /// `stopped` (pending when the controller stopped and its drain ran out of time).
+    pub reason: String,
+}
+
 /// Handles to every metric; cheap to clone (each is an `Arc` inside).
 #[derive(Clone, Debug)]
 pub struct ControllerMetrics {
@@ -47,7 +55,8 @@ pub struct ControllerMetrics {
     pub rejected_status_writes: Counter,
     pub leader: Gauge,
     pub cached_pods: Gauge,
-    pub events_dropped: Counter,
+    pub events_dropped: Family<DroppedLabels, Counter>,
+    pub events_queued: Gauge,
 }
 
 impl Default for ControllerMetrics {
@@ -64,7 +73,8 @@ impl Default for ControllerMetrics {
             rejected_status_writes: Counter::default(),
             leader: Gauge::default(),
             cached_pods: Gauge::default(),
-            events_dropped: Counter::default(),
+            events_dropped: Family::default(),
+            events_queued: Gauge::default(),
         }
     }
 }
@@ -121,8 +131,21 @@ pub fn register_metrics(registry: &mut Registry) -> ControllerMetrics {
     );
     r.register(
         "events_dropped",
-        "Events not written because the Job's event rate limit was spent",
+        "Events not written, by reason: the Job's event rate limit spent (rate_limited), the \
+         oldest pending Event dropped for a newer one (queue_full), the Lease lost \
+         (not_leading), or the controller stopped before writing them (stopped)",
         m.events_dropped.clone(),
+    );
+    // Each reason served from the start at 0: an alert on its increase sees the first drops.
+    for reason in ["rate_limited", "queue_full", "not_leading", "stopped"] {
+        let _series = m.events_dropped.get_or_create(&DroppedLabels {
+            reason: reason.to_owned(),
+        });
+    }
+    r.register(
+        "events_queued",
+        "Events waiting to be written (they wait for request budget the syncs leave)",
+        m.events_queued.clone(),
     );
     m
 }
@@ -150,6 +173,10 @@ mod tests {
         );
         assert!(
             text.contains("jobwarden_controller_jobs_managed 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("jobwarden_controller_events_dropped_total{reason=\"queue_full\"} 0"),
             "{text}"
         );
         assert!(

@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt as _};
+use futures::{FutureExt as _, Stream, StreamExt as _};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::{self, Action};
@@ -75,7 +75,8 @@ enum Wake {
     Batched(ObjectRef<CachedJob>),
 }
 
-/// Runs the loop until `stop` resolves, then lets the syncs in flight finish. `on_synced` is
+/// Runs the loop until `stop` resolves, then lets the syncs in flight finish and (with the
+/// controller's background event delivery) writes the Events left. `on_synced` is
 /// handed the Job cache once it holds every Job (the in-process audit reads it).
 pub async fn run_loop<A: ClusterApi + 'static>(
     controller: Arc<JobController<A>>,
@@ -143,8 +144,21 @@ pub async fn run_loop<A: ClusterApi + 'static>(
         }
     });
 
+    // The event writer (with background delivery) runs beside the syncs, and writes what is
+    // left once they have stopped, within the caller's bounded drain.
+    let (applied, stopped_applying) = tokio::sync::oneshot::channel::<()>();
+    let events = {
+        let controller = controller.clone();
+        async move {
+            controller
+                .write_events(async {
+                    let _ = stopped_applying.await;
+                })
+                .await;
+        }
+    };
     let ctx = Arc::new(Ctx { controller, clock });
-    controller::applier(
+    let applying = controller::applier(
         |job: Arc<CachedJob>, ctx: Arc<Ctx<A>>| {
             Box::pin(async move {
                 let report = ctx.controller.sync(&job, (ctx.clock)()).await?;
@@ -181,7 +195,10 @@ pub async fn run_loop<A: ClusterApi + 'static>(
             tracing::trace!(error = %e, "reconcile request");
         }
     })
-    .await;
+    .map(|()| {
+        let _ = applied.send(());
+    });
+    futures::join!(applying, events);
     orphans.abort();
 }
 

@@ -1,18 +1,28 @@
 //! The reconcile loop at scale on a real control plane: the same workloads run by upstream's Job
 //! controller (kube-controller-manager v1.36.2, its Job controller alone) and by jobwarden (the
 //! release binary, `serve --no-webhook`), one after the other on one kube-apiserver with its
-//! audit log on. Prints, per run and controller, the requests it made by verb and resource
-//! (counted from the audit log), and the CPU time and resident-memory growth of its process.
+//! audit log on. Prints, per run and controller, the time from the first Job's creation to the
+//! last Job's Complete condition, the Events written (and, for jobwarden, dropped), the requests
+//! it made by verb and resource (counted from the audit log), and the CPU time and
+//! resident-memory growth of its process. jobwarden runs at its default client rate and at
+//! upstream's (`--kube-api-qps 20 --kube-api-burst 30`, kube-controller-manager's defaults).
 //!
 //! ```sh
-//! bench/scale_real.sh            # builds jobwarden in release and runs this
+//! bench/scale_real.sh                      # builds jobwarden in release and runs every shape
+//! bench/scale_real.sh burst                # only the burst of 1,000 one-pod Jobs
+//! bench/scale_real.sh indexed fan-out      # only the two older shapes
 //! ```
+//!
+//! Events are best effort and may be written after the last Job completes: each run waits until
+//! the controller's Events stop coming (for jobwarden, until its queue is empty) before it
+//! counts them.
 //!
 //! A scripted kubelet (this process, User-Agent `scale-kubelet`) ends each pod about a second
 //! after it appears. Requests are counted in the workload's namespace, so the one list and
 //! watch each controller makes at start (cluster-wide) are not in the figures.
 
 use std::collections::{BTreeMap, HashSet};
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -30,25 +40,45 @@ const JOBWARDEN: &str = "jobwarden.io/job-controller";
 const TIMEOUT: Duration = Duration::from_secs(600);
 
 struct Workload {
+    /// The name `bench/scale_real.sh` picks it by.
+    key: &'static str,
     name: &'static str,
     jobs: usize,
     pods: usize,
     mode: &'static str,
 }
 
-const WORKLOADS: [Workload; 2] = [
+const WORKLOADS: [Workload; 3] = [
     Workload {
+        key: "indexed",
         name: "Indexed, 1,000 pods",
         jobs: 1,
         pods: 1000,
         mode: "Indexed",
     },
     Workload {
+        key: "fan-out",
         name: "20 Jobs × 50 pods",
         jobs: 20,
         pods: 50,
         mode: "NonIndexed",
     },
+    Workload {
+        key: "burst",
+        name: "burst: 1,000 Jobs × 1 pod",
+        jobs: 1000,
+        pods: 1,
+        mode: "Indexed",
+    },
+];
+
+/// jobwarden's runs: a label and the client rate flags (none: its default).
+const JOBWARDEN_RATES: [(&str, &[&str]); 2] = [
+    ("jobwarden (default 50 qps, burst 100)", &[]),
+    (
+        "jobwarden at 20 qps, burst 30",
+        &["--kube-api-qps", "20", "--kube-api-burst", "30"],
+    ),
 ];
 
 /// CPU seconds (user + system) and resident memory of a process, from /proc.
@@ -150,14 +180,38 @@ fn job(name: &str, pods: usize, mode: &str, managed_by: Option<&str>) -> Job {
     serde_json::from_value(job).expect("a Job")
 }
 
-/// Runs `workload` in a new namespace until every Job is complete and no pod keeps a finalizer.
+/// Seconds from the first Job's creation to the last Job's Complete condition, from the Jobs'
+/// own timestamps; `None` while a Job is not complete.
+fn last_complete_after(jobs: &[Job]) -> Option<f64> {
+    let mut first_created = None::<k8s_openapi::jiff::Timestamp>;
+    let mut last_complete = None::<k8s_openapi::jiff::Timestamp>;
+    for job in jobs {
+        let created = job.metadata.creation_timestamp.as_ref()?.0;
+        first_created = Some(first_created.map_or(created, |t| t.min(created)));
+        let complete = job
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| {
+                cs.iter()
+                    .find(|c| c.type_ == "Complete" && c.status == "True")
+            })?;
+        let at = complete.last_transition_time.as_ref()?.0;
+        last_complete = Some(last_complete.map_or(at, |t| t.max(at)));
+    }
+    let span = last_complete?.duration_since(first_created?);
+    Some(span.as_secs_f64())
+}
+
+/// Runs `workload` in a new namespace until every Job is complete and no pod keeps a finalizer;
+/// returns the namespace and the seconds to the last Complete.
 async fn run(
     plane: &ControlPlane,
     admin: &Client,
     workload: &Workload,
     managed_by: Option<&str>,
-) -> String {
-    let prefix = if managed_by.is_some() { "jw" } else { "up" };
+    prefix: &str,
+) -> (String, f64) {
     let ns = plane
         .create_namespace(admin, &format!("scale-{prefix}-{}", workload.jobs))
         .await;
@@ -178,31 +232,52 @@ async fn run(
     }
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &ns);
     let started = Instant::now();
-    loop {
+    let after = loop {
         let list = jobs.list(&Default::default()).await.map(|l| l.items);
-        let complete = list.is_ok_and(|l| {
-            l.iter().all(|j| {
-                j.status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|cs| {
-                        cs.iter()
-                            .any(|c| c.type_ == "Complete" && c.status == "True")
-                    })
-            })
-        });
+        let complete = list.ok().and_then(|l| last_complete_after(&l));
         let released = pods
             .list(&Default::default())
             .await
             .is_ok_and(|l| l.items.iter().all(|p| p.finalizers().is_empty()));
-        if complete && released {
-            break;
+        if let Some(after) = complete.filter(|_| released) {
+            break after;
         }
         assert!(started.elapsed() < TIMEOUT, "{ns}: the Jobs did not finish");
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
     kubelet.abort();
-    ns
+    (ns, after)
+}
+
+/// Events `agent` created in `ns`, from the audit log.
+fn events_created(audit: &PathBuf, ns: &str, agent: &str) -> u64 {
+    count(audit, ns)
+        .get(agent)
+        .and_then(|m| m.get("create events"))
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Waits until the controller's Events stop coming: its count in the audit log unchanged for
+/// 10 s, and (for jobwarden) its queue empty.
+async fn events_settle(audit: &PathBuf, ns: &str, agent: &str, metrics_port: Option<u16>) {
+    let started = Instant::now();
+    let mut last = (events_created(audit, ns, agent), Instant::now());
+    loop {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let now = events_created(audit, ns, agent);
+        if now != last.0 {
+            last = (now, Instant::now());
+        }
+        let queue_empty = metrics_port.is_none_or(|port| metric(port, "events_queued") == 0.0);
+        if queue_empty && last.1.elapsed() >= Duration::from_secs(10) {
+            return;
+        }
+        if started.elapsed() > TIMEOUT {
+            eprintln!("{ns}: the Events did not settle in {TIMEOUT:?}");
+            return;
+        }
+    }
 }
 
 /// Requests in `ns` by agent, then by verb and resource, from the audit log.
@@ -239,30 +314,83 @@ fn count(audit: &PathBuf, ns: &str) -> BTreeMap<String, BTreeMap<String, u64>> {
     out
 }
 
-/// `jobwarden serve --no-webhook`, killed when dropped.
-struct Jobwarden(Child);
+/// `jobwarden serve --no-webhook`, stopped when dropped.
+struct Jobwarden {
+    child: Child,
+    metrics_port: u16,
+}
 
-impl Drop for Jobwarden {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+impl Jobwarden {
+    /// Starts jobwarden with `flags` and waits until it leads.
+    async fn start(binary: &PathBuf, plane: &ControlPlane, flags: &[&str]) -> Jobwarden {
+        let metrics_port = jobwarden_envtest::free_port().expect("a free port");
+        let child = Command::new(binary)
+            .args(["serve", "--no-webhook", "--metrics-listen"])
+            .arg(format!("127.0.0.1:{metrics_port}"))
+            // The benchmark counts the controller's requests; reviews of its own scrapes'
+            // tokens would add calls that are not the controller's.
+            .arg("--metrics-secure=false")
+            .args(flags)
+            .env("KUBECONFIG", plane.kubeconfig())
+            .env("HOSTNAME", "scale")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("jobwarden starts");
+        let jobwarden = Jobwarden {
+            child,
+            metrics_port,
+        };
+        let started = Instant::now();
+        while metric(metrics_port, "leader") != 1.0 {
+            assert!(started.elapsed() < TIMEOUT, "jobwarden never led");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        jobwarden
     }
 }
 
-/// Whether `jobwarden_controller_leader` reads 1.
-fn leads(metrics_port: u16) -> bool {
-    jobwarden_envtest::http_get(metrics_port, "/metrics").is_some_and(|body| {
+impl Drop for Jobwarden {
+    fn drop(&mut self) {
+        // SIGTERM: it releases its Lease, so the next one leads at once.
+        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
+            // SAFETY: kill(2) on the pid of a child this process started and has not reaped.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// The sum of every series of `jobwarden_controller_<name>` (any labels), 0 when absent.
+fn metric(metrics_port: u16, name: &str) -> f64 {
+    let name = format!("jobwarden_controller_{name}");
+    jobwarden_envtest::http_get(metrics_port, "/metrics").map_or(0.0, |body| {
         body.lines()
-            .any(|l| l.starts_with("jobwarden_controller_leader") && l.ends_with(" 1"))
+            .filter(|l| {
+                l.strip_prefix(&name)
+                    .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
     })
 }
 
 #[tokio::main]
 async fn main() {
-    let binary = std::env::args()
-        .nth(1)
+    let mut args = std::env::args().skip(1);
+    let binary = args
+        .next()
         .map(PathBuf::from)
-        .expect("usage: scale JOBWARDEN_BINARY");
+        .expect("usage: scale JOBWARDEN_BINARY [SHAPE...]");
+    let shapes: Vec<String> = args.collect();
+    let workloads: Vec<&Workload> = WORKLOADS
+        .iter()
+        .filter(|w| shapes.is_empty() || shapes.iter().any(|s| s == w.key))
+        .collect();
+    assert!(
+        !workloads.is_empty(),
+        "no shape named {shapes:?}; the shapes are indexed, fan-out and burst"
+    );
     let plane = ControlPlane::start(Options {
         audit_log: true,
         upstream_controller: true,
@@ -273,63 +401,50 @@ async fn main() {
     let admin = plane.client().await;
     let kcm = *plane.pids().last().expect("kube-controller-manager");
 
-    let metrics_port = jobwarden_envtest::free_port().expect("a free port");
-    let jobwarden = Jobwarden(
-        Command::new(&binary)
-            .args(["serve", "--no-webhook", "--metrics-listen"])
-            .arg(format!("127.0.0.1:{metrics_port}"))
-            // The benchmark counts the controller's requests; reviews of its own scrapes'
-            // tokens would add calls that are not the controller's.
-            .arg("--metrics-secure=false")
-            .env("KUBECONFIG", plane.kubeconfig())
-            .env("HOSTNAME", "scale")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("jobwarden starts"),
+    println!(
+        "| run | controller | last Complete after | events written | events dropped | requests | by verb and resource | CPU | RSS growth |"
     );
-    let started = Instant::now();
-    while !leads(metrics_port) {
-        assert!(started.elapsed() < TIMEOUT, "jobwarden never led");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let jobwarden_pid = jobwarden.0.id();
-
-    println!("| run | controller | requests | by verb and resource | CPU | RSS growth | wall |");
-    println!("|---|---|---:|---|---:|---:|---:|");
-    for workload in &WORKLOADS {
-        for (label, managed_by, pid, agent) in [
-            (
-                "upstream",
-                None,
-                kcm,
-                "kube-controller-manager/job-controller",
-            ),
-            (
-                "jobwarden",
-                Some(JOBWARDEN),
-                jobwarden_pid,
-                "jobwarden/job-controller",
-            ),
-        ] {
+    println!("|---|---|---:|---:|---:|---:|---|---:|---:|");
+    for workload in workloads {
+        let upstream = [(
+            "upstream (kube-controller-manager, 20 qps, burst 30)",
+            None,
+            "kube-controller-manager/job-controller",
+        )];
+        let jobwarden = JOBWARDEN_RATES
+            .iter()
+            .map(|(label, flags)| (*label, Some(*flags), "jobwarden/job-controller"));
+        for (i, (label, flags, agent)) in upstream.into_iter().chain(jobwarden).enumerate() {
+            let jobwarden = match flags {
+                Some(flags) => Some(Jobwarden::start(&binary, &plane, flags).await),
+                None => None,
+            };
+            let pid = jobwarden.as_ref().map_or(kcm, |j| j.child.id());
+            let port = jobwarden.as_ref().map(|j| j.metrics_port);
+            let managed_by = flags.map(|_| JOBWARDEN);
+            let dropped0 = port.map(|p| metric(p, "events_dropped_total"));
             let (cpu0, rss0) = usage(pid);
-            let t0 = Instant::now();
-            let ns = run(&plane, &admin, workload, managed_by).await;
-            let wall = t0.elapsed();
+            let (ns, after) = run(&plane, &admin, workload, managed_by, &format!("r{i}")).await;
+            events_settle(&audit, &ns, agent, port).await;
             let (cpu1, rss1) = usage(pid);
+            let dropped = match (port, dropped0) {
+                (Some(p), Some(d0)) => format!("{:.0}", metric(p, "events_dropped_total") - d0),
+                _ => "not reported".to_owned(),
+            };
+            drop(jobwarden);
             let counts = count(&audit, &ns);
             let mine = counts.get(agent).cloned().unwrap_or_default();
             let total: u64 = mine.values().sum();
+            let events = mine.get("create events").copied().unwrap_or(0);
             let detail: Vec<String> = mine.iter().map(|(k, v)| format!("{v} {k}")).collect();
             println!(
-                "| {} | {label} | {total} | {} | {:.2} s | {:+.1} MiB | {:.0} s |",
+                "| {} | {label} | {after:.1} s | {events} | {dropped} | {total} | {} | {:.2} s | {:+.1} MiB |",
                 workload.name,
                 detail.join(", "),
                 cpu1 - cpu0,
                 (rss1 as f64 - rss0 as f64) / 1024.0,
-                wall.as_secs_f64(),
             );
+            let _ = std::io::stdout().flush();
         }
     }
-    drop(jobwarden);
 }

@@ -35,6 +35,26 @@ pub struct EventReporter {
     pub instance: String,
 }
 
+/// How often an event happened before it was written, and when: an Event's `count`,
+/// `firstTimestamp` and `lastTimestamp`, as client-go's correlator fills them for repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    pub count: u32,
+    pub first: Timestamp,
+    pub last: Timestamp,
+}
+
+impl Seen {
+    /// Once, at `at`.
+    pub fn once(at: Timestamp) -> Seen {
+        Seen {
+            count: 1,
+            first: at,
+            last: at,
+        }
+    }
+}
+
 /// Writes one core/v1 Event about a Job, as upstream's event recorder does (one object per
 /// event; `kubectl describe job` lists them). The controller's events and the audit's warnings
 /// both go through here.
@@ -43,6 +63,18 @@ pub async fn record_job_event(
     job: &JobRef,
     event: &EventRecord,
     reporter: &EventReporter,
+) -> Result<(), kube::Error> {
+    record_repeated_job_event(client, job, event, reporter, Seen::once(Timestamp::now())).await
+}
+
+/// [`record_job_event`] for an event that happened `seen.count` times: one object carrying
+/// the count and the first and last times.
+pub async fn record_repeated_job_event(
+    client: &Client,
+    job: &JobRef,
+    event: &EventRecord,
+    reporter: &EventReporter,
+    seen: Seen,
 ) -> Result<(), kube::Error> {
     let now = Timestamp::now();
     // client-go names events `<object>.<unix nanoseconds in hex>`.
@@ -70,9 +102,9 @@ pub async fn record_job_event(
         }),
         reporting_component: Some(reporter.component.clone()),
         reporting_instance: Some(reporter.instance.clone()),
-        first_timestamp: Some(Time(now)),
-        last_timestamp: Some(Time(now)),
-        count: Some(1),
+        first_timestamp: Some(Time(seen.first)),
+        last_timestamp: Some(Time(seen.last)),
+        count: Some(i32::try_from(seen.count).unwrap_or(i32::MAX)),
         ..Event::default()
     };
     Api::<Event>::namespaced(client.clone(), &job.namespace)

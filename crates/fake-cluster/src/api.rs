@@ -11,7 +11,7 @@ use super::{InMemoryCluster, Request, State, str_at};
 use jobwarden_controller::cluster_api::{ApiError, ClusterApi, LiveJob};
 use jobwarden_controller::plan::{PodRef, PodStartFailure};
 use jobwarden_controller::pods::CachedPod;
-use jobwarden_events::{EventRecord, JobRef};
+use jobwarden_events::{EventRecord, JobRef, Seen};
 
 impl InMemoryCluster {
     /// One request, answered at once: the in-memory API server has no network to wait on.
@@ -118,9 +118,10 @@ impl ClusterApi for InMemoryCluster {
         &self,
         job: &JobRef,
         event: &EventRecord,
+        seen: Seen,
     ) -> impl Future<Output = Result<(), ApiError>> + Send {
         self.answer("create", "events", |s| {
-            s.create_event(job, event);
+            s.create_event(job, event, seen.count);
             Ok(())
         })
     }

@@ -95,6 +95,8 @@ pub struct StoredEvent {
     pub job: JobRef,
     pub record: EventRecord,
     pub at: Timestamp,
+    /// How many identical events this one stands for (merged while they waited).
+    pub count: u32,
 }
 
 /// Everything the in-memory API server holds. Reach it through [`InMemoryCluster::with`].
@@ -380,12 +382,13 @@ impl State {
             .collect()
     }
 
-    pub fn create_event(&mut self, job: &JobRef, record: &EventRecord) {
+    pub fn create_event(&mut self, job: &JobRef, record: &EventRecord, count: u32) {
         let at = self.now;
         self.events.push(StoredEvent {
             job: job.clone(),
             record: record.clone(),
             at,
+            count,
         });
     }
 }

@@ -156,11 +156,11 @@ pub struct RunningLoop {
 impl RunningLoop {
     pub fn start(cluster: &Arc<InMemoryCluster>, config: &LoopRunConfig, clock: Clock) -> Self {
         let metrics = ControllerMetrics::default();
-        let controller = Arc::new(JobController::new(
-            cluster.clone(),
-            config.plan.clone(),
-            metrics.clone(),
-        ));
+        // Events as the binary writes them: queued by the syncs, written by the loop's writer.
+        let controller = Arc::new(
+            JobController::new(cluster.clone(), config.plan.clone(), metrics.clone())
+                .with_event_writer(),
+        );
         let changes = config.watch_lag;
         let sources = Sources {
             jobs: watch_jobs(

@@ -95,6 +95,39 @@ async fn an_indexed_job_of_200_pods_costs_two_writes_a_pod() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn events_are_written_apart_from_the_syncs_and_all_by_a_graceful_stop() {
+    let (cluster, jobs) = cluster_with(
+        (0..30)
+            .map(|i| {
+                job(
+                    &format!("j{i}"),
+                    json!({"completions": 1, "parallelism": 1}),
+                )
+            })
+            .collect(),
+    );
+    let report = run_until_finished(
+        cluster.clone(),
+        &jobs,
+        LoopRunConfig::default(),
+        after_a_second,
+    )
+    .await;
+    assert!(report.finished);
+    // The writer wrote every Event the syncs queued, the last ones while the loop stopped.
+    assert_eq!(report.metrics.events_queued.get(), 0);
+    let events = cluster.with(|s| s.events.clone());
+    for (_, name) in &jobs {
+        let reasons: Vec<&str> = events
+            .iter()
+            .filter(|e| &e.job.name == name)
+            .map(|e| e.record.reason.as_str())
+            .collect();
+        assert_eq!(reasons, ["SuccessfulCreate", "Completed"], "{name}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn failed_pods_are_replaced_after_the_back_off_and_counted_once() {
     let (cluster, jobs) = cluster_with(vec![job(
         "flaky",

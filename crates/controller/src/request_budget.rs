@@ -1,0 +1,226 @@
+//! The controller's request budget: one token bucket (`--kube-api-qps` refill, `--kube-api-burst`
+//! deep) shared by every request the controller sends, with two priorities. A sync's request
+//! (pod creates, status writes, finalizer removals, watches) reserves the next token at once and
+//! waits its turn, as client-go's `rate.Limiter.Reserve` does, so the bucket runs negative by
+//! the syncs waiting. An Event write takes a token only when one is spare: every waiting sync
+//! served and `reserve` tokens left for the next syncs; otherwise it asks again later. So the
+//! total stays within the bucket, and an Event never takes a token a sync is waiting for.
+//!
+//! No well-kept crate schedules by priority (governor and tower's limit have one class), so
+//! this is jobwarden's own policy. Pure: the caller passes the time, as the time since any
+//! fixed origin.
+
+use std::time::Duration;
+
+/// Which requests wait for which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Priority {
+    /// A sync's request, or any request that is not an Event write.
+    Sync,
+    /// An Event write: best effort, after the syncs.
+    Event,
+}
+
+/// The bucket. `tokens` below zero are tokens reserved by syncs still waiting.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Budget {
+    qps: f64,
+    burst: f64,
+    reserve: f64,
+    tokens: f64,
+    at: Duration,
+}
+
+impl Budget {
+    /// A full bucket at `now`. Events leave half the burst (rounded down) to the syncs: a sync
+    /// that starts after a quiet spell finds it there, however many Events were pending.
+    pub fn new(qps: f64, burst: u32, now: Duration) -> Budget {
+        let burst = f64::from(burst.max(1));
+        Budget {
+            qps: if qps > 0.0 { qps } else { f64::MIN_POSITIVE },
+            burst,
+            reserve: (burst / 2.0).floor(),
+            tokens: burst,
+            at: now,
+        }
+    }
+
+    fn refill(&mut self, now: Duration) {
+        if now > self.at {
+            let earned = (now - self.at).as_secs_f64() * self.qps;
+            self.tokens = (self.tokens + earned).min(self.burst);
+            self.at = now;
+        }
+    }
+
+    /// How long to wait from `now` until `tokens` reach `level`.
+    fn until(&self, level: f64) -> Duration {
+        let missing = (level - self.tokens).max(0.0);
+        Duration::try_from_secs_f64(missing / self.qps).unwrap_or(Duration::MAX)
+    }
+
+    /// A sync's request: takes the next token and says how long to wait for it (zero when
+    /// one is there). Syncs are served in the order they ask.
+    pub fn reserve_sync(&mut self, now: Duration) -> Duration {
+        self.refill(now);
+        self.tokens -= 1.0;
+        self.until(0.0)
+    }
+
+    /// An Event write: `Ok` when a token is spare (taken), or how long to wait before asking
+    /// again.
+    pub fn try_take_event(&mut self, now: Duration) -> Result<(), Duration> {
+        self.refill(now);
+        let needed = 1.0 + self.reserve;
+        if self.tokens >= needed {
+            self.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(self.until(needed))
+        }
+    }
+}
+
+/// Which priority a request has: a create, update or patch of core/v1 or events.k8s.io Events
+/// is an Event write; everything else is a sync's.
+pub fn priority_of(method: &http::Method, path: &str) -> Priority {
+    if *method == http::Method::GET {
+        return Priority::Sync;
+    }
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    // `/api/v1/...` is the core group; `/apis/<group>/<version>/...` the others.
+    let rest = match segments.as_slice() {
+        ["api", _version, rest @ ..] => rest,
+        ["apis", "events.k8s.io", _version, rest @ ..] => rest,
+        _ => return Priority::Sync,
+    };
+    let resource = match rest {
+        ["namespaces", _namespace, resource, ..] => resource,
+        [resource, ..] => resource,
+        [] => return Priority::Sync,
+    };
+    if *resource == "events" {
+        Priority::Event
+    } else {
+        Priority::Sync
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// Equal within a microsecond: the bucket counts in floating point.
+    fn about(got: Duration, want: Duration) -> bool {
+        got.abs_diff(want) < Duration::from_micros(1)
+    }
+
+    fn waits_about(got: Result<(), Duration>, want: Duration) -> bool {
+        got.is_err_and(|wait| about(wait, want))
+    }
+
+    #[test]
+    fn syncs_take_the_burst_then_wait_their_turn() {
+        // 10 qps, burst 3: three at once, then one every 100 ms, in order.
+        let mut b = Budget::new(10.0, 3, ms(0));
+        let waits: Vec<Duration> = (0..6).map(|_| b.reserve_sync(ms(0))).collect();
+        let want = [ms(0), ms(0), ms(0), ms(100), ms(200), ms(300)];
+        assert!(
+            waits.iter().zip(want).all(|(&g, w)| about(g, w)),
+            "{waits:?}"
+        );
+        // At 300 ms the third waiter is served: the bucket is empty, not full.
+        assert!(about(b.reserve_sync(ms(300)), ms(100)));
+    }
+
+    #[test]
+    fn an_event_never_takes_a_token_a_sync_waits_for() {
+        let mut b = Budget::new(10.0, 4, ms(0));
+        for _ in 0..5 {
+            b.reserve_sync(ms(0));
+        }
+        // One sync waits for the token due at 100 ms: at 100 ms it is that sync's.
+        assert!(b.try_take_event(ms(0)).is_err());
+        assert!(b.try_take_event(ms(100)).is_err());
+        // The event waits until the bucket holds one token over the syncs' reserve of 2.
+        assert!(waits_about(b.try_take_event(ms(100)), ms(300)));
+        assert!(b.try_take_event(ms(399)).is_err());
+        assert_eq!(b.try_take_event(ms(401)), Ok(()));
+        // The next sync still finds the reserve.
+        assert!(about(b.reserve_sync(ms(401)), ms(0)));
+        assert!(about(b.reserve_sync(ms(401)), ms(0)));
+        assert!(about(b.reserve_sync(ms(401)), ms(99)));
+    }
+
+    #[test]
+    fn with_no_sync_events_use_the_whole_rate() {
+        let mut b = Budget::new(20.0, 30, ms(0));
+        let mut written = 0;
+        let mut now = ms(0);
+        while now <= Duration::from_secs(10) {
+            match b.try_take_event(now) {
+                Ok(()) => written += 1,
+                Err(wait) => now += wait.max(ms(1)),
+            }
+        }
+        // The 15 tokens over the reserve at once, then 20 a second: never more than the
+        // bucket allows.
+        assert!((210..=216).contains(&written), "{written}");
+    }
+
+    #[test]
+    fn a_burst_of_one_still_writes_events() {
+        let mut b = Budget::new(1.0, 1, ms(0));
+        assert_eq!(b.try_take_event(ms(0)), Ok(()));
+        assert!(waits_about(b.try_take_event(ms(0)), ms(1000)));
+    }
+
+    #[test]
+    fn event_writes_are_told_by_method_and_path() {
+        use http::Method;
+        for (method, path, want) in [
+            (
+                Method::POST,
+                "/api/v1/namespaces/ns/events",
+                Priority::Event,
+            ),
+            (
+                Method::PATCH,
+                "/api/v1/namespaces/ns/events/a.1",
+                Priority::Event,
+            ),
+            (
+                Method::PUT,
+                "/api/v1/namespaces/ns/events/a.1",
+                Priority::Event,
+            ),
+            (
+                Method::POST,
+                "/apis/events.k8s.io/v1/namespaces/ns/events",
+                Priority::Event,
+            ),
+            (Method::GET, "/api/v1/namespaces/ns/events", Priority::Sync),
+            (Method::POST, "/api/v1/namespaces/ns/pods", Priority::Sync),
+            (
+                Method::POST,
+                "/api/v1/namespaces/events/pods",
+                Priority::Sync,
+            ),
+            (
+                Method::PATCH,
+                "/apis/batch/v1/namespaces/ns/jobs/events/status",
+                Priority::Sync,
+            ),
+            (Method::POST, "/apis/example.com/v1/events", Priority::Sync),
+            (Method::POST, "/api/v1/events", Priority::Event),
+            (Method::POST, "/", Priority::Sync),
+            (Method::POST, "", Priority::Sync),
+        ] {
+            assert_eq!(priority_of(&method, path), want, "{method} {path}");
+        }
+    }
+}
