@@ -15,18 +15,12 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 
 use crate::served::{
-    Target, job, local_plane, register, registration, serve, shipped, unregister, wait_until,
+    Target, job, local_plane, register, registration, runtime, serve, shipped, unregister,
+    wait_until,
 };
 
 /// How many Jobs of each kind the tests create (the figure).
 const JOBS: usize = 40;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
 
 /// A Job the built-in controller runs: one pod, not suspended, nothing for jobwarden.
 fn plain(name: &str) -> Job {

@@ -10,8 +10,8 @@ use jobwarden_envtest::ControlPlane;
 use serde_json::{Value, json};
 
 use crate::served::{
-    TIMEOUT, Target, generated, job, kubectl, local_plane, register, registration, serve, text,
-    unregister,
+    TIMEOUT, Target, generated, job, kubectl, local_plane, register, registration, runtime, serve,
+    text, unregister,
 };
 
 /// Writes `job` to a file named after it and runs `kubectl apply -n ns -f FILE`.
@@ -46,10 +46,7 @@ fn the_api_server_calls_the_webhook_on_create_update_and_status_update() {
     let Some((plane, dir)) = local_plane("webhook-e2e") else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
+    let runtime = runtime();
     let (ns, gated) = runtime.block_on(async {
         let client = plane.client().await;
         (

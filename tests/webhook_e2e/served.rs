@@ -225,6 +225,14 @@ where
     on_a_runtime(move || async move { f(plane.client().await).await })
 }
 
+/// A runtime of the test's own, for the blocking tests' calls to the API.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
 /// Runs the future `work` makes to its end, on a thread and runtime of its own (the callers
 /// may be inside a runtime already).
 fn on_a_runtime<T, Fut>(work: impl FnOnce() -> Fut + Send + 'static) -> T
@@ -232,14 +240,7 @@ where
     T: Send + 'static,
     Fut: std::future::Future<Output = T>,
 {
-    let done = std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime")
-            .block_on(work())
-    })
-    .join();
+    let done = std::thread::spawn(move || runtime().block_on(work())).join();
     match done {
         Ok(value) => value,
         Err(panic) => std::panic::resume_unwind(panic),
