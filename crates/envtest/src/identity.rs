@@ -14,7 +14,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::{Value, json};
 
-use crate::{ControlPlane, bin_dir};
+use crate::{ControlPlane, bin_dir, kubectl_program};
 
 /// The kinds of the rendered install that make up jobwarden's identity.
 const IDENTITY_KINDS: [&str; 6] = [
@@ -381,12 +381,7 @@ fn deploy_dir() -> PathBuf {
 
 /// `kubectl kustomize deploy/`, as objects.
 fn render_deploy() -> Vec<Value> {
-    let built = bin_dir().join("kubectl");
-    let kubectl = if built.is_file() {
-        built
-    } else {
-        PathBuf::from("kubectl")
-    };
+    let kubectl = kubectl_program();
     let out = Command::new(&kubectl)
         .arg("kustomize")
         .arg(deploy_dir())

@@ -170,12 +170,7 @@ impl ControlPlane {
     /// `kubectl --kubeconfig …`: the v1.36.2 kubectl built beside the server when there is
     /// one, else the one on the PATH.
     pub fn kubectl(&self) -> Command {
-        let built = bin_dir().join("kubectl");
-        let mut command = if built.is_file() {
-            Command::new(built)
-        } else {
-            Command::new("kubectl")
-        };
+        let mut command = Command::new(kubectl_program());
         command.arg("--kubeconfig").arg(&self.kubeconfig);
         command
     }
@@ -307,6 +302,16 @@ fn bin_dir() -> PathBuf {
             PathBuf::from(home).join(".cache/jobwarden-envtest")
         });
     root.join("bin")
+}
+
+/// The v1.36 kubectl built beside the server when there is one, else the one on the PATH.
+pub(crate) fn kubectl_program() -> PathBuf {
+    let built = bin_dir().join("kubectl");
+    if built.is_file() {
+        built
+    } else {
+        PathBuf::from("kubectl")
+    }
 }
 
 /// Whether etcd and kube-apiserver are in [`bin_dir`] (kube-controller-manager is looked for
