@@ -233,7 +233,9 @@ fn scrape(server: &DevServer) -> String {
 /// metrics, through the functions serve's controller hook calls, each family with one series.
 fn controller_exposition() -> String {
     use jobwarden_audit::metrics::{EventLabels, ViolationLabels};
-    use jobwarden_controller::metrics::{CreatedLabels, FinishedLabels, SyncLabels};
+    use jobwarden_controller::metrics::{
+        CreatedLabels, FinishedLabels, StartTimeoutLabels, SyncLabels,
+    };
     let mut registry = prometheus_client::registry::Registry::default();
     let c = jobwarden_controller::register_metrics(&mut registry);
     let a = jobwarden_audit::register_metrics(&mut registry);
@@ -252,6 +254,11 @@ fn controller_exposition() -> String {
     c.pods_created
         .get_or_create(&CreatedLabels {
             reason: "new".into(),
+        })
+        .inc();
+    c.pod_start_timeouts
+        .get_or_create(&StartTimeoutLabels {
+            reason: "ImagePullBackOff".into(),
         })
         .inc();
     a.violations
@@ -318,6 +325,11 @@ fn the_dashboard_shows_requests_latency_syncs_finished_jobs_caches_and_leadershi
         "jobwarden_controller_jobs_finished_total",
         "jobwarden_controller_cached_pods",
         "jobwarden_controller_leader",
+        "jobwarden_controller_leader_losses_total",
+        "jobwarden_controller_leader_last_renewal_seconds",
+        "jobwarden_controller_pod_start_timeouts_total",
+        "jobwarden_controller_events_queued",
+        "jobwarden_controller_events_dropped_total",
     ] {
         assert!(
             exprs.iter().any(|e| e.contains(must)),

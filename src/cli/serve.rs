@@ -1,13 +1,14 @@
 //! `jobwarden serve`: the webhook server, with the reconcile loop (and the in-process audit over
 //! its Job cache) handed to it as a hook, so the server crate never depends on the controller
 //! crate. Here the process connects to the cluster: each face gets a client of its own, named in
-//! its User-Agent, the controller's with a client-side request rate limit.
+//! its User-Agent, the controller's with a client-side request rate limit (and its Lease one
+//! apart from it: `ControllerClients`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use jobwarden_audit::{AuditConfig, KubeEventSink, PeriodicAudit};
-use jobwarden_controller::client::{self, RateLimit};
+use jobwarden_controller::client::{self, ControllerClients, RateLimit};
 use jobwarden_controller::job_cache::CachedJob;
 use jobwarden_events::EventReporter;
 use jobwarden_server::{ControllerError, ControllerHook, ControllerStart, ServeArgs};
@@ -166,14 +167,16 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
                 qps: args.kube_api_qps,
                 burst: args.kube_api_burst,
             };
-            let client = client::client(config, &name, Some(limit))?;
+            let renew_deadline = Duration::from_secs(args.leader_elect_renew_deadline_seconds);
+            let clients = ControllerClients::new(config, &name, Some(limit), renew_deadline)?;
+            let client = clients.work.clone();
             let controller_config = jobwarden_controller::ControllerConfig {
                 controller_name: name.clone(),
                 // In a cluster this is the pod's own namespace, where the RBAC grants Leases.
                 lease_namespace: client.default_namespace().to_owned(),
                 concurrent_syncs: args.concurrent_job_syncs,
                 lease_duration: Duration::from_secs(args.leader_elect_lease_duration_seconds),
-                renew_deadline: Duration::from_secs(args.leader_elect_renew_deadline_seconds),
+                renew_deadline,
                 retry_period: Duration::from_secs(args.leader_elect_retry_period_seconds),
                 ..Default::default()
             };
@@ -212,7 +215,7 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
                 }));
             }
             let result = jobwarden_controller::run_sharing_jobs(
-                client,
+                clients,
                 controller_config,
                 metrics,
                 shutdown,

@@ -1,13 +1,18 @@
-//! The kube client a jobwarden component talks to the API server with: it names itself in
+//! The kube clients a jobwarden component talks to the API server with: each names itself in
 //! `User-Agent` as every kube component does (`jobwarden/0.1.0 (linux/amd64) <component>`, so
 //! its requests can be told apart in the audit log and the API server's metrics), and, when
 //! asked, keeps to a client-side request rate like kube-controller-manager's `--kube-api-qps`
 //! and `--kube-api-burst`: one budget for all its requests, Event writes after the syncs'
 //! (`request_budget`).
+//!
+//! The controller has two ([`ControllerClients`]), as kube-controller-manager has: one for its
+//! work and one for its Lease alone, so that a renewal never waits behind the syncs' queue.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use http::header::USER_AGENT;
 use http::{HeaderValue, Request};
@@ -53,17 +58,126 @@ pub fn user_agent(component: &str) -> String {
 
 /// A client for `config` that names `component` and keeps to `limit` (none when `None`).
 pub fn client(
-    mut config: kube::Config,
+    config: kube::Config,
     component: &str,
     limit: Option<RateLimit>,
 ) -> Result<Client, ClientError> {
+    let builder = ClientBuilder::try_from(named(config, component)?).map_err(ClientError::Build)?;
+    match limit.filter(|l| l.qps > 0.0 && l.burst > 0) {
+        Some(limit) => Ok(builder.with_layer(&PriorityLimitLayer::new(limit)).build()),
+        None => Ok(builder.build()),
+    }
+}
+
+/// `config`, its requests naming `component`.
+fn named(mut config: kube::Config, component: &str) -> Result<kube::Config, ClientError> {
     let agent = HeaderValue::from_str(&user_agent(component)).map_err(ClientError::Component)?;
     config.headers.push((USER_AGENT, agent));
-    let builder = ClientBuilder::try_from(config).map_err(ClientError::Build)?;
-    let Some(limit) = limit.filter(|l| l.qps > 0.0 && l.burst > 0) else {
-        return Ok(builder.build());
-    };
-    Ok(builder.with_layer(&PriorityLimitLayer::new(limit)).build())
+    Ok(config)
+}
+
+/// The Lease client's budget. A renewal is a read and a write every retry period (at least a
+/// second), and each change of leader one Event: client-go gives its Lease client the
+/// controller's own `--kube-api-qps`, but a budget independent of those flags cannot be set so
+/// low that the leader starves itself, and still bounds a loop gone wrong.
+pub const LEADER_ELECTION_LIMIT: RateLimit = RateLimit {
+    qps: 5.0,
+    burst: 10,
+};
+
+/// The controller's clients, apart as kube-controller-manager keeps them.
+///
+/// `work` carries everything the reconcile loop sends (watches, pod and status writes,
+/// Events) within one request budget, where a sync's 500 pod creates queue at `--kube-api-qps`
+/// for 10 s and more. A Lease renewal in that queue would wait as long, and the renew deadline
+/// is 10 s: the leader would step down because it is busy, which the deadline is not for (it
+/// stops a leader that cannot reach the API server). So the Lease has `leader_election`, as
+/// client-go's `resourcelock.NewFromKubeconfig` builds it: its own connections, a budget of
+/// its own ([`LEADER_ELECTION_LIMIT`]) and a request timeout of half the renew deadline, named
+/// `<component>/leader-election` in the audit log.
+#[derive(Clone)]
+pub struct ControllerClients {
+    pub work: Client,
+    pub leader_election: Client,
+    /// When the API server last answered one of `work`'s requests: a Lease lost while it
+    /// answers was lost to jobwarden itself, not to an outage.
+    pub answers: Answers,
+}
+
+impl ControllerClients {
+    /// Both clients for `config`, named after `component`, the work within a budget of `limit`
+    /// (none when `None`).
+    pub fn new(
+        config: kube::Config,
+        component: &str,
+        limit: Option<RateLimit>,
+        renew_deadline: Duration,
+    ) -> Result<ControllerClients, ClientError> {
+        let answers = Answers::default();
+        let limit = limit.filter(|l| l.qps > 0.0 && l.burst > 0);
+        let work = ClientBuilder::try_from(named(config.clone(), component)?)
+            .map_err(ClientError::Build)?
+            .with_layer(&answers.layer());
+        let work = match limit {
+            Some(limit) => work.with_layer(&PriorityLimitLayer::new(limit)).build(),
+            None => work.build(),
+        };
+        let mut lease_config = config;
+        // client-go: `config.Timeout = renewDeadline / 2`, at least a second; counted from
+        // when the request is sent, not from when its pooled connection went idle.
+        lease_config.read_timeout = Some((renew_deadline / 2).max(Duration::from_secs(1)));
+        lease_config.reset_reader_on_write = true;
+        let leader_election = client(
+            lease_config,
+            &format!("{component}/leader-election"),
+            Some(LEADER_ELECTION_LIMIT),
+        )?;
+        Ok(ControllerClients {
+            work,
+            leader_election,
+            answers,
+        })
+    }
+}
+
+/// When the API server last answered a request (with any status: an answer is an answer), on
+/// a monotonic clock.
+#[derive(Debug, Clone)]
+pub struct Answers {
+    origin: Instant,
+    /// Milliseconds after `origin` of the last answer, plus one; 0 for none yet.
+    last: Arc<AtomicU64>,
+}
+
+impl Default for Answers {
+    fn default() -> Self {
+        Answers {
+            origin: Instant::now(),
+            last: Arc::new(AtomicU64::new(0)),
+        }
+    }
+}
+
+impl Answers {
+    /// Whether an answer came after `at`.
+    pub fn since(&self, at: Instant) -> bool {
+        let last = self.last.load(Ordering::Relaxed);
+        last > 0 && self.origin + Duration::from_millis(last - 1) > at
+    }
+
+    fn answered(&self) {
+        let ms = u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX - 1);
+        self.last.fetch_max(ms + 1, Ordering::Relaxed);
+    }
+
+    /// A layer noting every response that comes back.
+    fn layer<T>(&self) -> tower::util::MapResponseLayer<impl Fn(T) -> T + Clone + use<T>> {
+        let answers = self.clone();
+        tower::util::MapResponseLayer::new(move |response| {
+            answers.answered();
+            response
+        })
+    }
 }
 
 /// The budget every request of one client draws from, with the clock it reads.
@@ -230,6 +344,99 @@ mod tests {
                 "POST /api/v1/namespaces/ns/events",
             ]
         );
+    }
+
+    /// An API server that answers every request with `{}` and notes, in order, each request's
+    /// method, path and User-Agent.
+    async fn recording_api_server() -> (kube::Config, Arc<Mutex<Vec<String>>>) {
+        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+        let app = {
+            let seen = seen.clone();
+            axum::Router::new().fallback(move |request: http::Request<axum::body::Body>| {
+                let seen = seen.clone();
+                async move {
+                    let agent = request
+                        .headers()
+                        .get(USER_AGENT)
+                        .and_then(|a| a.to_str().ok())
+                        .unwrap_or("")
+                        .to_owned();
+                    let line = format!("{} {} {agent}", request.method(), request.uri().path());
+                    seen.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+                    "{}"
+                }
+            })
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a port");
+        let url = format!("http://{}", listener.local_addr().expect("an address"));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let config = kube::Config::new(url.parse().expect("a URL"));
+        (config, seen)
+    }
+
+    fn request(method: http::Method, path: &str) -> Request<Vec<u8>> {
+        let mut request = Request::new(b"{}".to_vec());
+        *request.method_mut() = method;
+        *request.uri_mut() = path.parse().unwrap_or_default();
+        request
+    }
+
+    /// Issue 34: with one budget for every request, a renewal waited behind a sync's 500 pod
+    /// creates (10 s at 50 qps, the renew deadline) and the leader stepped down under its own
+    /// load. The Lease's client waits for none of them.
+    #[tokio::test]
+    async fn a_lease_renewal_never_waits_behind_a_sync_s_500_creates() {
+        let (config, seen) = recording_api_server().await;
+        let component = "jobwarden.io/job-controller";
+        // One request at once, then one every 100 s: the creates queue for 14 hours.
+        let limit = RateLimit {
+            qps: 0.01,
+            burst: 1,
+        };
+        let clients =
+            ControllerClients::new(config, component, Some(limit), Duration::from_secs(10))
+                .expect("the clients");
+        let creates: Vec<_> = (0..500)
+            .map(|_| {
+                let work = clients.work.clone();
+                tokio::spawn(async move {
+                    work.request_text(request(http::Method::POST, "/api/v1/namespaces/ns/pods"))
+                        .await
+                })
+            })
+            .collect();
+        let before = Instant::now();
+        // The renewal: its read and its write, while 499 creates wait for their tokens.
+        let lease = "/apis/coordination.k8s.io/v1/namespaces/ns/leases/jobwarden-job-controller";
+        for method in [http::Method::GET, http::Method::PATCH] {
+            let answer = clients
+                .leader_election
+                .request_text(request(method, lease))
+                .await;
+            assert!(answer.is_ok(), "{answer:?}");
+        }
+        let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let sent = |what: &str| seen.iter().filter(|l| l.starts_with(what)).count();
+        assert_eq!(
+            sent("POST /api/v1/namespaces/ns/pods "),
+            1,
+            "only the burst's create went ahead: {seen:?}"
+        );
+        assert_eq!(sent(&format!("GET {lease} ")), 1, "{seen:?}");
+        assert_eq!(sent(&format!("PATCH {lease} ")), 1, "{seen:?}");
+        assert!(
+            seen.iter()
+                .filter(|l| l.contains("/leases/"))
+                .all(|l| l.ends_with(&format!(" {component}/leader-election"))),
+            "the Lease's requests name their client: {seen:?}"
+        );
+        // The work client's answer was noted; the Lease's are not the controller's work.
+        assert!(clients.answers.since(before));
+        for create in creates {
+            create.abort();
+        }
     }
 
     #[test]

@@ -200,10 +200,23 @@ fn seconds(d: Duration) -> i32 {
     i32::try_from(d.as_secs()).unwrap_or(i32::MAX).max(1)
 }
 
+/// What one try to acquire or renew found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tried {
+    /// This replica holds the Lease: it was free, expired or ours, and the write went through.
+    Holds,
+    /// Another replica holds the Lease (and, for a standby, it has not expired).
+    HeldByAnother,
+    /// The read or the write failed (a conflict included): the next try will tell.
+    Failed,
+}
+
 impl<S: LeaseStore> Elector<'_, S> {
     /// client-go's `tryAcquireOrRenew`: takes the Lease if it is free, expired or ours, and
-    /// says whether this replica holds it now.
-    async fn try_acquire_or_renew(&mut self) -> bool {
+    /// says what it found.
+    /// A leader (`leading`) never takes its Lease back from another replica: finding one
+    /// there means someone took it, and it has lost it.
+    async fn try_acquire_or_renew(&mut self, leading: bool) -> Tried {
         let me = self.settings.identity.as_str();
         let now = MicroTime(Timestamp::now());
         let mine = LeaseSpec {
@@ -222,7 +235,7 @@ impl<S: LeaseStore> Elector<'_, S> {
             }
             Err(e) => {
                 tracing::debug!(error = %e, "reading the Lease");
-                return false;
+                return Tried::Failed;
             }
         };
         if self.observed.as_ref().map(|(spec, _)| spec) != Some(&current) {
@@ -230,6 +243,9 @@ impl<S: LeaseStore> Elector<'_, S> {
         }
         let held_by = holder(&current);
         if !held_by.is_empty() && held_by != me {
+            if leading {
+                return Tried::HeldByAnother;
+            }
             let duration =
                 Duration::from_secs(current.lease_duration_seconds.unwrap_or(0).max(0) as u64);
             let seen = self
@@ -237,7 +253,7 @@ impl<S: LeaseStore> Elector<'_, S> {
                 .as_ref()
                 .map_or_else(Instant::now, |(_, at)| *at);
             if seen + duration > Instant::now() {
-                return false;
+                return Tried::HeldByAnother;
             }
         }
         let next = if held_by == me {
@@ -257,15 +273,15 @@ impl<S: LeaseStore> Elector<'_, S> {
     }
 
     /// After a write of `spec`: whether it went through, remembered as the record last seen.
-    fn wrote(&mut self, spec: LeaseSpec, written: Result<(), LeaseError>, what: &str) -> bool {
+    fn wrote(&mut self, spec: LeaseSpec, written: Result<(), LeaseError>, what: &str) -> Tried {
         match written {
             Ok(()) => {
                 self.observed = Some((spec, Instant::now()));
-                true
+                Tried::Holds
             }
             Err(e) => {
                 tracing::debug!(error = %e, "{what}");
-                false
+                Tried::Failed
             }
         }
     }
@@ -300,15 +316,53 @@ fn jittered(period: Duration) -> Duration {
     period.mul_f64(1.0 - (nanos % 1000) as f64 / 10_000.0)
 }
 
+/// What changes in this replica's leadership, as [`lead`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leadership {
+    /// It acquired the Lease and starts acting.
+    Started,
+    /// A renewal went through; the read and the write took `took`.
+    Renewed { took: Duration },
+    /// It stopped acting, for `reason`. The Lease was last renewed at `last_renewed`.
+    Stopped {
+        reason: StopReason,
+        last_renewed: Instant,
+    },
+}
+
+/// Why a leader stopped leading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// No renewal went through within the renew deadline: it stopped before its Lease could
+    /// expire.
+    RenewDeadline,
+    /// Another replica holds the Lease: someone took it (an edit, a deletion and a faster
+    /// replica). It stops at once rather than acting beside the new holder until its deadline.
+    Conflict,
+    /// It gave the Lease up: on shutdown, or because its task ended.
+    Released,
+}
+
+impl StopReason {
+    /// The metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            StopReason::RenewDeadline => "renew_deadline",
+            StopReason::Conflict => "conflict",
+            StopReason::Released => "released",
+        }
+    }
+}
+
 /// Runs `task` each time this replica becomes the leader, handing it a [`Term`]; returns once
-/// `shutdown` has resolved, the task has stopped and the Lease is released. `on_lead` is told
-/// when leading starts and stops: it is told `false` the moment the renew deadline passes,
-/// before the task has wound down.
+/// `shutdown` has resolved, the task has stopped and the Lease is released. `observe` is told
+/// every [`Leadership`] change: `Stopped` the moment the renew deadline passes or another
+/// holder is seen, before the task has wound down.
 pub async fn lead<S, T, F>(
     store: S,
     settings: LeaseSettings,
     shutdown: impl Future<Output = ()> + Send + 'static,
-    on_lead: impl Fn(bool),
+    observe: impl Fn(Leadership),
     mut task: T,
 ) -> Result<(), SettingsError>
 where
@@ -334,11 +388,11 @@ where
         // hung on a dead connection must not hold back the next try).
         loop {
             let next_try = Instant::now() + jittered(settings.retry_period);
-            let attempt = tokio::time::timeout_at(next_try, elector.try_acquire_or_renew());
+            let attempt = tokio::time::timeout_at(next_try, elector.try_acquire_or_renew(false));
             let mut wait_stop = stop_rx.clone();
             tokio::select! {
                 acquired = attempt => {
-                    if acquired == Ok(true) {
+                    if acquired == Ok(Tried::Holds) {
                         break;
                     }
                 }
@@ -352,7 +406,7 @@ where
         }
         tracing::info!(identity, "acquired the Lease: leading");
         let leading = Arc::new(AtomicBool::new(true));
-        on_lead(true);
+        observe(Leadership::Started);
         let (lost_tx, lost_rx) = watch::channel(false);
         let run = task(Term {
             stop: stop_or_lost(stop_rx.clone(), lost_rx),
@@ -361,10 +415,11 @@ where
         tokio::pin!(run);
         let mut renewed = Instant::now();
         let mut task_done = false;
-        // Leading: renew every retry period until shutdown, the task's end, or the deadline.
+        // Leading: renew every retry period until shutdown, the task's end, the deadline or
+        // another holder. `lost` is why the Lease was lost, `None` when it is given up.
         let lost = loop {
             if stopping() {
-                break false;
+                break None;
             }
             let deadline = renewed + settings.renew_deadline;
             let next_try = (Instant::now() + jittered(settings.retry_period)).min(deadline);
@@ -373,47 +428,59 @@ where
                 () = &mut run, if !task_done => {
                     task_done = true;
                     tracing::warn!(identity, "the reconcile loop ended while leading");
-                    break false;
+                    break None;
                 }
-                _ = wait_stop.wait_for(|s| *s) => break false,
+                _ = wait_stop.wait_for(|s| *s) => break None,
                 () = tokio::time::sleep_until(next_try) => {}
             }
             let give_up = (Instant::now() + settings.retry_period).min(deadline);
-            let renewal = tokio::time::timeout_at(give_up, elector.try_acquire_or_renew());
+            let began = Instant::now();
+            let renewal = tokio::time::timeout_at(give_up, elector.try_acquire_or_renew(true));
             let mut wait_stop = stop_rx.clone();
             tokio::select! {
-                _ = wait_stop.wait_for(|s| *s) => break false,
+                _ = wait_stop.wait_for(|s| *s) => break None,
                 () = &mut run, if !task_done => {
                     task_done = true;
                     tracing::warn!(identity, "the reconcile loop ended while leading");
-                    break false;
+                    break None;
                 }
-                r = renewal => {
-                    if r == Ok(true) {
+                r = renewal => match r {
+                    Ok(Tried::Holds) => {
                         renewed = Instant::now();
+                        observe(Leadership::Renewed { took: renewed - began });
                     }
-                }
+                    Ok(Tried::HeldByAnother) => break Some(StopReason::Conflict),
+                    Ok(Tried::Failed) | Err(_) => {}
+                },
             }
             if Instant::now() >= deadline {
-                break true;
+                break Some(StopReason::RenewDeadline);
             }
         };
-        if lost {
+        if let Some(reason) = lost {
             // Stop acting before anything else: the flag fences every write still to come.
             leading.store(false, Ordering::SeqCst);
-            on_lead(false);
-            tracing::warn!(
-                identity,
-                renew_deadline = ?settings.renew_deadline,
-                "could not renew the Lease within the renew deadline: stopped leading"
-            );
+            observe(Leadership::Stopped {
+                reason,
+                last_renewed: renewed,
+            });
+            match reason {
+                StopReason::Conflict => {
+                    tracing::warn!(identity, "another replica holds the Lease: stopped leading")
+                }
+                _ => tracing::warn!(
+                    identity,
+                    renew_deadline = ?settings.renew_deadline,
+                    "could not renew the Lease within the renew deadline: stopped leading"
+                ),
+            }
         }
         let _ = lost_tx.send(true);
         if !task_done {
             // The syncs in flight finish (once the Lease is lost their writes are refused);
             // one stuck on a dead connection is dropped rather than waited for, so that the
             // Lease is released in time on shutdown, and competing resumes after an outage.
-            let drain = if lost {
+            let drain = if lost.is_some() {
                 settings.retry_period
             } else {
                 settings.renew_deadline / 2
@@ -427,8 +494,11 @@ where
             }
         }
         leading.store(false, Ordering::SeqCst);
-        if !lost {
-            on_lead(false);
+        if lost.is_none() {
+            observe(Leadership::Stopped {
+                reason: StopReason::Released,
+                last_renewed: renewed,
+            });
             match tokio::time::timeout(settings.renew_deadline, elector.release()).await {
                 Ok(Ok(())) => tracing::info!(identity, "Lease released"),
                 Ok(Err(e)) => tracing::warn!(identity, error = %e, "could not release the Lease"),
@@ -446,7 +516,7 @@ pub async fn lead_in_cluster<T, F>(
     client: Client,
     settings: LeaseSettings,
     shutdown: impl Future<Output = ()> + Send + 'static,
-    on_lead: impl Fn(bool),
+    observe: impl Fn(Leadership),
     task: T,
 ) -> Result<(), SettingsError>
 where
@@ -454,7 +524,7 @@ where
     F: Future<Output = ()>,
 {
     let store = KubeLeaseStore::new(client, &settings.namespace, &settings.name);
-    lead(store, settings, shutdown, on_lead, task).await
+    lead(store, settings, shutdown, observe, task).await
 }
 
 /// kube-runtime wants a `Sync` future, so the waiting happens in a task and only a oneshot

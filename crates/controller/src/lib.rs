@@ -6,23 +6,28 @@
 //! # Public API
 //!
 //! ```no_run
-//! # async fn serve(client: kube::Client) -> Result<(), jobwarden_controller::leader::SettingsError> {
+//! # async fn serve(kube_config: kube::Config) -> Result<(), Box<dyn std::error::Error>> {
+//! use jobwarden_controller::client::{ControllerClients, RateLimit};
 //! let mut registry = prometheus_client::registry::Registry::default();
 //! let metrics = jobwarden_controller::register_metrics(&mut registry);
 //! let config = jobwarden_controller::ControllerConfig {
 //!     identity: "jobwarden-7d9f-abcde".to_owned(),
 //!     ..Default::default()
 //! };
+//! let limit = RateLimit { qps: 50.0, burst: 100 };
+//! let clients = ControllerClients::new(kube_config, &config.controller_name, Some(limit), config.renew_deadline)?;
 //! let shutdown = async { let _ = tokio::signal::ctrl_c().await; };
-//! jobwarden_controller::run(client, config, metrics, shutdown).await
+//! jobwarden_controller::run(clients, config, metrics, shutdown).await?;
+//! # Ok(())
 //! # }
 //! ```
 //!
 //! * [`run`]: acquires the Lease, runs the reconcile loop while leading, stops it (and every
 //!   write at once) when the Lease cannot be renewed within the renew deadline, and on
 //!   `shutdown` drains in-flight syncs and releases the Lease.
-//! * [`client::client`]: the kube client the controller should use: its own
-//!   User-Agent and a client-side request rate limit.
+//! * [`client::ControllerClients`]: the kube clients the controller should use: its own
+//!   User-Agent and a client-side request rate limit for its work, and a client of its own
+//!   for the Lease, so that a renewal never queues behind the syncs.
 //! * [`plan::plan`]: the pure heart, `plan(job, pods, now, config, in_flight) -> Plan`.
 //!
 //! # Layout
@@ -75,6 +80,7 @@ pub mod job_cache;
 pub mod job_controller;
 mod kube_api;
 pub mod leader;
+mod leader_events;
 pub mod metrics;
 mod orphans;
 pub mod per_index;
@@ -105,9 +111,13 @@ use tokio::sync::watch;
 pub use error_chain::error_chain;
 pub use metrics::{ControllerMetrics, register_metrics};
 
+use crate::client::{Answers, ControllerClients};
 use crate::job_cache::CachedJob;
 use crate::job_controller::JobController;
 use crate::kube_api::KubeApi;
+use crate::leader::Leadership;
+use crate::leader_events::LeaderEvents;
+use crate::metrics::LeaderLossLabels;
 use crate::plan::PlanConfig;
 use crate::reconcile::{LoopConfig, Sources};
 use jobwarden_rules::well_known::CONTROLLER_UID_LABEL;
@@ -153,18 +163,18 @@ impl Default for ControllerConfig {
 /// Acquires the Lease, runs the reconcile loop while leading, and releases the Lease once
 /// `shutdown` resolves and in-flight syncs are done.
 pub async fn run(
-    client: Client,
+    clients: ControllerClients,
     config: ControllerConfig,
     metrics: ControllerMetrics,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), leader::SettingsError> {
-    run_sharing_jobs(client, config, metrics, shutdown, watch::Sender::new(None)).await
+    run_sharing_jobs(clients, config, metrics, shutdown, watch::Sender::new(None)).await
 }
 
 /// [`run`], publishing the Job cache in `jobs` while leading and once it has synced (`None`
 /// otherwise): the in-process audit reads it, and lists nothing of its own.
 pub async fn run_sharing_jobs(
-    client: Client,
+    clients: ControllerClients,
     config: ControllerConfig,
     metrics: ControllerMetrics,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -178,15 +188,25 @@ pub async fn run_sharing_jobs(
         renew_deadline: config.renew_deadline,
         retry_period: config.retry_period,
     };
-    let leader_gauge = metrics.leader.clone();
+    let ControllerClients {
+        work: client,
+        leader_election,
+        answers,
+    } = clients;
+    let said = LeaderEvents::new(leader_election.clone(), &config);
     leader::lead_in_cluster(
-        client.clone(),
+        leader_election,
         lease,
         shutdown,
-        |leading| {
-            leader_gauge.set(i64::from(leading));
-            if !leading {
-                jobs.send_replace(None);
+        |change| {
+            observe_leadership(&metrics, &answers, change);
+            match change {
+                Leadership::Started => said.say("became leader"),
+                Leadership::Renewed { .. } => {}
+                Leadership::Stopped { .. } => {
+                    jobs.send_replace(None);
+                    said.say("stopped leading");
+                }
             }
         },
         |term: leader::Term| {
@@ -224,6 +244,36 @@ pub async fn run_sharing_jobs(
         },
     )
     .await
+}
+
+/// What a leadership change does to the metrics.
+fn observe_leadership(metrics: &ControllerMetrics, answers: &Answers, change: Leadership) {
+    match change {
+        Leadership::Started => {
+            metrics.leader.set(1);
+        }
+        Leadership::Renewed { took } => {
+            metrics.leader_last_renewal_seconds.set(took.as_secs_f64());
+        }
+        Leadership::Stopped {
+            reason,
+            last_renewed,
+        } => {
+            metrics.leader.set(0);
+            let api_server = if answers.since(last_renewed) {
+                "answering"
+            } else {
+                "silent"
+            };
+            metrics
+                .leader_losses
+                .get_or_create(&LeaderLossLabels {
+                    reason: reason.label().to_owned(),
+                    api_server: api_server.to_owned(),
+                })
+                .inc();
+        }
+    }
 }
 
 /// The watches: every Job (the cache keeps each as its JSON text without `managedFields`), and

@@ -1,16 +1,22 @@
 //! The reconcile loop at scale on a real control plane: the same workloads run by upstream's Job
 //! controller (kube-controller-manager v1.36.2, its Job controller alone) and by jobwarden (the
-//! release binary, `serve --no-webhook`), one after the other on one kube-apiserver with its
-//! audit log on. Prints, per run and controller, the time from the first Job's creation to the
-//! last Job's Complete condition, the Events written (and, for jobwarden, dropped), the requests
-//! it made by verb and resource (counted from the audit log), and the CPU time and
-//! resident-memory growth of its process. jobwarden runs at its default client rate and at
-//! upstream's (`--kube-api-qps 20 --kube-api-burst 30`, kube-controller-manager's defaults).
+//! release binary, `serve --no-webhook`), each run on a control plane of its own (etcd and
+//! kube-apiserver with its audit log on, and for upstream a freshly started
+//! kube-controller-manager), so that no run inherits another's data or memory. Prints, per run
+//! and controller, the time from the first Job's creation to the last Job's Complete condition,
+//! how long after it the last pod lost its tracking finalizer, how often the leader stepped down
+//! (jobwarden: its loss counter and the Lease's transitions), the Events written (and, for
+//! jobwarden, dropped), the requests it made by verb and resource (counted from the audit log),
+//! and the CPU time and resident memory of its process: the growth over the run (from the
+//! controller ready and idle to the run's end, every pod still cached), that growth per pod, and
+//! the growth of its peak (`VmHWM`). jobwarden runs at its default client rate and at upstream's
+//! (`--kube-api-qps 20 --kube-api-burst 30`, kube-controller-manager's defaults).
 //!
 //! ```sh
 //! bench/scale_real.sh                      # builds jobwarden in release and runs every shape
 //! bench/scale_real.sh burst                # only the burst of 1,000 one-pod Jobs
-//! bench/scale_real.sh indexed fan-out      # only the two older shapes
+//! bench/scale_real.sh indexed indexed-5000 # the 1,000- and 5,000-pod Indexed Jobs
+//! RUNS=3 bench/scale_real.sh indexed       # each run three times
 //! ```
 //!
 //! Events are best effort and may be written after the last Job completes: each run waits until
@@ -21,23 +27,21 @@
 //! after it appears. Requests are counted in the workload's namespace, so the one list and
 //! watch each controller makes at start (cluster-wide) are not in the figures.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt as _, TryStreamExt as _};
 use jobwarden_envtest::{ControlPlane, Options};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 const JOBWARDEN: &str = "jobwarden.io/job-controller";
-const TIMEOUT: Duration = Duration::from_secs(600);
+const TIMEOUT: Duration = Duration::from_secs(1200);
 
 struct Workload {
     /// The name `bench/scale_real.sh` picks it by.
@@ -48,12 +52,19 @@ struct Workload {
     mode: &'static str,
 }
 
-const WORKLOADS: [Workload; 3] = [
+const WORKLOADS: [Workload; 4] = [
     Workload {
         key: "indexed",
         name: "Indexed, 1,000 pods",
         jobs: 1,
         pods: 1000,
+        mode: "Indexed",
+    },
+    Workload {
+        key: "indexed-5000",
+        name: "Indexed, 5,000 pods",
+        jobs: 1,
+        pods: 5000,
         mode: "Indexed",
     },
     Workload {
@@ -81,8 +92,8 @@ const JOBWARDEN_RATES: [(&str, &[&str]); 2] = [
     ),
 ];
 
-/// CPU seconds (user + system) and resident memory of a process, from /proc.
-fn usage(pid: u32) -> (f64, u64) {
+/// CPU seconds (user + system), resident memory and its peak (KiB) of a process, from /proc.
+fn usage(pid: u32) -> (f64, u64, u64) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command name, which is in parentheses and may hold spaces.
     let fields: Vec<&str> = stat
@@ -98,12 +109,14 @@ fn usage(pid: u32) -> (f64, u64) {
     // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
     let cpu = (ticks(11) + ticks(12)) / 100.0;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let rss_kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .unwrap_or(0);
-    (cpu, rss_kib)
+    let kib = |field: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (cpu, kib("VmRSS:"), kib("VmHWM:"))
 }
 
 /// A client that names itself, so its requests are told apart in the audit log.
@@ -114,51 +127,6 @@ async fn client_as(plane: &ControlPlane, agent: &str) -> Client {
         http::HeaderValue::from_str(agent).expect("a header value"),
     ));
     Client::try_from(config).expect("a client")
-}
-
-/// Ends every pod of `ns` about a second after it appears.
-fn kubelet(client: Client, ns: String) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let pods: Api<Pod> = Api::namespaced(client, &ns);
-        let mut seen = HashSet::new();
-        let mut events = watcher(pods.clone(), watcher::Config::default())
-            .default_backoff()
-            .applied_objects()
-            .boxed();
-        while let Ok(Some(pod)) = events.try_next().await {
-            let done = pod.metadata.deletion_timestamp.is_some()
-                || pod
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.phase.as_deref())
-                    .is_some_and(|p| p == "Succeeded" || p == "Failed");
-            if done || !seen.insert(pod.uid().unwrap_or_default()) {
-                continue;
-            }
-            let (pods, name) = (pods.clone(), pod.name_any());
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                let now = k8s_openapi::jiff::Timestamp::now().to_string();
-                let status = json!({"status": {
-                    "phase": "Succeeded",
-                    "containerStatuses": [{
-                        "name": "main", "image": "busybox", "imageID": "", "ready": false,
-                        "restartCount": 0,
-                        "state": {"terminated": {"exitCode": 0, "startedAt": now, "finishedAt": now}},
-                    }],
-                }});
-                for _ in 0..5 {
-                    let patched = pods
-                        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
-                        .await;
-                    if patched.is_ok() {
-                        return;
-                    }
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-            });
-        }
-    })
 }
 
 fn job(name: &str, pods: usize, mode: &str, managed_by: Option<&str>) -> Job {
@@ -204,18 +172,22 @@ fn last_complete_after(jobs: &[Job]) -> Option<f64> {
 }
 
 /// Runs `workload` in a new namespace until every Job is complete and no pod keeps a finalizer;
-/// returns the namespace and the seconds to the last Complete.
+/// returns the namespace, the seconds to the last Complete, and the seconds from the last
+/// Complete to the last finalizer gone (as this loop sees it, to the second).
 async fn run(
     plane: &ControlPlane,
     admin: &Client,
     workload: &Workload,
     managed_by: Option<&str>,
     prefix: &str,
-) -> (String, f64) {
+) -> (String, f64, f64) {
     let ns = plane
         .create_namespace(admin, &format!("scale-{prefix}-{}", workload.jobs))
         .await;
-    let kubelet = kubelet(client_as(plane, "scale-kubelet").await, ns.clone());
+    let kubelet = jobwarden_envtest::kubelet::finish_pods_after_a_second(
+        client_as(plane, "scale-kubelet").await,
+        &ns,
+    );
     let jobs: Api<Job> = Api::namespaced(admin.clone(), &ns);
     for i in 0..workload.jobs {
         jobs.create(
@@ -232,9 +204,13 @@ async fn run(
     }
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &ns);
     let started = Instant::now();
+    let mut completed_at = None;
     let after = loop {
         let list = jobs.list(&Default::default()).await.map(|l| l.items);
         let complete = list.ok().and_then(|l| last_complete_after(&l));
+        if complete.is_some() && completed_at.is_none() {
+            completed_at = Some(Instant::now());
+        }
         let released = pods
             .list(&Default::default())
             .await
@@ -243,10 +219,11 @@ async fn run(
             break after;
         }
         assert!(started.elapsed() < TIMEOUT, "{ns}: the Jobs did not finish");
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
     };
+    let lag = completed_at.map_or(0.0, |at| at.elapsed().as_secs_f64());
     kubelet.abort();
-    (ns, after)
+    (ns, after, lag)
 }
 
 /// Events `agent` created in `ns`, from the audit log.
@@ -375,6 +352,21 @@ fn metric(metrics_port: u16, name: &str) -> f64 {
     })
 }
 
+/// How often the leader stepped down in a run: jobwarden's loss counter (a shutdown's release
+/// excluded, as the run is read before it) and the transitions of its Lease.
+async fn stepped_down(admin: &Client, port: u16) -> String {
+    let lease =
+        Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(admin.clone(), "default")
+            .get("jobwarden-job-controller")
+            .await
+            .ok()
+            .and_then(|l| l.spec)
+            .and_then(|s| s.lease_transitions)
+            .unwrap_or(0);
+    let losses = metric(port, "leader_losses_total");
+    format!("{losses:.0} (Lease transitions: {lease})")
+}
+
 #[tokio::main]
 async fn main() {
     let mut args = std::env::args().skip(1);
@@ -383,28 +375,23 @@ async fn main() {
         .map(PathBuf::from)
         .expect("usage: scale JOBWARDEN_BINARY [SHAPE...]");
     let shapes: Vec<String> = args.collect();
+    let runs: usize = std::env::var("RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
     let workloads: Vec<&Workload> = WORKLOADS
         .iter()
         .filter(|w| shapes.is_empty() || shapes.iter().any(|s| s == w.key))
         .collect();
     assert!(
         !workloads.is_empty(),
-        "no shape named {shapes:?}; the shapes are indexed, fan-out and burst"
+        "no shape named {shapes:?}; the shapes are indexed, indexed-5000, fan-out and burst"
     );
-    let plane = ControlPlane::start(Options {
-        audit_log: true,
-        upstream_controller: true,
-        controllers: Some("job"),
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    let audit = plane.audit_log().expect("an audit log");
-    let admin = plane.client().await;
-    let kcm = *plane.pids().last().expect("kube-controller-manager");
 
     println!(
-        "| run | controller | last Complete after | events written | events dropped | requests | by verb and resource | CPU | RSS growth |"
+        "| run | controller | last Complete after | last finalizer gone after Complete | leader stepped down | events written | events dropped | requests | by verb and resource | CPU | RSS growth | per pod | peak RSS growth |"
     );
-    println!("|---|---|---:|---:|---:|---:|---|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|");
     for workload in workloads {
         let upstream = [(
             "upstream (kube-controller-manager, 20 qps, burst 30)",
@@ -414,37 +401,60 @@ async fn main() {
         let jobwarden = JOBWARDEN_RATES
             .iter()
             .map(|(label, flags)| (*label, Some(*flags), "jobwarden/job-controller"));
-        for (i, (label, flags, agent)) in upstream.into_iter().chain(jobwarden).enumerate() {
-            let jobwarden = match flags {
-                Some(flags) => Some(Jobwarden::start(&binary, &plane, flags).await),
-                None => None,
-            };
-            let pid = jobwarden.as_ref().map_or(kcm, |j| j.child.id());
-            let port = jobwarden.as_ref().map(|j| j.metrics_port);
-            let managed_by = flags.map(|_| JOBWARDEN);
-            let dropped0 = port.map(|p| metric(p, "events_dropped_total"));
-            let (cpu0, rss0) = usage(pid);
-            let (ns, after) = run(&plane, &admin, workload, managed_by, &format!("r{i}")).await;
-            events_settle(&audit, &ns, agent, port).await;
-            let (cpu1, rss1) = usage(pid);
-            let dropped = match (port, dropped0) {
-                (Some(p), Some(d0)) => format!("{:.0}", metric(p, "events_dropped_total") - d0),
-                _ => "not reported".to_owned(),
-            };
-            drop(jobwarden);
-            let counts = count(&audit, &ns);
-            let mine = counts.get(agent).cloned().unwrap_or_default();
-            let total: u64 = mine.values().sum();
-            let events = mine.get("create events").copied().unwrap_or(0);
-            let detail: Vec<String> = mine.iter().map(|(k, v)| format!("{v} {k}")).collect();
-            println!(
-                "| {} | {label} | {after:.1} s | {events} | {dropped} | {total} | {} | {:.2} s | {:+.1} MiB |",
-                workload.name,
-                detail.join(", "),
-                cpu1 - cpu0,
-                (rss1 as f64 - rss0 as f64) / 1024.0,
-            );
-            let _ = std::io::stdout().flush();
+        let controllers: Vec<_> = upstream.into_iter().chain(jobwarden).collect();
+        for _ in 0..runs {
+            for (i, (label, flags, agent)) in controllers.iter().enumerate() {
+                // A control plane of the run's own: a fresh etcd and API server, and for
+                // upstream a freshly started kube-controller-manager.
+                let plane = ControlPlane::start(Options {
+                    audit_log: true,
+                    upstream_controller: flags.is_none(),
+                    controllers: Some("job"),
+                })
+                .unwrap_or_else(|e| panic!("{e}"));
+                let audit = plane.audit_log().expect("an audit log");
+                let admin = plane.client().await;
+                let jobwarden = match flags {
+                    Some(flags) => Some(Jobwarden::start(&binary, &plane, flags).await),
+                    None => None,
+                };
+                let pid = jobwarden.as_ref().map_or_else(
+                    || *plane.pids().last().expect("kube-controller-manager"),
+                    |j| j.child.id(),
+                );
+                let port = jobwarden.as_ref().map(|j| j.metrics_port);
+                let managed_by = flags.map(|_| JOBWARDEN);
+                let (cpu0, rss0, _) = usage(pid);
+                let (ns, after, lag) =
+                    run(&plane, &admin, workload, managed_by, &format!("r{i}")).await;
+                events_settle(&audit, &ns, agent, port).await;
+                let (cpu1, rss1, peak) = usage(pid);
+                let (dropped, stepped) = match port {
+                    Some(p) => (
+                        format!("{:.0}", metric(p, "events_dropped_total")),
+                        stepped_down(&admin, p).await,
+                    ),
+                    None => ("not reported".to_owned(), "(no leader election)".to_owned()),
+                };
+                drop(jobwarden);
+                let counts = count(&audit, &ns);
+                let mine = counts.get(*agent).cloned().unwrap_or_default();
+                let total: u64 = mine.values().sum();
+                let events = mine.get("create events").copied().unwrap_or(0);
+                let detail: Vec<String> = mine.iter().map(|(k, v)| format!("{v} {k}")).collect();
+                let growth = rss1 as f64 - rss0 as f64;
+                let pods = (workload.jobs * workload.pods) as f64;
+                println!(
+                    "| {} | {label} | {after:.1} s | {lag:.1} s | {stepped} | {events} | {dropped} | {total} | {} | {:.2} s | {:+.1} MiB | {:+.1} KiB | {:+.1} MiB |",
+                    workload.name,
+                    detail.join(", "),
+                    cpu1 - cpu0,
+                    growth / 1024.0,
+                    growth / pods,
+                    (peak as f64 - rss0 as f64) / 1024.0,
+                );
+                let _ = std::io::stdout().flush();
+            }
         }
     }
 }

@@ -250,11 +250,15 @@ impl Installed {
 
     /// A client as this identity, `namespace` its default.
     pub async fn client(&self, namespace: &str) -> Client {
+        Client::try_from(self.config(namespace).await).expect("a client")
+    }
+
+    /// The configuration of [`Installed::client`], for a caller that builds its own clients.
+    pub async fn config(&self, namespace: &str) -> Config {
         let file = Kubeconfig::read_from(self.kubeconfig(namespace)).expect("the kubeconfig");
-        let config = Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+        Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
             .await
-            .expect("the identity's kubeconfig is usable");
-        Client::try_from(config).expect("a client")
+            .expect("the identity's kubeconfig is usable")
     }
 
     /// The install's Roles and RoleBindings (the Lease's) applied in `namespace` too, so a

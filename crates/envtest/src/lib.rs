@@ -23,6 +23,8 @@
 //!   `kubectl kustomize deploy/` installs, and a kubeconfig with its token (`identity`); the
 //!   API server's audit log names whatever it refuses that identity.
 //! * [`delegated_job`]: the Job the e2e tests start from, delegated through `spec.managedBy`.
+//! * [`kubelet`]: pods ended a second after they appear, for load (the scale test and
+//!   benchmark).
 //!
 //! Where the binaries come from: `JOBWARDEN_ENVTEST_BIN`, else
 //! `${JOBWARDEN_ENVTEST_DIR:-~/.cache/jobwarden-envtest}/bin`, holding etcd, kube-apiserver,
@@ -33,6 +35,7 @@
 mod apiserver;
 mod delegated_job;
 mod identity;
+pub mod kubelet;
 mod pki;
 mod process;
 mod serving;
@@ -382,6 +385,8 @@ fn launch_on_keeper(options: Options, shared: bool) -> Result<ControlPlane, Stri
         &[
             format!("--data-dir={}", dir.join("etcd").display()),
             format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"),
+            // etcd 3.6 refuses a listen URL set without the URL it advertises.
+            format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"),
             format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
             "--unsafe-no-fsync".to_owned(),
             "--log-level=warn".to_owned(),

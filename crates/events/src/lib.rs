@@ -1,6 +1,7 @@
 //! The core/v1 Events jobwarden writes about Jobs: what an event says ([`EventRecord`]), the Job
 //! it is about ([`JobRef`]), who says it ([`EventReporter`]), and the one writer
-//! ([`record_job_event`]). The Job controller plans events and writes them; the periodic audit
+//! ([`record_job_event`], over [`record_event`], which leader election also uses to say on its
+//! Lease who leads). The Job controller plans events and writes them; the periodic audit
 //! writes its warnings. Both need these and nothing else of each other, so they live below
 //! both: the audit does not depend on the controller for them.
 
@@ -76,23 +77,41 @@ pub async fn record_repeated_job_event(
     reporter: &EventReporter,
     seen: Seen,
 ) -> Result<(), kube::Error> {
+    let regarding = ObjectReference {
+        api_version: Some("batch/v1".to_owned()),
+        kind: Some("Job".to_owned()),
+        name: Some(job.name.clone()),
+        namespace: Some(job.namespace.clone()),
+        uid: Some(job.uid.clone()),
+        ..ObjectReference::default()
+    };
+    record_event(client, &regarding, event, reporter, seen).await
+}
+
+/// Writes one core/v1 Event about any namespaced object, `regarding` (its namespace and name
+/// set): the Job's events above, and leader election's on its Lease.
+pub async fn record_event(
+    client: &Client,
+    regarding: &ObjectReference,
+    event: &EventRecord,
+    reporter: &EventReporter,
+    seen: Seen,
+) -> Result<(), kube::Error> {
     let now = Timestamp::now();
+    let namespace = regarding.namespace.clone().unwrap_or_default();
     // client-go names events `<object>.<unix nanoseconds in hex>`.
-    let name = format!("{}.{:x}", job.name, now.as_nanosecond());
+    let name = format!(
+        "{}.{:x}",
+        regarding.name.as_deref().unwrap_or_default(),
+        now.as_nanosecond()
+    );
     let event = Event {
         metadata: ObjectMeta {
             name: Some(name),
-            namespace: Some(job.namespace.clone()),
+            namespace: Some(namespace.clone()),
             ..ObjectMeta::default()
         },
-        involved_object: ObjectReference {
-            api_version: Some("batch/v1".to_owned()),
-            kind: Some("Job".to_owned()),
-            name: Some(job.name.clone()),
-            namespace: Some(job.namespace.clone()),
-            uid: Some(job.uid.clone()),
-            ..ObjectReference::default()
-        },
+        involved_object: regarding.clone(),
         reason: Some(event.reason.clone()),
         message: Some(event.message.clone()),
         type_: Some(if event.warning { "Warning" } else { "Normal" }.to_owned()),
@@ -107,7 +126,7 @@ pub async fn record_repeated_job_event(
         count: Some(i32::try_from(seen.count).unwrap_or(i32::MAX)),
         ..Event::default()
     };
-    Api::<Event>::namespaced(client.clone(), &job.namespace)
+    Api::<Event>::namespaced(client.clone(), &namespace)
         .create(&PostParams::default(), &event)
         .await
         .map(drop)

@@ -73,10 +73,13 @@ fn settings(identity: &str) -> LeaseSettings {
     }
 }
 
-/// Who led when: `(replica, at, leading)`, in order; and the replicas acting right now.
+/// Who led when: `(replica, at, leading)`, in order; why each stopped; and the replicas
+/// acting right now.
 #[derive(Default)]
 struct Record {
     changes: Mutex<Vec<(&'static str, Instant, bool)>>,
+    stops: Mutex<Vec<(&'static str, StopReason)>>,
+    renewals: Mutex<Vec<(&'static str, Duration)>>,
     acting: Mutex<Vec<&'static str>>,
     /// Replicas found acting beside another.
     overlaps: Mutex<Vec<String>>,
@@ -88,6 +91,10 @@ impl Record {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    fn stops(&self) -> Vec<(&'static str, StopReason)> {
+        self.stops.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     fn last(&self, who: &str, leading: bool) -> Option<Instant> {
@@ -134,7 +141,24 @@ fn replica(name: &'static str, shared: &Arc<Shared>, record: &Arc<Record>) -> Re
         async move {
             let _ = stopped.await;
         },
-        move |leading| {
+        move |change: Leadership| {
+            let leading = match change {
+                Leadership::Started => true,
+                Leadership::Stopped { reason, .. } => {
+                    r1.stops
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((name, reason));
+                    false
+                }
+                Leadership::Renewed { took } => {
+                    r1.renewals
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((name, took));
+                    return;
+                }
+            };
             r1.changes.lock().unwrap_or_else(|e| e.into_inner()).push((
                 name,
                 Instant::now(),
@@ -221,6 +245,7 @@ async fn a_standby_takes_a_released_lease_within_a_retry_period() {
     assert_eq!(lease.0.holder_identity.as_deref(), Some("b"));
     assert_eq!(lease.0.lease_transitions, Some(1));
     assert_eq!(lease.0.lease_duration_seconds, Some(15));
+    assert_eq!(record.stops(), [("a", StopReason::Released)]);
     record.assert_never_two();
     b.handle.abort();
 }
@@ -273,6 +298,7 @@ async fn a_leader_cut_off_steps_down_before_its_lease_expires_and_leads_again_wh
             "outage {outage}: leads again {leads:?} after the return"
         );
     }
+    assert_eq!(record.stops(), [("a", StopReason::RenewDeadline); 5]);
     record.assert_never_two();
     a.handle.abort();
 }
@@ -299,6 +325,50 @@ async fn a_standby_takes_over_from_a_cut_off_leader_only_after_it_stopped() {
     record.assert_never_two();
     a.handle.abort();
     b.handle.abort();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leader_whose_lease_another_took_stops_at_its_next_renewal() {
+    let (shared, record, a) = a_leading().await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Someone else's name in the Lease (an edit, or a replica that judged it expired): client-go
+    // would act on beside the new holder until its renew deadline; jobwarden stops at once.
+    {
+        let mut lease = shared.lease.lock().expect("lock");
+        let (spec, version) = lease.as_mut().expect("a Lease");
+        spec.holder_identity = Some("c".to_owned());
+        *version += 1;
+    }
+    let taken = Instant::now();
+    let stopped = until(Duration::from_secs(10), || !record.leading("a")).await - taken;
+    assert!(
+        stopped <= Duration::from_secs(2) + Duration::from_millis(100),
+        "{stopped:?}"
+    );
+    assert_eq!(record.stops(), [("a", StopReason::Conflict)]);
+    // And it stands by, leaving the holder's Lease alone.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(!record.leading("a"));
+    let holder = shared
+        .lease
+        .lock()
+        .expect("lock")
+        .clone()
+        .expect("a Lease")
+        .0;
+    assert_eq!(holder.holder_identity.as_deref(), Some("c"));
+    a.handle.abort();
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_renewal_is_reported() {
+    let (_shared, record, a) = a_leading().await;
+    tokio::time::sleep(Duration::from_secs(21)).await;
+    let renewals = record.renewals.lock().expect("lock").clone();
+    // The acquisition is not a renewal; one every retry period (less its jitter) after it.
+    assert!((10..=12).contains(&renewals.len()), "{renewals:?}");
+    assert!(renewals.iter().all(|(who, _)| *who == "a"));
+    a.handle.abort();
 }
 
 #[test]

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::{StreamExt as _, TryStreamExt as _};
+use jobwarden_controller::client::ControllerClients;
 use jobwarden_controller::{ControllerConfig, ControllerMetrics};
 use jobwarden_envtest::ControlPlane;
 use k8s_openapi::api::batch::v1::Job;
@@ -518,14 +519,22 @@ async fn jobwarden_ends_every_scenario_as_upstreams_job_controller_does() {
     let installed = plane.installed_identity().await;
     installed.grant_in(plane, &lease_ns);
     let (stop, stopped) = oneshot::channel::<()>();
+    let config = ControllerConfig {
+        controller_name: JOBWARDEN.to_owned(),
+        lease_namespace: lease_ns.clone(),
+        identity: "differential".to_owned(),
+        ..Default::default()
+    };
+    let clients = ControllerClients::new(
+        installed.config(&lease_ns).await,
+        JOBWARDEN,
+        None,
+        config.renew_deadline,
+    )
+    .expect("the controller's clients");
     let controller = tokio::spawn(jobwarden_controller::run(
-        installed.client(&lease_ns).await,
-        ControllerConfig {
-            controller_name: JOBWARDEN.to_owned(),
-            lease_namespace: lease_ns,
-            identity: "differential".to_owned(),
-            ..Default::default()
-        },
+        clients,
+        config,
         ControllerMetrics::default(),
         async move {
             let _ = stopped.await;

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use jobwarden_controller::client::ControllerClients;
 use jobwarden_controller::leader::SettingsError;
 use jobwarden_controller::{ControllerConfig, ControllerMetrics};
 use jobwarden_envtest::{ControlPlane, Installed};
@@ -69,10 +70,16 @@ impl Env {
             identity: format!("e2e-{}", self.ns),
             ..Default::default()
         };
-        let client = self.identity.client(&self.ns).await;
+        let clients = ControllerClients::new(
+            self.identity.config(&self.ns).await,
+            &config.controller_name,
+            None,
+            config.renew_deadline,
+        )
+        .expect("the controller's clients");
         let (stop, stopped) = oneshot::channel::<()>();
         self.task = Some(tokio::spawn(jobwarden_controller::run(
-            client,
+            clients,
             config,
             self.metrics.clone(),
             async move {
