@@ -35,7 +35,7 @@ pub struct ExplainArgs {
     /// without `get` on it, the story says so.
     #[arg(long, value_name = "NAMESPACE", default_value = "jobwarden-system")]
     lease_namespace: String,
-    #[arg(long, value_name = "NAME", default_value = "jobwarden-job-controller")]
+    #[arg(long, value_name = "NAME", default_value = jobwarden_rules::well_known::LEASE_NAME)]
     lease_name: String,
     /// The kubeconfig file (default: KUBECONFIG, ~/.kube/config, else the in-cluster service
     /// account).

@@ -28,6 +28,15 @@ pub async fn connect(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
 ) -> Result<Client, ConnectError> {
+    Ok(Client::try_from(config(kubeconfig, context).await?)?)
+}
+
+/// The client configuration [`connect`] builds its client from (its `cluster_url` names the
+/// API server in messages).
+pub async fn config(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> Result<Config, ConnectError> {
     // kube's rustls needs a process-wide crypto provider; the server installs the same one.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let options = KubeConfigOptions {
@@ -47,5 +56,5 @@ pub async fn connect(
         (None, Some(_)) => Config::from_kubeconfig(&options).await?,
         (None, None) => Config::infer().await?,
     };
-    Ok(Client::try_from(config)?)
+    Ok(config)
 }
