@@ -8,6 +8,19 @@ use serde::ser::SerializeMap as _;
 /// The page every check's troubleshooting entry is on.
 pub const TROUBLESHOOTING_PAGE: &str = "docs/operations.md";
 
+/// A Markdown heading's anchor: lowercase, spaces to `-`, everything but letters, digits, `-`
+/// and `_` left out (GitHub's rule, for the headings the troubleshooting page uses).
+pub fn anchor(heading: &str) -> String {
+    heading
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c.to_ascii_lowercase()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// How a check came out. Ordered by gravity: a report is as bad as its worst check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -72,17 +85,9 @@ pub struct Kind {
 }
 
 impl Kind {
-    /// The heading's anchor: lowercase, spaces to `-`, everything but letters, digits, `-` and
-    /// `_` left out (GitHub's rule, for the headings this crate uses).
+    /// Its heading's anchor.
     pub fn anchor(&self) -> String {
-        self.name
-            .chars()
-            .filter_map(|c| match c {
-                ' ' => Some('-'),
-                c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c.to_ascii_lowercase()),
-                _ => None,
-            })
-            .collect()
+        anchor(self.name)
     }
 
     /// `docs/operations.md#<anchor>`.

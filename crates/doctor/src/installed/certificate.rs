@@ -225,6 +225,12 @@ fn describe(error: &rustls::CertificateError, name: &str) -> String {
             "is not signed by a CA in the caBundle (x509: certificate signed by unknown authority)"
                 .to_owned()
         }
+        // A CA of the issuer's name is in the bundle, but another key: an older CA of the same
+        // name (a reinstall that made a new one), as Go's verifier also reports it.
+        E::BadSignature => {
+            "is not signed by a CA in the caBundle, only by one of the same name (x509: certificate signed by unknown authority)"
+                .to_owned()
+        }
         E::Expired | E::ExpiredContext { .. } => "has expired".to_owned(),
         E::NotValidYet | E::NotValidYetContext { .. } => "is not valid yet".to_owned(),
         E::NotValidForName | E::NotValidForNameContext { .. } => {

@@ -106,7 +106,7 @@ fn the_certificate_against_the_bundle_and_the_clock() {
     let other = ca("someone-else");
     let cert = leaf(&ours, SERVICE);
     let trusted = endpoints(&registered(Some(&ours.pem())));
-    let cases: [(&str, &[Endpoint], Serving, &str, _, &[&str]); 6] = [
+    let cases: [(&str, &[Endpoint], Serving, &str, _, &[&str]); 7] = [
         (
             "trusted, 59 days left",
             &trusted,
@@ -142,6 +142,14 @@ fn the_certificate_against_the_bundle_and_the_clock() {
                 "is not signed by a CA in the caBundle",
                 "unknown authority",
             ],
+        ),
+        (
+            "another CA of the same name",
+            &endpoints(&registered(Some(&ca("jobwarden-ca").pem()))),
+            read(cert.clone()),
+            "2026-02-01",
+            ERROR,
+            &["is not signed by a CA in the caBundle, only by one of the same name"],
         ),
         (
             "another name",
