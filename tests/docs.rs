@@ -339,9 +339,13 @@ fn the_troubleshooting_page_has_an_entry_for_every_doctor_check() {
         .iter()
         .map(|k| k.name)
         .collect();
-    assert_eq!(entries, checks, "one entry per check, in the order doctor prints them");
+    assert_eq!(
+        entries, checks,
+        "one entry per check, in the order doctor prints them"
+    );
     // Anchors are unique on the page: no other heading slugs to a check's anchor.
-    let anchor = |heading: &str| jobwarden_doctor::check::anchor(heading.trim_start_matches('#').trim());
+    let anchor =
+        |heading: &str| jobwarden_doctor::check::anchor(heading.trim_start_matches('#').trim());
     for kind in jobwarden_doctor::catalogue::ALL {
         let same: Vec<&str> = text
             .lines()

@@ -4,8 +4,6 @@
 
 use std::process::Output;
 
-use serde_json::Value;
-
 use crate::chart::{RELEASE, helm, template};
 
 /// The CRDs of the kinds the chart renders that a bare kube-apiserver does not know, reduced to
@@ -71,7 +69,8 @@ fn the_rendered_chart_passes_a_server_side_dry_run() {
             .status
             .success()
         {
-            let yaml = serde_json::to_string(&jobwarden_envtest::stand_in_crd(group, kind, plural)).expect("JSON");
+            let yaml = serde_json::to_string(&jobwarden_envtest::stand_in_crd(group, kind, plural))
+                .expect("JSON");
             ok(
                 &format!("create crd {crd}"),
                 &run_kubectl(plane, &["create", "-f", "-"], Some(&yaml)),

@@ -68,7 +68,14 @@ pub fn apply(plane: &ControlPlane, objects: &[Value]) {
     let list = json!({"apiVersion": "v1", "kind": "List", "items": objects}).to_string();
     kubectl(
         plane,
-        &["apply", "--server-side", "--force-conflicts", "--field-manager=doctor-e2e", "-f", "-"],
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=doctor-e2e",
+            "-f",
+            "-",
+        ],
         Some(&list),
     );
 }
@@ -132,7 +139,11 @@ pub fn service_account_kubeconfig(
     namespace: &str,
     name: &str,
 ) -> PathBuf {
-    let _ = kubectl_output(plane, &["-n", namespace, "create", "serviceaccount", name], None);
+    let _ = kubectl_output(
+        plane,
+        &["-n", namespace, "create", "serviceaccount", name],
+        None,
+    );
     let token = kubectl(
         plane,
         &["-n", namespace, "create", "token", name, "--duration=6h"],
@@ -209,7 +220,15 @@ impl Install {
         apply(self.plane, &self.objects);
         let generation = kubectl(
             self.plane,
-            &["-n", &self.name, "get", "deployment", "jobwarden", "-o", "jsonpath={.metadata.generation}"],
+            &[
+                "-n",
+                &self.name,
+                "get",
+                "deployment",
+                "jobwarden",
+                "-o",
+                "jsonpath={.metadata.generation}",
+            ],
             None,
         );
         let status = json!({"status": {
@@ -218,8 +237,17 @@ impl Install {
         }});
         kubectl(
             self.plane,
-            &["-n", &self.name, "patch", "deployment", "jobwarden", "--subresource=status",
-              "--type=merge", "-p", &status.to_string()],
+            &[
+                "-n",
+                &self.name,
+                "patch",
+                "deployment",
+                "jobwarden",
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                &status.to_string(),
+            ],
             None,
         );
     }
@@ -233,7 +261,9 @@ impl Install {
             .find(|o| o["kind"] == "ClusterRole" && o["metadata"]["name"] == role.as_str())
             .unwrap_or_else(|| panic!("no ClusterRole {role}"));
         for rule in found["rules"].as_array_mut().into_iter().flatten() {
-            if rule["resources"].as_array().is_some_and(|r| r.iter().any(|x| x == resource))
+            if rule["resources"]
+                .as_array()
+                .is_some_and(|r| r.iter().any(|x| x == resource))
                 && let Some(verbs) = rule["verbs"].as_array_mut()
             {
                 verbs.retain(|v| v != verb);
@@ -279,8 +309,17 @@ impl Install {
         let running = json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
         kubectl(
             self.plane,
-            &["-n", &self.name, "patch", "pod", REPLICA, "--subresource=status", "--type=merge",
-              "-p", &running.to_string()],
+            &[
+                "-n",
+                &self.name,
+                "patch",
+                "pod",
+                REPLICA,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                &running.to_string(),
+            ],
             None,
         );
     }
@@ -290,7 +329,14 @@ impl Install {
     /// and trusting `ca_pem`.
     pub fn register(&self, port: u16, ca_pem: &str) {
         let out = Command::new(env!("CARGO_BIN_EXE_jobwarden"))
-            .args(["webhooks", "--no-cert-manager", "--name", &self.name, "--namespace", &self.name])
+            .args([
+                "webhooks",
+                "--no-cert-manager",
+                "--name",
+                &self.name,
+                "--namespace",
+                &self.name,
+            ])
             .output()
             .expect("jobwarden webhooks runs");
         assert!(out.status.success());
@@ -298,21 +344,22 @@ impl Install {
             use base64::Engine as _;
             base64::engine::general_purpose::STANDARD.encode(ca_pem)
         };
-        let configurations: Vec<Value> =
-            serde_yaml_ng::Deserializer::from_str(&String::from_utf8_lossy(&out.stdout))
-                .filter_map(|doc| serde::Deserialize::deserialize(doc).ok())
-                .filter(|o: &Value| !o.is_null())
-                .map(|mut c: Value| {
-                    for w in c["webhooks"].as_array_mut().into_iter().flatten() {
-                        let path = w["clientConfig"]["service"]["path"].clone();
-                        w["clientConfig"] = json!({
-                            "url": format!("https://127.0.0.1:{port}{}", path.as_str().unwrap_or("/")),
-                            "caBundle": bundle,
-                        });
-                    }
-                    c
-                })
-                .collect();
+        let configurations: Vec<Value> = serde_yaml_ng::Deserializer::from_str(
+            &String::from_utf8_lossy(&out.stdout),
+        )
+        .filter_map(|doc| serde::Deserialize::deserialize(doc).ok())
+        .filter(|o: &Value| !o.is_null())
+        .map(|mut c: Value| {
+            for w in c["webhooks"].as_array_mut().into_iter().flatten() {
+                let path = w["clientConfig"]["service"]["path"].clone();
+                w["clientConfig"] = json!({
+                    "url": format!("https://127.0.0.1:{port}{}", path.as_str().unwrap_or("/")),
+                    "caBundle": bundle,
+                });
+            }
+            c
+        })
+        .collect();
         apply(self.plane, &configurations);
     }
 
@@ -324,8 +371,15 @@ impl Install {
 impl Drop for Install {
     /// Its webhook configurations go, so that no later test's Jobs are sent to them.
     fn drop(&mut self) {
-        for kind in ["mutatingwebhookconfiguration", "validatingwebhookconfiguration"] {
-            let _ = kubectl_output(self.plane, &["delete", kind, &self.name, "--ignore-not-found"], None);
+        for kind in [
+            "mutatingwebhookconfiguration",
+            "validatingwebhookconfiguration",
+        ] {
+            let _ = kubectl_output(
+                self.plane,
+                &["delete", kind, &self.name, "--ignore-not-found"],
+                None,
+            );
         }
     }
 }

@@ -31,7 +31,10 @@ fn status<'c>(checks: &'c [Value], name: &str) -> &'c str {
 }
 
 fn message(checks: &[Value], name: &str) -> String {
-    check(checks, name)["message"].as_str().unwrap_or_default().to_owned()
+    check(checks, name)["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// The rendered install `--pre` is given: deploy/ and its webhook configurations.
@@ -54,7 +57,11 @@ fn before_installing_pre_passes_for_an_admin_but_for_cert_manager() {
     let Some(plane) = env::plane() else { return };
     let _turn = turn();
     let install = rendered_install(plane);
-    let (code, checks) = doctor(plane.kubeconfig(), &["--pre", "--install", "-"], Some(&install));
+    let (code, checks) = doctor(
+        plane.kubeconfig(),
+        &["--pre", "--install", "-"],
+        Some(&install),
+    );
     assert_eq!(code, 1, "cert-manager is not installed");
     assert_eq!(status(&checks, "cert-manager served"), "error");
     assert!(message(&checks, "cert-manager served").contains("Certificate (cert-manager.io/v1)"));
@@ -67,13 +74,21 @@ fn before_installing_pre_passes_for_an_admin_but_for_cert_manager() {
         "managedBy served",
         "matchConditions served",
     ] {
-        assert_eq!(status(&checks, name), "ok", "{name}: {}", message(&checks, name));
+        assert_eq!(
+            status(&checks, name),
+            "ok",
+            "{name}: {}",
+            message(&checks, name)
+        );
     }
     // jobwarden-system does not exist yet: its pod is tried once it does.
     assert_eq!(status(&checks, "Pod Security admits jobwarden"), "skipped");
     assert_eq!(
         problems(&checks),
-        [format!("\"cert-manager served\": {:?}", message(&checks, "cert-manager served"))]
+        [format!(
+            "\"cert-manager served\": {:?}",
+            message(&checks, "cert-manager served")
+        )]
     );
 
     // cert-manager's kinds served (stand-in CRDs: names and scope only), and the namespace
@@ -85,7 +100,11 @@ fn before_installing_pre_passes_for_an_admin_but_for_cert_manager() {
         .expect("deploy/ makes its namespace");
     env::apply(plane, &[namespace]);
     let admitted = || {
-        let (code, checks) = doctor(plane.kubeconfig(), &["--pre", "--install", "-"], Some(&install));
+        let (code, checks) = doctor(
+            plane.kubeconfig(),
+            &["--pre", "--install", "-"],
+            Some(&install),
+        );
         if code == 0 {
             Ok(checks)
         } else {
@@ -111,19 +130,41 @@ fn before_installing_pre_names_what_a_caller_without_rights_may_not_do() {
     let kubeconfig = env::service_account_kubeconfig(plane, &dir, "doctor-viewer", "viewer");
     env::kubectl(
         plane,
-        &["create", "clusterrolebinding", "doctor-viewer", "--clusterrole=view",
-          "--serviceaccount=doctor-viewer:viewer"],
+        &[
+            "create",
+            "clusterrolebinding",
+            "doctor-viewer",
+            "--clusterrole=view",
+            "--serviceaccount=doctor-viewer:viewer",
+        ],
         None,
     );
-    let (code, checks) = doctor(&kubeconfig, &["--pre", "--install", "-"], Some(&rendered_install(plane)));
+    let (code, checks) = doctor(
+        &kubeconfig,
+        &["--pre", "--install", "-"],
+        Some(&rendered_install(plane)),
+    );
     assert_eq!(code, 1);
     assert_eq!(status(&checks, "permission to install"), "error");
     let refused = message(&checks, "permission to install");
-    assert!(refused.starts_with("you may not create namespaces cluster-wide, "), "{refused}");
-    assert!(refused.contains("create mutatingwebhookconfigurations (admissionregistration.k8s.io) cluster-wide"), "{refused}");
-    assert_eq!(status(&checks, "permission to grant the install's RBAC"), "error");
+    assert!(
+        refused.starts_with("you may not create namespaces cluster-wide, "),
+        "{refused}"
+    );
+    assert!(
+        refused.contains(
+            "create mutatingwebhookconfigurations (admissionregistration.k8s.io) cluster-wide"
+        ),
+        "{refused}"
+    );
+    assert_eq!(
+        status(&checks, "permission to grant the install's RBAC"),
+        "error"
+    );
     assert_eq!(status(&checks, "caller identity"), "ok");
-    assert!(message(&checks, "caller identity").contains("system:serviceaccount:doctor-viewer:viewer"));
+    assert!(
+        message(&checks, "caller identity").contains("system:serviceaccount:doctor-viewer:viewer")
+    );
 }
 
 #[test]
@@ -135,8 +176,14 @@ fn before_installing_the_installed_checks_name_what_is_missing() {
     assert_eq!(status(&checks, "Deployment ready"), "error");
     assert!(message(&checks, "Deployment ready").contains("no Deployment labelled app.kubernetes.io/part-of=jobwarden in namespace doctor-nothing-here"));
     assert_eq!(status(&checks, "webhook registration"), "error");
-    assert!(message(&checks, "webhook registration").contains("no webhook configuration named jobwarden is registered"));
-    assert_eq!(status(&checks, "webhook denies through the API server"), "skipped");
+    assert!(
+        message(&checks, "webhook registration")
+            .contains("no webhook configuration named jobwarden is registered")
+    );
+    assert_eq!(
+        status(&checks, "webhook denies through the API server"),
+        "skipped"
+    );
 }
 
 #[test]
@@ -150,7 +197,10 @@ fn registered_with_nothing_serving_the_webhook_is_unreachable() {
     install.register(nobody, &ca);
     let (code, checks) = doctor(install.kubeconfig(), &["-n", &install.name], None);
     assert_eq!(code, 1);
-    for name in ["webhook denies through the API server", "webhook admits through the API server"] {
+    for name in [
+        "webhook denies through the API server",
+        "webhook admits through the API server",
+    ] {
         assert_eq!(status(&checks, name), "error", "{name}");
         let said = message(&checks, name);
         assert!(
@@ -174,14 +224,23 @@ fn a_ca_bundle_of_another_ca_fails_naming_the_certificate() {
     install.register(served.port, &other_ca);
     let (code, checks) = doctor(install.kubeconfig(), &["-n", &install.name], None);
     assert_eq!(code, 1);
-    assert_eq!(status(&checks, "webhook denies through the API server"), "error");
-    assert!(message(&checks, "webhook denies through the API server").contains("x509: certificate signed by unknown authority"));
+    assert_eq!(
+        status(&checks, "webhook denies through the API server"),
+        "error"
+    );
+    assert!(
+        message(&checks, "webhook denies through the API server")
+            .contains("x509: certificate signed by unknown authority")
+    );
     assert_eq!(status(&checks, "serving certificate"), "error");
     let said = message(&checks, "serving certificate");
     // Both test CAs have an empty name, as two cert-manager CAs of one name would: Go and
     // rustls both find the bundle's CA by name, and its key does not match.
     assert!(said.contains("the certificate in Secret doctor-other-ca/jobwarden-tls is not signed by a CA in the caBundle"), "{said}");
-    assert!(said.contains("x509: certificate signed by unknown authority"), "{said}");
+    assert!(
+        said.contains("x509: certificate signed by unknown authority"),
+        "{said}"
+    );
 }
 
 #[test]
@@ -210,7 +269,8 @@ fn a_lease_not_renewed_for_a_minute_fails() {
     install.play_cert_manager_and_kubelet(&served);
     install.register(served.port, &served.ca_pem);
     // Written two minutes in the past rather than waited for.
-    let renewed = k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(120);
+    let renewed =
+        k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(120);
     let lease = json!({
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": "jobwarden-job-controller", "namespace": install.name},
@@ -222,7 +282,10 @@ fn a_lease_not_renewed_for_a_minute_fails() {
     assert_eq!(code, 1);
     assert_eq!(status(&checks, "controller Lease"), "error");
     let said = message(&checks, "controller Lease");
-    assert!(said.contains(&format!("held by {REPLICA}, renewed 2m")), "{said}");
+    assert!(
+        said.contains(&format!("held by {REPLICA}, renewed 2m")),
+        "{said}"
+    );
     assert!(said.contains("no replica is leading"), "{said}");
     assert_eq!(problems(&checks).len(), 1, "{:?}", problems(&checks));
 }
@@ -237,7 +300,11 @@ fn everything_healthy_every_check_passes() {
     install.play_cert_manager_and_kubelet(&served);
     install.register(served.port, &served.ca_pem);
     // The replica takes the Lease within seconds of starting: --wait until it has.
-    let (code, checks) = doctor(install.kubeconfig(), &["-n", &install.name, "--wait", "90s"], None);
+    let (code, checks) = doctor(
+        install.kubeconfig(),
+        &["-n", &install.name, "--wait", "90s"],
+        None,
+    );
     assert_eq!(code, 0, "{:?}", problems(&checks));
     assert!(problems(&checks).is_empty(), "{:?}", problems(&checks));
     assert!(checks.iter().all(|c| c["status"] == "ok"), "{checks:#?}");

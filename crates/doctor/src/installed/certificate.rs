@@ -90,6 +90,10 @@ fn server_name(client: &WebhookClientConfig) -> Option<String> {
 pub enum Serving {
     /// The webhook Deployment names no Secret for `--tls-cert` (why).
     Unknown(String),
+    /// The Secret the Deployment mounts does not exist: its pods cannot start.
+    Missing {
+        secret: String,
+    },
     Unreadable {
         secret: String,
         error: String,
@@ -120,6 +124,12 @@ pub fn serving_certificate(endpoints: &[Endpoint], serving: &Serving, now: Times
             return SERVING_CERTIFICATE.warning(
                 format!("cannot tell which certificate jobwarden serves: {why}"),
                 "the webhook probes above show whether kube-apiserver trusts it",
+            );
+        }
+        Serving::Missing { secret } => {
+            return SERVING_CERTIFICATE.error(
+                format!("Secret {secret}, which the webhook Deployment serves its certificate from, does not exist"),
+                "with cert-manager, `kubectl describe certificate` says why it has not issued it; otherwise create it (a kubernetes.io/tls Secret for <service>.<namespace>.svc)",
             );
         }
         Serving::Unreadable { secret, error } => {

@@ -77,6 +77,8 @@ pub fn stored_jobs(tally: &Result<Tally, String>, stuck_after: Duration) -> Vec<
             ),
             "`jobwarden audit` lists them (add --config POLICY for the policy's rules); the webhook refuses their next write until they are fixed",
         )
+    } else if t.jobs == 0 {
+        REFUSED_JOBS.ok("no Jobs are stored")
     } else {
         REFUSED_JOBS.ok(format!("none of {of} breaks a rule jobwarden enforces"))
     };
@@ -90,9 +92,11 @@ pub fn stored_jobs(tally: &Result<Tally, String>, stuck_after: Duration) -> Vec<
             ),
             "`jobwarden audit` lists them (rule stuck_delegation); `jobwarden explain -n NAMESPACE JOB` tells one's story: is that controller installed, running, and spelled so?",
         )
+    } else if t.jobs == 0 {
+        NOBODY_RUNS.ok("no Jobs are stored")
     } else {
         NOBODY_RUNS.ok(format!(
-            "every delegated Job of {of} shows a sign of its controller"
+            "none of {of} waits on a controller that shows no sign of running it"
         ))
     };
     vec![refused, nobody]

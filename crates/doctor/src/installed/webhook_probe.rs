@@ -86,7 +86,7 @@ pub fn probe_namespace(
 pub fn cause(message: &str) -> Option<(&'static str, &'static str)> {
     // The first whose words appear wins: the x509 details before x509 in general. kube-apiserver
     // puts `?timeout=5s` in every URL it names, so a timeout is told by Go's own words.
-    const CAUSES: [(&[&str], &str, &str); 9] = [
+    const CAUSES: [(&[&str], &str, &str); 10] = [
         (
             &["no endpoints available"],
             "no endpoints available",
@@ -111,6 +111,11 @@ pub fn cause(message: &str) -> Option<(&'static str, &'static str)> {
             &["x509: certificate is valid for"],
             "x509: certificate is not valid for the Service's name",
             "the serving certificate must name <service>.<namespace>.svc: see the serving certificate check",
+        ),
+        (
+            &["unable to load root certificates"],
+            "the caBundle holds no usable CA certificate",
+            "put the PEM of the CA that signed the serving certificate in every webhook's caBundle (base64 of the PEM): see the serving certificate check",
         ),
         (
             &["x509:"],

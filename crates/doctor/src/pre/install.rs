@@ -199,7 +199,7 @@ impl Install {
     pub fn webhook_configurations(&self) -> Vec<WebhookConfiguration> {
         self.objects
             .iter()
-            .filter_map(|o| WebhookConfiguration::of(o))
+            .filter_map(WebhookConfiguration::of)
             .collect()
     }
 }

@@ -227,6 +227,7 @@ async fn serving(cluster: &Cluster, namespace: &str, webhook: Option<&Deployment
                 secret,
             },
         },
+        Err(kube::Error::Api(status)) if status.code == 404 => Serving::Missing { secret },
         Err(e) => Serving::Unreadable {
             secret,
             error: api_error(e),

@@ -9,6 +9,7 @@ use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair,
 use super::expect;
 use super::{ERROR, OK, SKIPPED, WARNING};
 use crate::catalogue::SERVING_CERTIFICATE;
+use crate::check::Status;
 use crate::installed::certificate::{Endpoint, Serving, endpoints, serving_certificate};
 use crate::installed::registration::Registered;
 
@@ -100,13 +101,24 @@ fn a_url_is_verified_for_its_host() {
     );
 }
 
+/// What the test calls it, the webhooks, the certificate read, the day, the status and what
+/// the message says.
+type Row<'e> = (
+    &'static str,
+    &'e [Endpoint],
+    Serving,
+    &'static str,
+    Status,
+    &'static [&'static str],
+);
+
 #[test]
 fn the_certificate_against_the_bundle_and_the_clock() {
     let ours = ca("jobwarden-ca");
     let other = ca("someone-else");
     let cert = leaf(&ours, SERVICE);
     let trusted = endpoints(&registered(Some(&ours.pem())));
-    let cases: [(&str, &[Endpoint], Serving, &str, _, &[&str]); 7] = [
+    let cases: [Row<'_>; 7] = [
         (
             "trusted, 59 days left",
             &trusted,
@@ -197,6 +209,18 @@ fn when_the_certificate_cannot_be_read() {
         SERVING_CERTIFICATE,
         WARNING,
         &["cannot read Secret ns/s: forbidden"],
+    );
+    expect(
+        &serving_certificate(
+            &trusted,
+            &Serving::Missing {
+                secret: "ns/s".into(),
+            },
+            now,
+        ),
+        SERVING_CERTIFICATE,
+        ERROR,
+        &["Secret ns/s, which the webhook Deployment serves its certificate from, does not exist"],
     );
     expect(
         &serving_certificate(&trusted, &Serving::Unknown("no --tls-cert".into()), now),

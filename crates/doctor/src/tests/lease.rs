@@ -10,6 +10,7 @@ use super::expect;
 use super::installed::deployment;
 use super::{ERROR, OK, SKIPPED, WARNING};
 use crate::catalogue::LEASE;
+use crate::check::Status;
 use crate::installed::lease::lease;
 
 const NOW: &str = "2026-06-01T12:00:00Z";
@@ -38,6 +39,14 @@ fn pod(name: &str, app: &str, phase: &str) -> Pod {
     .expect("a pod")
 }
 
+/// What the test calls it, the Lease read, the status and what the message says.
+type Row = (
+    &'static str,
+    Result<Option<Lease>, String>,
+    Status,
+    &'static [&'static str],
+);
+
 #[test]
 fn the_lease_by_table() {
     let controller = deployment("jobwarden", &[]);
@@ -46,7 +55,7 @@ fn the_lease_by_table() {
         pod("jobwarden-pending", "jobwarden", "Pending"),
         pod("stranger", "other", "Running"),
     ]);
-    let cases: [(&str, Result<Option<Lease>, String>, _, &[&str]); 9] = [
+    let cases: [Row; 9] = [
         (
             "held and fresh",
             held("jobwarden-abc", 2),

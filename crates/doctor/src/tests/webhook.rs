@@ -152,6 +152,11 @@ fn causes_read_from_kube_apiservers_messages() {
             r#"Internal error occurred: failed calling webhook "validate.jobs.jobwarden.io": failed to call webhook: Post "https://jobwarden.jobwarden-system.svc:443/validate?timeout=5s": {tail}"#
         )
     };
+    let bad_bundle = r#"Internal error occurred: failed calling webhook "validate.jobs.jobwarden.io": could not get REST client: unable to load root certificates: failed to parse certificate: P256 point not on curve"#;
+    assert_eq!(
+        cause(bad_bundle).map(|(c, _)| c),
+        Some("the caBundle holds no usable CA certificate")
+    );
     for (tail, expected) in [
         (
             r#"no endpoints available for service "jobwarden""#,
