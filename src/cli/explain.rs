@@ -81,7 +81,10 @@ async fn explain(args: &ExplainArgs) -> Outcome {
     let observed = match jobwarden_explain::read(&client, &target).await {
         Ok(observed) => observed,
         Err(e) => {
-            eprintln!("jobwarden explain: {}", super::with_causes(&e));
+            eprintln!(
+                "jobwarden explain: {}",
+                jobwarden_audit::connect::with_causes(&e)
+            );
             return Outcome::Unreadable;
         }
     };

@@ -123,19 +123,3 @@ pub fn main() -> ExitCode {
     };
     outcome.into()
 }
-
-/// An error and what caused it, `: `-joined (kube's transport errors say little on their own:
-/// "client error (Connect)" becomes "…: tcp connect error: Connection refused").
-pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    text
-}

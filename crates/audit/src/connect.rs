@@ -1,6 +1,7 @@
 //! Finding the cluster the way kubectl does: an explicit kubeconfig file (and context), else
 //! `KUBECONFIG` or `~/.kube/config`, else the pod's in-cluster service account. Only builds a
-//! client; it never talks to the cluster.
+//! client; it never talks to the cluster. And the words the command line says a client's
+//! error in.
 
 use std::path::Path;
 
@@ -57,4 +58,21 @@ pub async fn config(
         (None, None) => Config::infer().await?,
     };
     Ok(config)
+}
+
+/// An error and what caused it, `: `-joined, each cause once (kube's transport errors say
+/// little on their own: "client error (Connect)" becomes "…: tcp connect error: Connection
+/// refused").
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
 }

@@ -19,6 +19,14 @@ use crate::check::{Check, Kind, Status};
 /// What every probe doctor sends is named after, so an audit log shows whose it was.
 pub const PROBE_PREFIX: &str = "jobwarden-doctor-";
 
+/// The metadata of every probe Job: a generated name, so a dry run never meets a stored Job.
+pub fn probe_metadata() -> Value {
+    json!({
+        "generateName": PROBE_PREFIX,
+        "labels": {"app.kubernetes.io/name": "jobwarden-doctor"},
+    })
+}
+
 /// The Job of the feature probe: Indexed, suspended, delegated to jobwarden, with a success
 /// policy, a per-index back-off limit, a pod replacement policy and a pod failure policy rule
 /// on a pod condition. Valid on v1.36 with every gate on, so what is missing from the answer
@@ -27,10 +35,7 @@ pub fn probe_job() -> Value {
     json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {
-            "generateName": PROBE_PREFIX,
-            "labels": {"app.kubernetes.io/name": "jobwarden-doctor"},
-        },
+        "metadata": probe_metadata(),
         "spec": {
             "managedBy": JOBWARDEN_CONTROLLER_NAME,
             "suspend": true,

@@ -16,7 +16,7 @@ use jobwarden_rules::selector::matches_labels;
 use crate::answer::{Reply, refusal};
 use crate::catalogue::{WEBHOOK_ADMITS, WEBHOOK_DENIES};
 use crate::check::{Check, Kind};
-use crate::features::PROBE_PREFIX;
+use crate::features::probe_metadata;
 
 /// The webhook sent every Job carrying one of jobwarden's annotations, under every policy.
 pub const VALIDATE_WEBHOOK: &str = "validate.jobs.jobwarden.io";
@@ -28,14 +28,14 @@ fn probe(rule_names: &[&str]) -> Value {
     let rules: Vec<Value> = (0..rule_names.len())
         .map(|i| json!({"action": "FailJob", "onExitCodes": {"operator": "In", "values": [i + 1]}}))
         .collect();
+    let mut metadata = probe_metadata();
+    metadata["annotations"] = json!({
+        rule_names::ANNOTATION: serde_json::to_string(rule_names).unwrap_or_default(),
+    });
     json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {
-            "generateName": PROBE_PREFIX,
-            "labels": {"app.kubernetes.io/name": "jobwarden-doctor"},
-            "annotations": {rule_names::ANNOTATION: serde_json::to_string(rule_names).unwrap_or_default()},
-        },
+        "metadata": metadata,
         "spec": {
             "suspend": true,
             "podFailurePolicy": {"rules": rules},

@@ -12,6 +12,8 @@ use kube::Client;
 use kube::client::Body;
 use serde_json::{Value, json};
 
+pub use jobwarden_audit::connect::with_causes;
+
 use crate::access::Access;
 use crate::answer::{Answer, Reply};
 use crate::pre::Allowed;
@@ -27,21 +29,6 @@ const REVIEWS_AT_ONCE: usize = 8;
 pub struct Cluster {
     pub client: Client,
     pub server: String,
-}
-
-/// An error and what caused it, `: `-joined (kube's transport errors say little on their own).
-pub fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 impl Cluster {

@@ -412,44 +412,29 @@ fn what_the_audit_would_report_counted() {
         }
         job
     };
-    let mut tally = Tally::default();
     let policy = Policy::default();
-    tally.add(
-        &job(json!({}), None, "2026-06-01T11:00:00Z"),
-        &policy,
-        now,
-        after,
-    );
-    tally.add(
-        &job(
+    let mut tally = Tally::default();
+    for (annotations, managed_by, created) in [
+        (json!({}), None, "2026-06-01T11:00:00Z"),
+        (
             json!({"jobwarden.io/pod-failure-policy-rule-names": "not json"}),
             None,
             "2026-06-01T11:00:00Z",
         ),
-        &policy,
-        now,
-        after,
-    );
-    tally.add(
-        &job(
+        // An hour without a sign of example.com/nobody; and a minute, not yet two.
+        (
             json!({}),
             Some("example.com/nobody"),
             "2026-06-01T11:00:00Z",
         ),
-        &policy,
-        now,
-        after,
-    );
-    tally.add(
-        &job(
+        (
             json!({}),
             Some("example.com/nobody"),
             "2026-06-01T11:59:00Z",
         ),
-        &policy,
-        now,
-        after,
-    );
+    ] {
+        tally.add(&job(annotations, managed_by, created), &policy, now, after);
+    }
     tally.add(
         &json!({"kind": "Job", "spec": "not an object"}),
         &policy,
