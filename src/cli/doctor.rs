@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser};
 use jobwarden_admission::Policy;
-use jobwarden_doctor::{Cluster, Install, Options, Report, ServeCommandLine, ServeFlags, Verdict};
+use jobwarden_doctor::{
+    Cluster, Install, Memo, Options, Report, ServeCommandLine, ServeFlags, Verdict,
+};
 
 use super::serve::ServeCommand;
 use super::{Outcome, OutputFormat, input};
@@ -49,6 +51,9 @@ pub struct DoctorArgs {
 
 /// Between two runs under `--wait`.
 const RETRY_EVERY: Duration = Duration::from_secs(3);
+
+/// The longest doctor waits for one request's answer.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub fn run(args: &DoctorArgs) -> Outcome {
     let policy = match &args.config {
@@ -129,10 +134,14 @@ fn read_install(files: &[String]) -> anyhow::Result<Option<Install>> {
 }
 
 async fn doctor(args: &DoctorArgs, options: &Options) -> Result<Report, String> {
-    let config =
+    let mut config =
         jobwarden_audit::connect::config(args.kubeconfig.as_deref(), args.context.as_deref())
             .await
             .map_err(|e| e.to_string())?;
+    // An API server that takes longer than this to answer one of doctor's small requests is a
+    // finding, not something to wait five minutes for (kube's default read timeout).
+    config.connect_timeout = Some(REQUEST_TIMEOUT);
+    config.read_timeout = Some(REQUEST_TIMEOUT);
     let server = config.cluster_url.to_string();
     let client =
         kube::Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))?;
@@ -142,8 +151,9 @@ async fn doctor(args: &DoctorArgs, options: &Options) -> Result<Report, String> 
     };
     let deadline = args.wait.map(|w| Instant::now() + w);
     let waiting = std::io::stderr().is_terminal();
+    let mut memo = Memo::default();
     loop {
-        let report = jobwarden_doctor::diagnose(&cluster, options, &ServeLine).await;
+        let report = jobwarden_doctor::diagnose(&cluster, options, &ServeLine, &mut memo).await;
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         match left {
             Some(left) if report.verdict() != Verdict::Healthy && !left.is_zero() => {

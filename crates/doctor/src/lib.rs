@@ -33,7 +33,7 @@ pub use check::{Check, Group, Kind, Report, Status, Verdict};
 pub use installed::deployment::{ServeCommandLine, ServeFlags};
 pub use pre::install::Install;
 pub use read::Cluster;
-pub use run::{Options, diagnose};
+pub use run::{Memo, Options, diagnose};
 
 #[cfg(test)]
 mod tests;

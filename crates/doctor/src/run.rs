@@ -10,6 +10,7 @@ use crate::check::Report;
 use crate::features;
 use crate::installed;
 use crate::installed::deployment::{DEFAULT_CONFIGURATIONS, ServeCommandLine};
+use crate::installed::stored_jobs::Tally;
 use crate::pre;
 use crate::pre::install::{Install, WebhookConfiguration};
 use crate::read::{self, Cluster};
@@ -27,10 +28,18 @@ pub struct Options {
     pub policy: Option<Policy>,
 }
 
+/// What one run leaves for the next under `--wait`.
+#[derive(Debug, Clone, Default)]
+pub struct Memo {
+    /// The stored Jobs, counted once (see [`read::installed::read`]).
+    stored: Option<Result<Tally, String>>,
+}
+
 pub async fn diagnose(
     cluster: &Cluster,
     options: &Options,
     command_line: &dyn ServeCommandLine,
+    memo: &mut Memo,
 ) -> Report {
     let mut report = Report::default();
     let version = read::api::version(cluster).await;
@@ -62,19 +71,25 @@ pub async fn diagnose(
 
     if options.pre {
         let install = options.install.as_ref();
-        let observed = read::pre::read(cluster, install, &options.namespace).await;
-        let ours = our_configurations(install, options);
+        // Where the manifests put their objects is where they will go, whatever -n says.
+        let namespace = install
+            .and_then(Install::namespace)
+            .unwrap_or_else(|| options.namespace.clone());
+        let observed = read::pre::read(cluster, install, &namespace).await;
+        let ours = our_configurations(install, &namespace, options.policy.as_ref());
         report
             .checks
-            .extend(pre::checks(&options.namespace, install, &ours, &observed));
+            .extend(pre::checks(&namespace, install, &ours, &observed));
     } else {
         let observed = read::installed::read(
             cluster,
             &options.namespace,
             command_line,
             options.policy.as_ref(),
+            memo.stored.clone(),
         )
         .await;
+        memo.stored = Some(observed.stored.clone());
         report
             .checks
             .extend(installed::checks(&options.namespace, &observed));
@@ -84,19 +99,23 @@ pub async fn diagnose(
 
 /// The webhook configurations the install registers: those its manifests hold, else those
 /// `jobwarden webhooks` generates for the policy (deploy/ registers them from its own folder).
-fn our_configurations(install: Option<&Install>, options: &Options) -> Vec<WebhookConfiguration> {
+fn our_configurations(
+    install: Option<&Install>,
+    namespace: &str,
+    policy: Option<&Policy>,
+) -> Vec<WebhookConfiguration> {
     let listed = install
         .map(Install::webhook_configurations)
         .unwrap_or_default();
     if !listed.is_empty() {
         return listed;
     }
-    let policy = options.policy.clone().unwrap_or_default();
+    let policy = policy.cloned().unwrap_or_default();
     let (mutating, validating) = configurations(
         &policy,
         &registration::Install {
             name: DEFAULT_CONFIGURATIONS.to_owned(),
-            namespace: options.namespace.clone(),
+            namespace: namespace.to_owned(),
             ..registration::Install::default()
         },
     );

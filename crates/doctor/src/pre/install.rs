@@ -81,17 +81,19 @@ impl Install {
         text(o, "/metadata/namespace").unwrap_or(default_namespace)
     }
 
-    /// The namespaces the install's namespaced objects go to.
-    pub fn namespaces(
-        &self,
-        resources: &BTreeMap<TypeRef, Resource>,
-        default_namespace: &str,
-    ) -> BTreeSet<String> {
-        self.objects
+    /// The one namespace the install's objects name (`kubectl kustomize` and `helm template -n`
+    /// write it into each namespaced object); `None` when they name none or several.
+    pub fn namespace(&self) -> Option<String> {
+        let named: BTreeSet<&str> = self
+            .objects
             .iter()
-            .filter(|o| self.resource(o, resources).is_some_and(|r| r.namespaced))
-            .map(|o| Self::namespace_of(o, default_namespace).to_owned())
-            .collect()
+            .filter_map(|o| text(o, "/metadata/namespace"))
+            .collect();
+        let mut named = named.into_iter();
+        match (named.next(), named.next()) {
+            (Some(one), None) => Some(one.to_owned()),
+            _ => None,
+        }
     }
 
     /// The Namespace object the install creates for `namespace`, if it does.

@@ -46,11 +46,15 @@ fn json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or_default()
 }
 
+/// `counted`: the stored Jobs' tally of an earlier run, which `--wait` reuses: listing every
+/// Job again every few seconds would cost a large cluster dearly, and the counts only ever
+/// warn, so they never decide whether a run passes.
 pub async fn read(
     cluster: &Cluster,
     namespace: &str,
     command_line: &dyn ServeCommandLine,
     policy_given: Option<&Policy>,
+    counted: Option<Result<Tally, String>>,
 ) -> InstalledObserved {
     let client = &cluster.client;
     let deployments = Api::<Deployment>::namespaced(client.clone(), namespace)
@@ -94,7 +98,10 @@ pub async fn read(
             .await
             .map(|r| r.map(|r| json(&r)))
             .map_err(api_error),
-        stored: stored(cluster, policy.as_ref().ok()).await,
+        stored: match counted {
+            Some(tally) => tally,
+            None => stored(cluster, policy.as_ref().ok()).await,
+        },
         deployments,
         pods,
         lease,
