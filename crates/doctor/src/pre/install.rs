@@ -36,10 +36,11 @@ pub struct Resource {
 /// creates, and patches on the next apply; `helm install` and `upgrade` do the same.
 pub const APPLY_VERBS: [&str; 3] = ["create", "get", "patch"];
 
-/// A pod as one of the install's Deployments would make it, for a server-side dry run.
+/// A pod as one of the install's Deployments or Jobs would make it, for a server-side dry run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PodProbe {
-    pub deployment: String,
+    /// `Deployment jobwarden`, `Job jobwarden-register`: whose pod it is.
+    pub owner: String,
     pub namespace: String,
     pub pod: Value,
 }
@@ -162,15 +163,16 @@ impl Install {
         })
     }
 
-    /// The pods of the install's Deployments, as a dry run can create them in their namespace
-    /// before the install exists: the template as it is, but under the namespace's `default`
+    /// The pods of the install's Deployments and Jobs (the chart's hooks), as a dry run can
+    /// create them in their namespace before the install exists: the template as it is, but under the namespace's `default`
     /// ServiceAccount (the install's own does not exist yet, and the ServiceAccount admission
     /// plugin would refuse the pod before Pod Security judged it) and a generated name.
     pub fn pod_probes(&self, default_namespace: &str) -> Vec<PodProbe> {
         self.objects
             .iter()
-            .filter(|o| text(o, "/kind") == Some("Deployment"))
+            .filter(|o| matches!(text(o, "/kind"), Some("Deployment" | "Job")))
             .map(|d| {
+                let kind = text(d, "/kind").unwrap_or_default();
                 let name = text(d, "/metadata/name").unwrap_or("jobwarden");
                 let namespace = Self::namespace_of(d, default_namespace).to_owned();
                 let mut spec = d["spec"]["template"]["spec"].clone();
@@ -189,7 +191,7 @@ impl Install {
                     "spec": spec,
                 });
                 PodProbe {
-                    deployment: name.to_owned(),
+                    owner: format!("{kind} {name}"),
                     namespace,
                     pod,
                 }

@@ -279,20 +279,20 @@ pub fn pod_security(
         }
     };
     if probes.is_empty() {
-        return POD_SECURITY.skipped("the install runs no Deployment");
+        return POD_SECURITY.skipped("the install runs no pod");
     }
     let level = labels
         .get(ENFORCE_LABEL)
         .map_or("privileged (no enforce label)", String::as_str);
     let mut warned = Vec::new();
-    for (deployment, reply) in probes {
+    for (owner, reply) in probes {
         match reply {
             Ok(a) if a.succeeded() => {
-                warned.extend(a.warnings.iter().map(|w| format!("{deployment}: {w}")));
+                warned.extend(a.warnings.iter().map(|w| format!("{owner}: {w}")));
             }
             Ok(a) if a.message().contains("violates PodSecurity") => {
                 return POD_SECURITY.error(
-                    format!("namespace {namespace} refuses the pods of Deployment {deployment}: {}", a.message()),
+                    format!("namespace {namespace} refuses the pods of {owner}: {}", a.message()),
                     format!("jobwarden's pod meets the restricted profile: label {namespace} {ENFORCE_LABEL}=restricted (or baseline, privileged), or lift what the message names"),
                 );
             }
@@ -310,13 +310,13 @@ pub fn pod_security(
             }
             Ok(a) => {
                 return POD_SECURITY.error(
-                    format!("namespace {namespace} refuses the pods of Deployment {deployment}: {}", refusal(a)),
+                    format!("namespace {namespace} refuses the pods of {owner}: {}", refusal(a)),
                     "a policy engine or admission plugin refuses the pod: lift what the message names for jobwarden's namespace",
                 );
             }
             Err(e) => {
                 return POD_SECURITY.warning(
-                    format!("cannot tell: the dry run of Deployment {deployment}'s pod got no answer: {e}"),
+                    format!("cannot tell: the dry run of {owner}'s pod got no answer: {e}"),
                     "is the API server healthy?",
                 );
             }
@@ -332,7 +332,7 @@ pub fn pod_security(
         "namespace {namespace} ({ENFORCE_LABEL}: {level}) admits the pods of {}",
         probes
             .iter()
-            .map(|(d, _)| format!("Deployment {d}"))
+            .map(|(owner, _)| owner.as_str())
             .collect::<Vec<_>>()
             .join(", ")
     ))

@@ -31,7 +31,7 @@ pub async fn read(cluster: &Cluster, install: Option<&Install>, namespace: &str)
         for probe in install_or_empty.pod_probes(namespace) {
             let path = collection("", "v1", Some(&probe.namespace), "pods");
             let reply = cluster.dry_run_create(&path, &probe.pod).await;
-            pod_security.push((probe.deployment, reply));
+            pod_security.push((probe.owner, reply));
         }
     }
     PreObserved {

@@ -130,6 +130,7 @@ fn the_pod_probe_is_the_template_under_the_default_service_account() {
     let probes = install().pod_probes("elsewhere");
     assert_eq!(probes.len(), 1);
     let pod = &probes[0].pod;
+    assert_eq!(probes[0].owner, "Deployment jobwarden");
     assert_eq!(probes[0].namespace, "jobwarden-system");
     assert_eq!(
         pod["metadata"]["generateName"],
@@ -436,7 +437,7 @@ fn pod_security_by_a_dry_run_of_the_pod() {
     for (what, state, reply, status, says) in cases {
         let probes: Vec<(String, crate::answer::Reply)> = reply
             .into_iter()
-            .map(|r| ("jobwarden".to_owned(), r))
+            .map(|r| ("Deployment jobwarden".to_owned(), r))
             .collect();
         let check = pod_security(ns, &state, Some(&i), &probes);
         assert_eq!(check.status, status, "{what}: {}", check.message);
