@@ -248,3 +248,75 @@ impl ServeCommandLine for ServeLine {
             .map_err(|e| format!("{:#}", anyhow::Error::from(e)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &[&str]) -> Vec<String> {
+        line.iter().map(|a| (*a).to_owned()).collect()
+    }
+
+    /// deploy/'s and the chart's Deployments, read as `serve` reads its own arguments.
+    #[test]
+    fn a_deployments_serve_arguments_read_as_serve_reads_them() {
+        let deploy = args(&[
+            "--tls-cert=/etc/jobwarden/tls/tls.crt",
+            "--tls-key=/etc/jobwarden/tls/tls.key",
+            "--config=/etc/jobwarden/policy/policy.yaml",
+            "--log-format=json",
+        ]);
+        assert_eq!(
+            ServeLine.flags(&deploy),
+            Ok(ServeFlags {
+                serves_webhook: true,
+                runs_controller: true,
+                secures_metrics: true,
+                webhook_configurations: "jobwarden".to_owned(),
+                tls_cert: Some("/etc/jobwarden/tls/tls.crt".to_owned()),
+                config: Some("/etc/jobwarden/policy/policy.yaml".to_owned()),
+            })
+        );
+        let controller = args(&[
+            "--no-webhook",
+            "--metrics-secure=false",
+            "--webhook-configurations",
+            "release-jobwarden",
+        ]);
+        let flags = ServeLine
+            .flags(&controller)
+            .expect("the controller's flags");
+        assert!(!flags.serves_webhook && flags.runs_controller && !flags.secures_metrics);
+        assert_eq!(flags.webhook_configurations, "release-jobwarden");
+        assert!(
+            ServeLine
+                .flags(&args(&["--no-such-flag"]))
+                .is_err_and(|e| e.contains("--no-such-flag"))
+        );
+    }
+
+    /// The policy file's text, with what the flags add, as `serve` would run with them.
+    #[test]
+    fn the_policy_is_the_files_with_the_flags_added() {
+        let line = args(&[
+            "--tls-cert=c",
+            "--tls-key=k",
+            "--config=/etc/jobwarden/policy/policy.yaml",
+            "--allowed-managed-by=example.com/a",
+        ]);
+        let policy = ServeLine
+            .policy(&line, Some("resume:\n  groups: [batch-admins]\n"))
+            .expect("a policy");
+        assert_eq!(policy.resume.groups, ["batch-admins"]);
+        assert_eq!(policy.allowed_managed_by, ["example.com/a"]);
+        assert_eq!(
+            ServeLine.policy(&args(&["--tls-cert=c", "--tls-key=k"]), None),
+            Ok(Policy::default())
+        );
+        assert!(
+            ServeLine
+                .policy(&line, Some("resume: [oops"))
+                .is_err_and(|e| e.contains("/etc/jobwarden/policy/policy.yaml"))
+        );
+    }
+}
