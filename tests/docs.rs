@@ -1,9 +1,10 @@
 //! The docs cannot rot: every `jobwarden` command a page shows in a `console` block is run with
 //! the built binary from the repository's root, and its output compared with what the page
 //! shows (a `…` stands for any text); `$ echo $?` checks the exit status of the command before
-//! it. Commands that need a cluster or run until stopped (`serve`, `audit`, `explain`) are not
-//! run, but every flag a page gives them must be one the binary has, and the configuration
-//! reference must list exactly `serve`'s flags.
+//! it. Commands that need a cluster or run until stopped (`serve`, `audit`, `explain`,
+//! `doctor`) are not run, but every flag a page gives them must be one the binary has, the
+//! configuration reference must list exactly `serve`'s flags, and the troubleshooting page
+//! exactly `doctor`'s checks.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -181,7 +182,7 @@ fn jobwarden(args: &[String]) -> std::process::Output {
 fn not_run(args: &[String]) -> bool {
     matches!(
         args.first().map(String::as_str),
-        Some("serve" | "audit" | "explain")
+        Some("serve" | "audit" | "explain" | "doctor")
     )
 }
 
@@ -250,7 +251,7 @@ fn flags_of(subcommand: &str) -> Vec<String> {
 #[test]
 fn every_flag_the_docs_give_serve_audit_and_explain_exists() {
     let mut failures = Vec::new();
-    for sub in ["serve", "audit", "explain"] {
+    for sub in ["serve", "audit", "explain", "doctor"] {
         let known = flags_of(sub);
         assert!(
             known.contains(&"help".to_owned()),
@@ -314,6 +315,44 @@ fn the_configuration_reference_lists_exactly_serves_flags() {
         missing.is_empty() && unknown.is_empty(),
         "serve flags missing from the reference: {missing:?}; documented but not flags: {unknown:?}"
     );
+}
+
+/// Every check `doctor` makes links to `docs/operations.md#<its name as an anchor>`: the
+/// Troubleshooting section, the page's last, has one `###` entry per check, headed by its name,
+/// and no other.
+#[test]
+fn the_troubleshooting_page_has_an_entry_for_every_doctor_check() {
+    let text =
+        std::fs::read_to_string(Path::new(ROOT).join("docs/operations.md")).expect("readable");
+    let (_, section) = text
+        .split_once("\n## Troubleshooting\n")
+        .expect("docs/operations.md has a Troubleshooting section");
+    assert!(
+        !section.lines().any(|l| l.starts_with("## ")),
+        "Troubleshooting is the last section of docs/operations.md"
+    );
+    let entries: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("### "))
+        .collect();
+    let checks: Vec<&str> = jobwarden_doctor::catalogue::ALL
+        .iter()
+        .map(|k| k.name)
+        .collect();
+    assert_eq!(
+        entries, checks,
+        "one entry per check, in the order doctor prints them"
+    );
+    // Anchors are unique on the page: no other heading slugs to a check's anchor.
+    let anchor =
+        |heading: &str| jobwarden_doctor::check::anchor(heading.trim_start_matches('#').trim());
+    for kind in jobwarden_doctor::catalogue::ALL {
+        let same: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with('#') && anchor(l) == kind.anchor())
+            .collect();
+        assert_eq!(same.len(), 1, "{}: headings {same:?}", kind.doc());
+    }
 }
 
 #[test]

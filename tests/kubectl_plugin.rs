@@ -114,7 +114,7 @@ fn kubectl_runs_it_as_its_plugin() {
         "{}",
         text(&help)
     );
-    for sub in ["check", "audit", "simulate", "explain"] {
+    for sub in ["check", "audit", "simulate", "explain", "doctor"] {
         let h = kubectl(&["jobwarden", sub, "--help"]);
         assert!(h.status.success(), "{}", text(&h));
         assert!(
@@ -138,4 +138,29 @@ fn kubectl_runs_it_as_its_plugin() {
         "{}",
         text(&review)
     );
+    // And 2 when doctor finds no API server: a kubeconfig naming a port nobody listens on.
+    let kubeconfig = plugin.0.join("nowhere.kubeconfig");
+    std::fs::write(&kubeconfig, NOWHERE).expect("a kubeconfig");
+    let doctor = kubectl(&[
+        "jobwarden",
+        "doctor",
+        "--kubeconfig",
+        &kubeconfig.display().to_string(),
+    ]);
+    assert_eq!(doctor.status.code(), Some(2), "{}", text(&doctor));
+    assert!(
+        text(&doctor).contains("× API server reachable: https://127.0.0.1:1 does not answer"),
+        "{}",
+        text(&doctor)
+    );
 }
+
+/// A kubeconfig for an API server on a port nobody listens on.
+const NOWHERE: &str = "\
+apiVersion: v1
+kind: Config
+clusters: [{name: nowhere, cluster: {server: 'https://127.0.0.1:1', insecure-skip-tls-verify: true}}]
+users: [{name: nobody, user: {token: t}}]
+contexts: [{name: nowhere, context: {cluster: nowhere, user: nobody}}]
+current-context: nowhere
+";

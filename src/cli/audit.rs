@@ -104,7 +104,12 @@ async fn audit(args: &AuditArgs, policy: &Policy) -> Outcome {
         let page = match lister.next_page().await {
             Ok(Some(page)) => page,
             Ok(None) => break None,
-            Err(e) => break Some(format!("cannot list Jobs: {}", super::with_causes(&e))),
+            Err(e) => {
+                break Some(format!(
+                    "cannot list Jobs: {}",
+                    jobwarden_audit::connect::with_causes(&e)
+                ));
+            }
         };
         if let Some(message) = &page.after_expiry {
             progress.clear();

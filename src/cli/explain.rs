@@ -35,7 +35,7 @@ pub struct ExplainArgs {
     /// without `get` on it, the story says so.
     #[arg(long, value_name = "NAMESPACE", default_value = "jobwarden-system")]
     lease_namespace: String,
-    #[arg(long, value_name = "NAME", default_value = "jobwarden-job-controller")]
+    #[arg(long, value_name = "NAME", default_value = jobwarden_rules::well_known::LEASE_NAME)]
     lease_name: String,
     /// The kubeconfig file (default: KUBECONFIG, ~/.kube/config, else the in-cluster service
     /// account).
@@ -81,7 +81,10 @@ async fn explain(args: &ExplainArgs) -> Outcome {
     let observed = match jobwarden_explain::read(&client, &target).await {
         Ok(observed) => observed,
         Err(e) => {
-            eprintln!("jobwarden explain: {}", super::with_causes(&e));
+            eprintln!(
+                "jobwarden explain: {}",
+                jobwarden_audit::connect::with_causes(&e)
+            );
             return Outcome::Unreadable;
         }
     };

@@ -1,11 +1,13 @@
 //! The command line: `check` and `review` run the rules offline; `audit` runs them over the
 //! Jobs stored in a cluster; `explain` tells a live Job's story, read from the cluster;
 //! `simulate` runs the controller offline over scripted pod outcomes; `serve` runs the webhook
-//! and the reconcile loop. Exit codes follow the contract in DESIGN.md:
-//! 0 fine, 1 denied or invalid, 2 unreadable input (and for `simulate`, 3 unfinished).
+//! and the reconcile loop; `doctor` checks a cluster before and after installing. Exit codes
+//! follow the contract in DESIGN.md: 0 fine, 1 denied or invalid (a check failed), 2 unreadable
+//! input (no API server), and for `simulate`, 3 unfinished.
 
 mod audit;
 mod check;
+mod doctor;
 mod explain;
 mod input;
 mod registered_webhooks;
@@ -51,6 +53,9 @@ enum Command {
     /// Print the webhook configurations a policy needs: the requests whose answer jobwarden
     /// can change, and no others.
     Webhooks(webhooks::WebhooksArgs),
+    /// Is this cluster ready for jobwarden (--pre), and is jobwarden healthy in it: grouped
+    /// checks, each failure with a hint and a troubleshooting link.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// The command line, its usage and errors naming the binary as it was called: `kubectl
@@ -100,9 +105,9 @@ const KUBECTL_PLUGIN: &str = "kubectl-jobwarden";
 
 const KUBECTL_PLUGIN_HELP: &str = "\
 As a kubectl plugin: put the binary on the PATH as kubectl-jobwarden (a copy or a symlink), then
-run `kubectl jobwarden check|review|audit|simulate|explain ...`. kubectl passes the arguments
-on unchanged; `audit` and `explain` take --kubeconfig and --context after the subcommand
-(`kubectl jobwarden audit --context prod`).";
+run `kubectl jobwarden check|review|audit|simulate|explain|doctor ...`. kubectl passes the
+arguments on unchanged; `audit`, `explain` and `doctor` take --kubeconfig and --context after
+the subcommand (`kubectl jobwarden doctor --context prod`).";
 
 pub fn main() -> ExitCode {
     let cli = parse();
@@ -114,22 +119,7 @@ pub fn main() -> ExitCode {
         Command::Explain(args) => explain::run(&args),
         Command::Serve(args) => serve::run(*args),
         Command::Webhooks(args) => webhooks::run(&args),
+        Command::Doctor(args) => doctor::run(&args),
     };
     outcome.into()
-}
-
-/// An error and what caused it, `: `-joined (kube's transport errors say little on their own:
-/// "client error (Connect)" becomes "…: tcp connect error: Connection refused").
-pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    text
 }

@@ -4,8 +4,6 @@
 
 use std::process::Output;
 
-use serde_json::Value;
-
 use crate::chart::{RELEASE, helm, template};
 
 /// The CRDs of the kinds the chart renders that a bare kube-apiserver does not know, reduced to
@@ -18,23 +16,6 @@ const FOREIGN_KINDS: [(&str, &str, &str); 4] = [
     ("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
     ("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
 ];
-
-fn minimal_crd(group: &str, kind: &str, plural: &str) -> Value {
-    serde_json::json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{plural}.{group}")},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(), "listKind": format!("{kind}List")},
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
-            }]
-        }
-    })
-}
 
 fn run_kubectl(
     plane: &jobwarden_envtest::ControlPlane,
@@ -88,7 +69,8 @@ fn the_rendered_chart_passes_a_server_side_dry_run() {
             .status
             .success()
         {
-            let yaml = serde_json::to_string(&minimal_crd(group, kind, plural)).expect("JSON");
+            let yaml = serde_json::to_string(&jobwarden_envtest::stand_in_crd(group, kind, plural))
+                .expect("JSON");
             ok(
                 &format!("create crd {crd}"),
                 &run_kubectl(plane, &["create", "-f", "-"], Some(&yaml)),

@@ -1,27 +1,20 @@
-//! What each face uses of the API, from the code: the webhook's namespace watch
-//! (crates/server/src/namespaces.rs) and its read of its webhook configurations
-//! (src/cli/registered_webhooks.rs), the controller's kube calls (crates/controller/src/
-//! kube_api.rs, reconcile.rs, leader.rs), the core/v1 Events that the controller and the
-//! in-process audit create (crates/events), and the reviews of scrapers' tokens
-//! (crates/server/src/metrics_access). The readable summary: the e2e suites run jobwarden
-//! under exactly what deploy/ grants, and fail naming a refused call.
+//! What each face uses of the API is listed once, in the product: doctor asks the installed
+//! ServiceAccounts for exactly these (crates/doctor/src/installed/permissions.rs, which names
+//! the code that makes each call). Here they are held equal to what deploy/'s and the chart's
+//! RBAC grant each ServiceAccount; the e2e suites run jobwarden under exactly that RBAC, and
+//! fail naming a refused call.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::objects::*;
+pub use jobwarden_doctor::access::Access as Grant;
+pub use jobwarden_doctor::installed::permissions::{
+    controller_uses as controller_needs, metrics_uses as metrics_needs,
+    webhook_uses as webhook_needs,
+};
 
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Grant {
-    /// None: cluster-wide (a ClusterRole bound by a ClusterRoleBinding).
-    pub namespace: Option<String>,
-    pub group: String,
-    pub resource: String,
-    /// None: any object of the resource.
-    pub object: Option<String>,
-    pub verb: String,
-}
+use crate::objects::*;
 
 pub fn grants(
     namespace: Option<&str>,
@@ -30,97 +23,7 @@ pub fn grants(
     object: Option<&str>,
     verbs: &[&str],
 ) -> Vec<Grant> {
-    verbs
-        .iter()
-        .map(|v| Grant {
-            namespace: namespace.map(str::to_owned),
-            group: group.to_owned(),
-            resource: resource.to_owned(),
-            object: object.map(str::to_owned),
-            verb: (*v).to_owned(),
-        })
-        .collect()
-}
-
-/// `configurations`: the name of its webhook configurations (src/cli/registered_webhooks.rs
-/// reads them at start).
-pub fn webhook_needs(configurations: &str) -> Vec<Grant> {
-    [
-        grants(None, "", "namespaces", None, &["get", "list", "watch"]),
-        grants(
-            None,
-            "admissionregistration.k8s.io",
-            "mutatingwebhookconfigurations",
-            Some(configurations),
-            &["get"],
-        ),
-        grants(
-            None,
-            "admissionregistration.k8s.io",
-            "validatingwebhookconfigurations",
-            Some(configurations),
-            &["get"],
-        ),
-    ]
-    .concat()
-}
-
-/// Every face that serves /metrics secured: a TokenReview of each scraper's token, then a
-/// SubjectAccessReview of its `get` on /metrics.
-pub fn metrics_needs() -> Vec<Grant> {
-    [
-        grants(
-            None,
-            "authentication.k8s.io",
-            "tokenreviews",
-            None,
-            &["create"],
-        ),
-        grants(
-            None,
-            "authorization.k8s.io",
-            "subjectaccessreviews",
-            None,
-            &["create"],
-        ),
-    ]
-    .concat()
-}
-
-pub fn controller_needs(namespace: &str) -> Vec<Grant> {
-    let lease = jobwarden_controller::ControllerConfig::default().lease_name;
-    [
-        grants(None, "batch", "jobs", None, &["get", "list", "watch"]),
-        grants(None, "batch", "jobs/status", None, &["patch"]),
-        grants(
-            None,
-            "",
-            "pods",
-            None,
-            &["get", "list", "watch", "create", "delete", "patch"],
-        ),
-        // A pod that did not start in time is failed through its status before it is deleted.
-        grants(None, "", "pods/status", None, &["patch"]),
-        // core/v1 Events, one object per event, as upstream's recorder writes them.
-        grants(None, "", "events", None, &["create"]),
-        // The Lease lives in the pod's own namespace; RBAC cannot limit create by name.
-        grants(
-            Some(namespace),
-            "coordination.k8s.io",
-            "leases",
-            None,
-            &["create"],
-        ),
-        grants(
-            Some(namespace),
-            "coordination.k8s.io",
-            "leases",
-            Some(&lease),
-            // Leader election writes merge patches with the resourceVersion read.
-            &["get", "patch"],
-        ),
-    ]
-    .concat()
+    Grant::verbs(namespace, group, resource, object, verbs)
 }
 
 /// What the bindings grant each ServiceAccount of `namespace`.
@@ -173,30 +76,12 @@ pub fn grants_by_service_account(
                 kind(binding),
                 name(binding)
             );
-            let granted = out.entry(str_at(&subject, "/name").to_owned()).or_default();
-            for rule in array(&role["rules"]) {
-                let objects_named = strings(&rule["resourceNames"]);
-                let named: Vec<Option<&str>> = if objects_named.is_empty() {
-                    vec![None]
-                } else {
-                    objects_named.iter().map(|n| Some(n.as_str())).collect()
-                };
-                for group in strings(&rule["apiGroups"]) {
-                    for resource in strings(&rule["resources"]) {
-                        for object in &named {
-                            for verb in strings(&rule["verbs"]) {
-                                granted.insert(Grant {
-                                    namespace: scope.clone(),
-                                    group: group.clone(),
-                                    resource: resource.clone(),
-                                    object: object.map(str::to_owned),
-                                    verb,
-                                });
-                            }
-                        }
-                    }
-                }
-            }
+            out.entry(str_at(&subject, "/name").to_owned())
+                .or_default()
+                .extend(jobwarden_doctor::access::granted_by(
+                    &role["rules"],
+                    scope.as_deref(),
+                ));
         }
     }
     out

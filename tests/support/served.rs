@@ -18,6 +18,8 @@ pub struct Served {
     pub port: u16,
     pub metrics_port: u16,
     pub ca_pem: String,
+    /// The certificate it serves (PEM), signed by `ca_pem`'s CA, for 127.0.0.1.
+    pub cert_pem: String,
     pub log: PathBuf,
 }
 
@@ -32,7 +34,19 @@ impl Served {
     /// Starts `serve` as `identity`, its context namespace (and Lease's) `namespace`, with
     /// `args` after the listeners, certificate and log format, and waits for `/readyz`.
     pub fn start(dir: &Path, identity: &Installed, namespace: &str, args: &[&str]) -> Served {
+        Served::start_with(dir, &identity.kubeconfig(namespace), args, &[])
+    }
+
+    /// [`start`](Self::start) with a kubeconfig of the caller's (its context's namespace is
+    /// the Lease's) and `env` set for the process (`HOSTNAME`, its identity in the Lease).
+    pub fn start_with(
+        dir: &Path,
+        kubeconfig: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Served {
         let ServingCertificate { cert, key, ca_pem } = jobwarden_envtest::serving_certificate(dir);
+        let cert_pem = std::fs::read_to_string(&cert).expect("the serving certificate");
         let free_port = || jobwarden_envtest::free_port().expect("a free port");
         let (port, metrics_port) = (free_port(), free_port());
         let log = dir.join(format!("serve-{port}.log"));
@@ -46,7 +60,8 @@ impl Served {
             .arg(&key)
             .args(["--log-format", "json"])
             .args(args)
-            .env("KUBECONFIG", identity.kubeconfig(namespace))
+            .envs(env.iter().copied())
+            .env("KUBECONFIG", kubeconfig)
             .env_remove("JOBWARDEN_E2E_KUBECONFIG")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("a log file"))
@@ -57,6 +72,7 @@ impl Served {
             port,
             metrics_port,
             ca_pem,
+            cert_pem,
             log,
         };
         let started = Instant::now();

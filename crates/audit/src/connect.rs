@@ -1,6 +1,7 @@
 //! Finding the cluster the way kubectl does: an explicit kubeconfig file (and context), else
 //! `KUBECONFIG` or `~/.kube/config`, else the pod's in-cluster service account. Only builds a
-//! client; it never talks to the cluster.
+//! client; it never talks to the cluster. And the words the command line says a client's
+//! error in.
 
 use std::path::Path;
 
@@ -28,6 +29,15 @@ pub async fn connect(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
 ) -> Result<Client, ConnectError> {
+    Ok(Client::try_from(config(kubeconfig, context).await?)?)
+}
+
+/// The client configuration [`connect`] builds its client from (its `cluster_url` names the
+/// API server in messages).
+pub async fn config(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> Result<Config, ConnectError> {
     // kube's rustls needs a process-wide crypto provider; the server installs the same one.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let options = KubeConfigOptions {
@@ -47,5 +57,22 @@ pub async fn connect(
         (None, Some(_)) => Config::from_kubeconfig(&options).await?,
         (None, None) => Config::infer().await?,
     };
-    Ok(Client::try_from(config)?)
+    Ok(config)
+}
+
+/// An error and what caused it, `: `-joined, each cause once (kube's transport errors say
+/// little on their own: "client error (Connect)" becomes "…: tcp connect error: Connection
+/// refused").
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
 }

@@ -149,7 +149,7 @@ impl Default for ControllerConfig {
         ControllerConfig {
             controller_name: jobwarden_rules::well_known::JOBWARDEN_CONTROLLER_NAME.to_owned(),
             lease_namespace: "default".to_owned(),
-            lease_name: "jobwarden-job-controller".to_owned(),
+            lease_name: jobwarden_rules::well_known::LEASE_NAME.to_owned(),
             identity: std::env::var("HOSTNAME").unwrap_or_else(|_| "jobwarden".to_owned()),
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),

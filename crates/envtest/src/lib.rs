@@ -39,11 +39,13 @@ pub mod kubelet;
 mod pki;
 mod process;
 mod serving;
+mod stand_in;
 
 pub use delegated_job::delegated_job;
 pub use identity::{Installed, Refusal};
 pub use process::free_port;
 pub use serving::{ServingCertificate, http_get, https_get, serving_certificate};
+pub use stand_in::stand_in_crd;
 
 use apiserver::{AUDIT_LOG, AUDIT_POLICY, SERVICE_ACCOUNTS_AUDIT_POLICY, apiserver_args};
 use std::path::{Path, PathBuf};
@@ -385,9 +387,11 @@ fn launch_on_keeper(options: Options, shared: bool) -> Result<ControlPlane, Stri
         &[
             format!("--data-dir={}", dir.join("etcd").display()),
             format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"),
-            // etcd 3.6 refuses a listen URL set without the URL it advertises.
+            // etcd 3.6 refuses explicit listen URLs without the URLs it advertises.
             format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"),
             format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
+            format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
+            format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"),
             "--unsafe-no-fsync".to_owned(),
             "--log-level=warn".to_owned(),
         ],

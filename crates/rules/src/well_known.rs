@@ -6,6 +6,9 @@
 pub const JOBWARDEN_CONTROLLER_NAME: &str = "jobwarden.io/job-controller";
 /// The built-in Job controller's reserved name: a Job naming it is run by the built-in one.
 pub const BUILT_IN_CONTROLLER_NAME: &str = "kubernetes.io/job-controller";
+/// The `coordination.k8s.io` Lease jobwarden's replicas elect their leader with, in the
+/// namespace they run in (the RBAC of every install names it).
+pub const LEASE_NAME: &str = "jobwarden-job-controller";
 
 /// jobwarden's tracking finalizer. Upstream uses `batch.kubernetes.io/job-tracking`; a separate
 /// name means the built-in controller's orphan clean-up never strips ours, and ours never

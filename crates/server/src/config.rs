@@ -240,10 +240,17 @@ impl LimitArgs {
 impl ServeArgs {
     /// The policy: the `--config` file when given, with flags and environment added to it.
     pub fn policy(&self) -> Result<Policy, PolicyError> {
-        let mut policy = match &self.config {
-            Some(path) => load_policy_file(path)?,
-            None => Policy::default(),
+        let file = match &self.config {
+            Some(path) => Some(load_policy_file(path)?),
+            None => None,
         };
+        self.policy_over(file)
+    }
+
+    /// The flags and environment added to `file`, the policy of the `--config` file read
+    /// elsewhere (`doctor` reads it from the ConfigMap a Deployment mounts).
+    pub fn policy_over(&self, file: Option<Policy>) -> Result<Policy, PolicyError> {
+        let mut policy = file.unwrap_or_default();
         if let Some(name) = &self.controller_name {
             policy.controller_name = name.clone();
         }
@@ -333,10 +340,15 @@ pub fn load_policy_file(path: &Path) -> Result<Policy, PolicyError> {
         path: path.to_owned(),
         source,
     })?;
+    parse_policy(&text, path)
+}
+
+/// The policy file's text, read from `path` (for messages). An empty file is the empty policy.
+pub fn parse_policy(text: &str, path: &Path) -> Result<Policy, PolicyError> {
     if text.trim().is_empty() {
         return Ok(Policy::default());
     }
-    let policy: Policy = serde_yaml_ng::from_str(&text).map_err(|source| PolicyError::Parse {
+    let policy: Policy = serde_yaml_ng::from_str(text).map_err(|source| PolicyError::Parse {
         path: path.to_owned(),
         source,
     })?;

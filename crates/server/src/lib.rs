@@ -41,6 +41,7 @@ use crate::error_chain::error_chain;
 
 pub use config::{
     LimitArgs, LogFormat, PolicyError, PolicyProblems, SelectorError, ServeArgs, load_policy_file,
+    parse_policy,
 };
 pub use health::Health;
 pub use limits::Limits;

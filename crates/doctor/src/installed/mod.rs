@@ -1,0 +1,102 @@
+//! `doctor` on an installed jobwarden: its Deployments and their ready replicas, the
+//! controller's Lease, the ServiceAccounts' permissions, the metrics reader role; the webhook
+//! configurations against the policy, the webhook answering through the API server, its
+//! certificate; and what `audit` would report. Pure, but for [`crate::read::installed`] which
+//! reads what [`checks`] judges.
+
+pub mod certificate;
+pub mod deployment;
+pub mod lease;
+pub mod permissions;
+pub mod registration;
+pub mod stored_jobs;
+pub mod webhook_probe;
+
+use jobwarden_admission::Policy;
+use jobwarden_audit::DEFAULT_STUCK_AFTER;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::Value;
+
+use crate::access::Access;
+use crate::check::Check;
+use crate::pre::Allowed;
+use certificate::Serving;
+use deployment::DeploymentView;
+use registration::Registered;
+use stored_jobs::Tally;
+use webhook_probe::Probed;
+
+/// One ServiceAccount, the Deployments running as it, and its access reviews.
+#[derive(Debug, Clone)]
+pub struct AccountAnswers {
+    pub name: String,
+    pub deployments: Vec<String>,
+    pub answers: Vec<(Access, Allowed)>,
+}
+
+/// Everything doctor read of the install.
+#[derive(Debug, Clone)]
+pub struct InstalledObserved {
+    pub deployments: Result<Vec<DeploymentView>, String>,
+    pub pods: Result<Vec<Pod>, String>,
+    pub lease: Result<Option<Lease>, String>,
+    pub configurations: String,
+    pub policy: Result<Policy, String>,
+    pub registered: Result<Registered, String>,
+    pub denied: Probed,
+    pub admitted: Probed,
+    pub serving: Serving,
+    pub accounts: Vec<AccountAnswers>,
+    pub metrics_reader: Result<Option<Value>, String>,
+    pub stored: Result<Tally, String>,
+    /// When the Lease was read: what its age is measured against.
+    pub now: Timestamp,
+}
+
+/// Every installed check, from what was read in `namespace`.
+pub fn checks(namespace: &str, o: &InstalledObserved) -> Vec<Check> {
+    let mut out = deployment::deployments(namespace, &o.deployments);
+    let found: &[DeploymentView] = o.deployments.as_deref().unwrap_or_default();
+    let controllers: Vec<&DeploymentView> = found.iter().filter(|d| d.runs_controller()).collect();
+    out.push(lease::lease(
+        namespace,
+        &o.lease,
+        &o.pods,
+        &controllers,
+        o.now,
+    ));
+    out.extend(
+        o.accounts
+            .iter()
+            .map(|a| permissions::service_account(namespace, &a.name, &a.deployments, &a.answers)),
+    );
+    if o.accounts.is_empty() {
+        out.push(
+            crate::catalogue::SERVICE_ACCOUNT
+                .skipped("no Deployment to read a ServiceAccount from"),
+        );
+    }
+    out.push(permissions::metrics_reader(
+        &permissions::metrics_reader_name(&o.configurations),
+        &o.metrics_reader,
+    ));
+    out.push(registration::registration(
+        &o.configurations,
+        &o.policy,
+        &o.registered,
+    ));
+    out.push(webhook_probe::denies(&o.configurations, &o.denied));
+    out.push(webhook_probe::admits(&o.configurations, &o.admitted));
+    let endpoints = o
+        .registered
+        .as_ref()
+        .map(certificate::endpoints)
+        .unwrap_or_default();
+    out.push(certificate::serving_certificate(
+        &endpoints, &o.serving, o.now,
+    ));
+    out.extend(stored_jobs::stored_jobs(&o.stored, DEFAULT_STUCK_AFTER));
+    out
+}

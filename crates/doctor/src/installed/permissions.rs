@@ -1,0 +1,199 @@
+//! What each of jobwarden's faces asks of the API server, from the code: the webhook's
+//! namespace watch (crates/server/src/namespaces.rs) and its read of its webhook
+//! configurations (src/cli/registered_webhooks.rs), the controller's kube calls
+//! (crates/controller/src/kube_api.rs, reconcile.rs, leader.rs), the core/v1 Events the
+//! controller and the in-process audit create (crates/events), and the reviews of scrapers'
+//! tokens (crates/server/src/metrics_access). tests/deploy.rs holds these lists equal to what
+//! deploy/'s and the chart's RBAC grant each ServiceAccount, and the e2e suites run jobwarden
+//! under exactly that RBAC; doctor asks whether the installed ServiceAccounts still have them.
+
+use jobwarden_rules::well_known::LEASE_NAME;
+use serde_json::Value;
+
+use super::deployment::ServeFlags;
+use crate::access::{Access, listed};
+use crate::catalogue::{METRICS_READER, SERVICE_ACCOUNT};
+use crate::check::Check;
+use crate::pre::Allowed;
+
+/// The webhook: namespace labels (a metadata-only watch) and its own configurations, named
+/// `configurations`, read once at start.
+pub fn webhook_uses(configurations: &str) -> Vec<Access> {
+    [
+        Access::verbs(None, "", "namespaces", None, &["get", "list", "watch"]),
+        Access::verbs(
+            None,
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations",
+            Some(configurations),
+            &["get"],
+        ),
+        Access::verbs(
+            None,
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            Some(configurations),
+            &["get"],
+        ),
+    ]
+    .concat()
+}
+
+/// Every face that serves /metrics secured: a TokenReview of each scraper's token, then a
+/// SubjectAccessReview of its `get` on /metrics.
+pub fn metrics_uses() -> Vec<Access> {
+    [
+        Access::verbs(
+            None,
+            "authentication.k8s.io",
+            "tokenreviews",
+            None,
+            &["create"],
+        ),
+        Access::verbs(
+            None,
+            "authorization.k8s.io",
+            "subjectaccessreviews",
+            None,
+            &["create"],
+        ),
+    ]
+    .concat()
+}
+
+/// The controller, its Lease in `namespace` (the pod's own).
+pub fn controller_uses(namespace: &str) -> Vec<Access> {
+    [
+        Access::verbs(None, "batch", "jobs", None, &["get", "list", "watch"]),
+        Access::verbs(None, "batch", "jobs/status", None, &["patch"]),
+        Access::verbs(
+            None,
+            "",
+            "pods",
+            None,
+            &["get", "list", "watch", "create", "delete", "patch"],
+        ),
+        // A pod that did not start in time is failed through its status before it is deleted.
+        Access::verbs(None, "", "pods/status", None, &["patch"]),
+        // core/v1 Events, one object per event, as upstream's recorder writes them.
+        Access::verbs(None, "", "events", None, &["create"]),
+        // RBAC cannot limit create by name.
+        Access::verbs(
+            Some(namespace),
+            "coordination.k8s.io",
+            "leases",
+            None,
+            &["create"],
+        ),
+        // Leader election writes merge patches with the resourceVersion read.
+        Access::verbs(
+            Some(namespace),
+            "coordination.k8s.io",
+            "leases",
+            Some(LEASE_NAME),
+            &["get", "patch"],
+        ),
+    ]
+    .concat()
+}
+
+/// What a replica running with `flags` in `namespace` uses.
+pub fn uses(flags: &ServeFlags, namespace: &str) -> Vec<Access> {
+    let mut out = Vec::new();
+    if flags.serves_webhook {
+        out.extend(webhook_uses(&flags.webhook_configurations));
+    }
+    if flags.runs_controller {
+        out.extend(controller_uses(namespace));
+    }
+    if flags.secures_metrics {
+        out.extend(metrics_uses());
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `system:serviceaccount:NAMESPACE:NAME`, as kube-apiserver names a ServiceAccount.
+pub fn service_account_user(namespace: &str, name: &str) -> String {
+    format!("system:serviceaccount:{namespace}:{name}")
+}
+
+/// The groups kube-apiserver puts a ServiceAccount in: an access review must name them, or
+/// bindings to them would not count.
+pub fn service_account_groups(namespace: &str) -> Vec<String> {
+    vec![
+        "system:serviceaccounts".to_owned(),
+        format!("system:serviceaccounts:{namespace}"),
+        "system:authenticated".to_owned(),
+    ]
+}
+
+/// One ServiceAccount's answers: does it hold everything its replicas use.
+pub fn service_account(
+    namespace: &str,
+    name: &str,
+    deployments: &[String],
+    answers: &[(Access, Allowed)],
+) -> Check {
+    let user = service_account_user(namespace, name);
+    let denied: Vec<&Access> = answers
+        .iter()
+        .filter(|(_, a)| matches!(a, Ok(false)))
+        .map(|(access, _)| access)
+        .collect();
+    if !denied.is_empty() {
+        return SERVICE_ACCOUNT.error(
+            format!("{user} may not {}", listed(&denied, 6)),
+            format!(
+                "jobwarden's calls are refused: apply the install's RBAC again (`kubectl apply -k deploy/`, or `helm upgrade`), which grants exactly what {} use{}",
+                deployments.join(" and "),
+                if deployments.len() == 1 { "s" } else { "" }
+            ),
+        );
+    }
+    if let Some((access, Err(e))) = answers.iter().find(|(_, a)| a.is_err()) {
+        return SERVICE_ACCOUNT.warning(
+            format!("cannot tell what {user} may do ({access}): {e}"),
+            "doctor asks with SubjectAccessReviews, which need create on subjectaccessreviews (authorization.k8s.io)",
+        );
+    }
+    SERVICE_ACCOUNT.ok(format!(
+        "{user} holds all {} permissions {} use{}",
+        answers.len(),
+        deployments.join(" and "),
+        if deployments.len() == 1 { "s" } else { "" }
+    ))
+}
+
+/// The ClusterRole an operator binds a Prometheus to (`<configurations>-metrics-reader`).
+pub fn metrics_reader_name(configurations: &str) -> String {
+    format!("{configurations}-metrics-reader")
+}
+
+/// The metrics reader role: there, and granting `get` on `/metrics`.
+pub fn metrics_reader(name: &str, role: &Result<Option<Value>, String>) -> Check {
+    let grants = |role: &Value| {
+        crate::access::granted_by(&role["rules"], None).contains(&Access::Path {
+            path: "/metrics".to_owned(),
+            verb: "get".to_owned(),
+        })
+    };
+    match role {
+        Ok(Some(role)) if grants(role) => METRICS_READER.ok(format!(
+            "ClusterRole {name} grants get on /metrics (bind a Prometheus to it)"
+        )),
+        Ok(Some(_)) => METRICS_READER.warning(
+            format!("ClusterRole {name} does not grant get on /metrics"),
+            "apply the install again: the role grants exactly that",
+        ),
+        Ok(None) => METRICS_READER.warning(
+            format!("no ClusterRole {name}: nobody can be allowed to read jobwarden's /metrics"),
+            "apply the install again, then bind Prometheus's ServiceAccount to it (docs/operations.md#who-may-read-the-metrics)",
+        ),
+        Err(e) => METRICS_READER.warning(
+            format!("cannot read ClusterRole {name}: {e}"),
+            format!("`kubectl get clusterrole {name} -o yaml` shows it"),
+        ),
+    }
+}
