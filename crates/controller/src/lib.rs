@@ -48,9 +48,9 @@
 //!    `manualSelector` Job's pods), `event_outbox` (the queue a sync leaves its Events in, and
 //!    their writer), `job_controller` (syncs one Job from the caches), `reconcile` (the loop;
 //!    no sync before both caches have listed), `leader` (the Lease, with client-go's leader
-//!    election).
-//! 3. This file wires them; `client` makes the kube client, its requests within
-//!    `request_budget`; `metrics`.
+//!    election), `leader_events` (who leads, said on the Lease).
+//! 3. This file wires them; `client` makes the kube clients, the work's requests within
+//!    `request_budget` and the Lease's apart from them; `metrics`.
 //!
 //! The fake cluster (`jobwarden-fake-cluster`) and the simulator (`jobwarden-simulator`) stand
 //! above this crate and are never imported by it: the public modules are what the binary, they

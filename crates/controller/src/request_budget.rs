@@ -9,6 +9,13 @@
 //! No well-kept crate schedules by priority (governor and tower's limit have one class), so
 //! this is jobwarden's own policy. Pure: the caller passes the time, as the time since any
 //! fixed origin.
+//!
+//! What is not in this budget: the Lease. A renewal queued here would wait behind a sync's
+//! 500 pod creates (10 s at 50 qps, the renew deadline), so leader election has a client of
+//! its own with a budget of its own (`client::ControllerClients`), as kube-controller-manager's
+//! does; so have the webhook's TokenReviews and SubjectAccessReviews of `/metrics` scrapes (the
+//! server's client, unlimited), and `/readyz` asks the API server nothing. Nothing a deadline
+//! depends on waits for the syncs.
 
 use std::time::Duration;
 
