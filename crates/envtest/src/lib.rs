@@ -382,6 +382,8 @@ fn launch_on_keeper(options: Options, shared: bool) -> Result<ControlPlane, Stri
         &[
             format!("--data-dir={}", dir.join("etcd").display()),
             format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"),
+            // etcd 3.6 refuses explicit client URLs without the advertised ones.
+            format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"),
             format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
             "--unsafe-no-fsync".to_owned(),
             "--log-level=warn".to_owned(),

@@ -160,11 +160,14 @@ pub fn timeline(e: &Explanation) -> Timeline {
             )
         }
     };
-    let mut notes = vec![text::who_runs_it(e)];
-    notes.push(format!(
-        "Times are since the Job was created ({origin}); told at {}. Pods that were deleted and are gone are not drawn.",
-        e.now
-    ));
+    let notes = vec![
+        text::who_runs_it(e),
+        format!(
+            "Times are since the Job was created ({origin:.0}); told at {:.0}.",
+            e.now
+        ),
+        "Pods deleted and gone from the API are not drawn.".to_owned(),
+    ];
     let end = e.finished.as_ref().and_then(|f| f.at).map_or(now, at);
     b.build(
         format!("Job {}/{}", e.namespace, e.name),

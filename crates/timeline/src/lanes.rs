@@ -22,6 +22,8 @@ pub(crate) struct Geometry {
     pub height: f64,
     /// Every how many lanes one is labelled.
     pub label_every: usize,
+    /// Where the bars of pods still running end: when the story was told.
+    pub told_x: f64,
 }
 
 impl Geometry {
@@ -184,7 +186,7 @@ fn draw_bar(w: &mut Writer, bar: &Bar, kind: LaneKind, axis: &Axis, g: &Geometry
     let bh = g.bar_height();
     let y = top + (g.height - bh) / 2.0;
     let x = axis.x(bar.start);
-    let end = bar.end.map_or(g.x1, |e| axis.x(e));
+    let end = bar.end.map_or(g.told_x, |e| axis.x(e));
     // A pod that lived less than a second is still seen.
     let width = (end - x).max(2.0);
     let look = style::outcome(bar.outcome);
@@ -281,7 +283,7 @@ fn rule_label(
         return;
     };
     let start = axis.x(bar.start);
-    let end = bar.end.map_or(g.x1, |e| axis.x(e));
+    let end = bar.end.map_or(g.told_x, |e| axis.x(e));
     let right_limit = next_start.unwrap_or(g.x1).min(g.x1) - 2.0;
     let pad = 3.0;
     let free = |from: f64, to: f64| placed.iter().all(|(a, z)| to <= *a || from >= *z);

@@ -103,6 +103,8 @@ pub struct Bar {
 /// created.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackOff {
+    /// The failed pod whose replacement it holds.
+    pub pod: String,
     pub from: u64,
     pub until: u64,
     /// What the story says of it.
@@ -162,7 +164,10 @@ pub struct Timeline {
     pub lanes: Vec<Lane>,
     /// In time order.
     pub moments: Vec<Moment>,
-    /// The right end of the time axis: when the story ended, or was told.
+    /// When the story ended, or was told: where the bars of pods still running end.
+    pub told: u64,
+    /// The right end of the time axis: `told`, or later when a back-off or a deadline ends
+    /// after it.
     pub end: u64,
     /// Lanes and bars left out beyond the limits ([`MAX_LANES`], [`MAX_BARS`]).
     pub lanes_left_out: usize,
@@ -180,8 +185,7 @@ pub const MAX_BARS: usize = 20_000;
 pub struct Builder {
     completions: Option<i32>,
     bars: Vec<Bar>,
-    /// The pod each back-off follows.
-    backoffs: Vec<(String, BackOff)>,
+    backoffs: Vec<BackOff>,
     moments: Vec<Moment>,
 }
 
@@ -224,8 +228,12 @@ impl Builder {
             .and_then(|b| b.end)
             .unwrap_or(from);
         if until > from {
-            self.backoffs
-                .push((pod.to_owned(), BackOff { from, until, story }));
+            self.backoffs.push(BackOff {
+                pod: pod.to_owned(),
+                from,
+                until,
+                story,
+            });
         }
     }
 
@@ -233,8 +241,9 @@ impl Builder {
         self.moments.push(moment);
     }
 
-    /// The timeline, its axis ending at `end` (extended to whatever the story holds later).
-    pub fn build(self, title: String, ending: String, notes: Vec<String>, end: u64) -> Timeline {
+    /// The timeline of a story that ended, or was told, at `told`: its axis ends there, or at
+    /// whatever the story holds later.
+    pub fn build(self, title: String, ending: String, notes: Vec<String>, told: u64) -> Timeline {
         let Builder {
             completions,
             mut bars,
@@ -247,9 +256,9 @@ impl Builder {
             .iter()
             .flat_map(|b| [Some(b.start), b.end])
             .flatten()
-            .chain(backoffs.iter().map(|(_, b)| b.until))
+            .chain(backoffs.iter().map(|b| b.until))
             .chain(moments.iter().map(|m| m.at))
-            .fold(end, u64::max);
+            .fold(told, u64::max);
         moments.sort_by_key(|m| (m.at, m.kind));
         let (lane_kind, mut lanes, lane_of, mut lanes_left_out) = match completions {
             Some(n) => {
@@ -261,10 +270,10 @@ impl Builder {
                 (LaneKind::Slot, lanes, lane_of, 0)
             }
         };
-        for (pod, backoff) in backoffs {
+        for backoff in backoffs {
             let lane = bars
                 .iter()
-                .rposition(|b| b.pod == pod)
+                .rposition(|b| b.pod == backoff.pod)
                 .and_then(|i| lane_of.get(i).copied().flatten());
             if let Some(lane) = lane.and_then(|l| lanes.get_mut(l)) {
                 lane.backoffs.push(backoff);
@@ -279,6 +288,20 @@ impl Builder {
         }
         for lane in &mut lanes {
             lane.bars.sort_by_key(|b| (b.start, b.end));
+            // A replacement made before the back-off's end (a controller that did not wait)
+            // ends the wait there.
+            for backoff in &mut lane.backoffs {
+                let next = lane
+                    .bars
+                    .iter()
+                    .filter(|b| b.pod != backoff.pod && b.start >= backoff.from)
+                    .map(|b| b.start)
+                    .min();
+                if let Some(next) = next {
+                    backoff.until = backoff.until.min(next);
+                }
+            }
+            lane.backoffs.retain(|b| b.until > b.from);
         }
         if lanes.len() > MAX_LANES {
             lanes_left_out += lanes.len() - MAX_LANES;
@@ -295,6 +318,7 @@ impl Builder {
             lane_kind,
             lanes,
             moments,
+            told,
             end,
             lanes_left_out,
             bars_left_out,
@@ -341,7 +365,7 @@ fn index_lanes(completions: i32, bars: &[Bar]) -> (Vec<Lane>, Vec<Option<usize>>
 
 /// Pod slots: each pod goes to the first slot free when it was created, a slot being busy
 /// while its pod runs and while the back-off after it holds the replacement.
-fn slot_lanes(bars: &[Bar], backoffs: &[(String, BackOff)]) -> (Vec<Lane>, Vec<Option<usize>>) {
+fn slot_lanes(bars: &[Bar], backoffs: &[BackOff]) -> (Vec<Lane>, Vec<Option<usize>>) {
     let mut order: Vec<usize> = (0..bars.len()).collect();
     order.sort_by_key(|&i| (bars[i].start, bars[i].number, i));
     let mut free_at: Vec<Option<u64>> = Vec::new();
@@ -360,8 +384,8 @@ fn slot_lanes(bars: &[Bar], backoffs: &[(String, BackOff)]) -> (Vec<Lane>, Vec<O
         };
         let held = backoffs
             .iter()
-            .filter(|(pod, _)| *pod == bar.pod)
-            .map(|(_, b)| b.until)
+            .filter(|b| b.pod == bar.pod)
+            .map(|b| b.until)
             .max();
         free_at[slot] = bar.end.map(|end| held.map_or(end, |h| h.max(end)));
         lane_of[i] = Some(slot);
@@ -445,6 +469,23 @@ mod tests {
             (t.lanes[0].backoffs[0].from, t.lanes[0].backoffs[0].until),
             (7, 27)
         );
+    }
+
+    #[test]
+    fn a_back_off_ends_where_the_replacement_began() {
+        let mut b = Builder::indexed(2);
+        b.bar(bar("a", Some(0), 0, Some(5)));
+        b.backoff("a", 5, 15, String::new());
+        b.bar(bar("a2", Some(0), 9, None));
+        b.bar(bar("b", Some(1), 0, Some(5)));
+        b.backoff("b", 5, 15, String::new());
+        b.bar(bar("b2", Some(1), 5, None));
+        let t = build(b);
+        assert_eq!(
+            (t.lanes[0].backoffs[0].from, t.lanes[0].backoffs[0].until),
+            (5, 9)
+        );
+        assert!(t.lanes[1].backoffs.is_empty());
     }
 
     #[test]

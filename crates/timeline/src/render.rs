@@ -53,7 +53,7 @@ pub fn svg(t: &Timeline) -> String {
     let x0 = MARGIN + label_column + 16.0;
     let x1 = WIDTH - MARGIN - 8.0;
 
-    let mut stops: Vec<u64> = vec![t.end];
+    let mut stops: Vec<u64> = vec![t.end, t.told];
     for lane in &t.lanes {
         for b in &lane.bars {
             stops.push(b.start);
@@ -164,6 +164,7 @@ pub fn svg(t: &Timeline) -> String {
         top,
         height,
         label_every,
+        told_x: axis.x(t.told),
     };
     // Bands, then the grid, then what happened, then the breaks' veils over it.
     lanes::bands(&mut w, &t.lanes, &geometry);
