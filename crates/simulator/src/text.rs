@@ -149,10 +149,14 @@ pub(crate) fn line(what: &Happening) -> String {
                 let whose = match w.pods.as_slice() {
                     [] => "a failed pod's replacement waits".to_owned(),
                     [one] => format!("the replacement of {} waits", pod(one)),
-                    several => format!(
-                        "the replacements of {} wait",
-                        several.iter().map(pod).collect::<Vec<_>>().join(", ")
-                    ),
+                    several => {
+                        // A thousand indexes failing at once make one line, not a page.
+                        let mut named: Vec<String> = several.iter().take(3).map(pod).collect();
+                        if several.len() > 3 {
+                            named.push(format!("and {} more", several.len() - 3));
+                        }
+                        format!("the replacements of {} wait", named.join(", "))
+                    }
                 };
                 format!(
                     "back-off: {whose} until {} ({})",

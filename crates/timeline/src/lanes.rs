@@ -123,7 +123,7 @@ fn backoffs(w: &mut Writer, lane: &Lane, axis: &Axis, g: &Geometry, top: f64) {
             seconds::format(b.from),
             seconds::format(b.until),
             seconds::format(b.until - b.from),
-            b.story
+            cut(&b.story)
         );
         w.titled(
             "rect",
@@ -170,16 +170,18 @@ fn hover(bar: &Bar, kind: LaneKind) -> String {
     if let Some(rule) = &bar.rule {
         lines.push(format!("pod failure policy: {} matched", rule.label()));
     }
-    lines.extend(bar.story.iter().take(MAX_LINES).map(|l| {
-        if l.chars().count() > MAX_LINE {
-            let mut cut: String = l.chars().take(MAX_LINE - 1).collect();
-            cut.push('…');
-            cut
-        } else {
-            l.clone()
-        }
-    }));
+    lines.extend(bar.story.iter().take(MAX_LINES).map(|l| cut(l)));
     lines.join("\n")
+}
+
+/// A story line, cut at [`MAX_LINE`] characters.
+pub(crate) fn cut(line: &str) -> String {
+    if line.chars().count() <= MAX_LINE {
+        return line.to_owned();
+    }
+    let mut cut: String = line.chars().take(MAX_LINE - 1).collect();
+    cut.push('…');
+    cut
 }
 
 fn draw_bar(w: &mut Writer, bar: &Bar, kind: LaneKind, axis: &Axis, g: &Geometry, top: f64) {

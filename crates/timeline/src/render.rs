@@ -440,7 +440,7 @@ fn draw_moments(
         w.text(
             "title",
             &[],
-            &format!("{}: {}", seconds::format(m.at), m.story),
+            &format!("{}: {}", seconds::format(m.at), lanes::cut(&m.story)),
         );
         let mut line: Vec<(&str, Value)> = vec![
             ("x1", x.into()),

@@ -141,7 +141,7 @@ fn number_into(out: &mut String, x: f64) {
     }
     let tenths = tenths.unsigned_abs();
     let _ = write!(out, "{}", tenths / 10);
-    if tenths % 10 != 0 {
+    if !tenths.is_multiple_of(10) {
         let _ = write!(out, ".{}", tenths % 10);
     }
 }
