@@ -26,6 +26,9 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
+#[path = "support/svg.rs"]
+mod svg;
+
 const TIMEOUT: Duration = Duration::from_secs(60);
 const CONTROLLER: &str = "example.com/e2e-explain";
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/explain");
@@ -419,27 +422,16 @@ async fn drawn_as_a_timeline(kubeconfig: &Path, ns: &str, jobs: &Api<Job>, pods:
     )
     .await;
 
-    let (code, svg, err) = jobwarden(kubeconfig, &["explain", "-n", ns, "timeline", "-o", "svg"]);
+    let (code, out_svg, err) =
+        jobwarden(kubeconfig, &["explain", "-n", ns, "timeline", "-o", "svg"]);
     assert_eq!(code, 0, "{err}");
     let _ = std::fs::write(
         Path::new(env!("CARGO_TARGET_TMPDIR")).join("explain-timeline.svg"),
-        &svg,
+        &out_svg,
     );
-    let doc = roxmltree::Document::parse(&svg).expect("one well-formed SVG");
-    let class = |c: &str| -> Vec<roxmltree::Node> {
-        doc.descendants()
-            .filter(|n| {
-                n.attribute("class")
-                    .is_some_and(|a| a.split(' ').any(|w| w == c))
-            })
-            .collect()
-    };
-    let title = doc
-        .root_element()
-        .children()
-        .find(|c| c.has_tag_name("title"))
-        .and_then(|t| t.text())
-        .unwrap_or("");
+    let doc = svg::parse(&out_svg);
+    let class = |c: &str| svg::with_class(&doc, c);
+    let title = svg::title_of(doc.root_element());
     assert!(
         title.starts_with(&format!("Job {ns}/timeline: Not finished")),
         "{title}"
@@ -452,11 +444,7 @@ async fn drawn_as_a_timeline(kubeconfig: &Path, ns: &str, jobs: &Api<Job>, pods:
     let mut bars: Vec<(String, String, String)> = class("bar")
         .iter()
         .map(|b| {
-            let title = b
-                .children()
-                .find(|c| c.has_tag_name("title"))
-                .and_then(|t| t.text())
-                .unwrap_or("");
+            let title = svg::title_of(*b);
             let pod = b.attribute("data-pod").unwrap_or("").to_owned();
             assert!(title.starts_with(&format!("pod {pod} (index ")), "{title}");
             (
@@ -504,7 +492,7 @@ async fn drawn_as_a_timeline(kubeconfig: &Path, ns: &str, jobs: &Api<Job>, pods:
         lane_2
             .children()
             .any(|c| c.attribute("class") == Some("backoff")),
-        "{svg}"
+        "{out_svg}"
     );
 
     let (code, json_out, err) =

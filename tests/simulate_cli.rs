@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 
 #[path = "support/run.rs"]
 mod run;
+#[path = "support/svg.rs"]
+mod svg;
 use run::{jobwarden, stderr, stdout};
 
 use jobwarden_envtest::delegated_job;
@@ -452,16 +454,9 @@ fn long_back_offs_are_drawn_compressed_and_every_pod_is_a_bar() {
         Some(job.to_string().as_bytes()),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let svg = stdout(&out);
-    let doc = roxmltree::Document::parse(&svg).expect("one well-formed SVG");
-    let class = |c: &str| {
-        doc.descendants()
-            .filter(|n| {
-                n.attribute("class")
-                    .is_some_and(|a| a.split(' ').any(|w| w == c))
-            })
-            .count()
-    };
+    let picture = stdout(&out);
+    let doc = svg::parse(&picture);
+    let class = |c: &str| svg::with_class(&doc, c).len();
     assert_eq!(class("bar"), 9);
     assert_eq!(class("backoff"), 8);
     // The waits of 2m40s and more dwarf the 5-second pods: drawn narrow, and marked.

@@ -10,6 +10,8 @@ use std::process::Output;
 
 #[path = "support/run.rs"]
 mod run;
+#[path = "support/svg.rs"]
+mod svg;
 use run::{stderr, stdout};
 
 fn jobwarden(args: &[&str]) -> Output {
@@ -114,17 +116,9 @@ fn the_examples_tell_their_recorded_stories() {
 /// The picture draws what the story (`-o json`) tells: a lane per completion index, a bar
 /// per pod created whose hover text names it, and a labelled mark at the end of each failure
 /// a rule matched, naming the rule and its action.
-fn picture_tells_the_story(stem: &str, story: &serde_json::Value, svg: &str) {
-    let doc = roxmltree::Document::parse(svg)
-        .unwrap_or_else(|e| panic!("{stem}: the SVG is not well-formed: {e}"));
-    let class = |c: &str| -> Vec<roxmltree::Node> {
-        doc.descendants()
-            .filter(|n| {
-                n.attribute("class")
-                    .is_some_and(|a| a.split(' ').any(|w| w == c))
-            })
-            .collect()
-    };
+fn picture_tells_the_story(stem: &str, story: &serde_json::Value, picture: &str) {
+    let doc = svg::parse(picture);
+    let class = |c: &str| svg::with_class(&doc, c);
     let steps = story["steps"].as_array().expect("steps");
     let of_kind = |kind: &'static str| steps.iter().filter(move |s| s["kind"] == kind);
     if story["completionMode"] == "Indexed" {
@@ -148,11 +142,7 @@ fn picture_tells_the_story(stem: &str, story: &serde_json::Value, svg: &str) {
     assert_eq!(drawn, created, "{stem}: a bar per pod");
     for bar in class("bar") {
         let pod = bar.attribute("data-pod").unwrap_or("");
-        let title = bar
-            .children()
-            .find(|c| c.has_tag_name("title"))
-            .and_then(|t| t.text())
-            .unwrap_or("");
+        let title = svg::title_of(bar);
         assert!(title.starts_with(&format!("pod {pod}")), "{stem}: {title}");
     }
     let matched: Vec<(String, String)> = of_kind("podEnded")
