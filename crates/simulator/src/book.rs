@@ -20,7 +20,6 @@ pub(super) struct BookedPod {
     pub ended_at: Option<u64>,
     /// It ended `Failed`.
     pub failed: bool,
-    pub ended: bool,
     pub deleted: bool,
     pub gone: bool,
     /// Second the kubelet first reported it could not start a container (told then).
@@ -108,7 +107,6 @@ impl PodBook {
                 started: None,
                 ended_at: None,
                 failed: false,
-                ended: false,
                 deleted: false,
                 gone: false,
                 waiting_since: None,
@@ -133,7 +131,9 @@ impl PodBook {
     pub(super) fn next_end(&self, now: u64) -> Option<u64> {
         self.pods
             .values()
-            .filter(|p| !p.ended && !p.deleted && !p.gone && p.script.fate != Outcome::Run)
+            .filter(|p| {
+                p.ended_at.is_none() && !p.deleted && !p.gone && p.script.fate != Outcome::Run
+            })
             .filter_map(|p| {
                 let start = p.started?;
                 Some(start.saturating_add(p.script.after.as_secs()).max(now + 1))
@@ -145,7 +145,7 @@ impl PodBook {
     pub(super) fn never_starting(&self) -> usize {
         self.pods
             .values()
-            .filter(|p| !p.ended && !p.deleted && !p.gone && p.waiting_since.is_some())
+            .filter(|p| p.ended_at.is_none() && !p.deleted && !p.gone && p.waiting_since.is_some())
             .count()
     }
 
@@ -153,7 +153,7 @@ impl PodBook {
     pub(super) fn start_deadline_at(&self, timeout: Option<u64>, until: u64) -> bool {
         timeout.is_some_and(|t| {
             self.pods.values().any(|p| {
-                !p.ended
+                p.ended_at.is_none()
                     && p.waiting_since
                         .is_some_and(|s| s.saturating_add(t) == until)
             })
@@ -164,7 +164,9 @@ impl PodBook {
     pub(super) fn running_for_ever(&self) -> usize {
         self.pods
             .values()
-            .filter(|p| !p.ended && !p.deleted && !p.gone && p.script.fate == Outcome::Run)
+            .filter(|p| {
+                p.ended_at.is_none() && !p.deleted && !p.gone && p.script.fate == Outcome::Run
+            })
             .count()
     }
 

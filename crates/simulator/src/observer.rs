@@ -243,9 +243,8 @@ impl Observer {
         };
         let label = booked.label.clone();
         let newly_deleted = deleting && !booked.deleted;
-        let newly_ended = matches!(phase, "Succeeded" | "Failed") && !booked.ended;
+        let newly_ended = matches!(phase, "Succeeded" | "Failed") && booked.ended_at.is_none();
         booked.deleted |= deleting;
-        booked.ended |= newly_ended;
         if newly_ended {
             booked.ended_at = Some(at);
             booked.failed = phase == "Failed";
