@@ -1,11 +1,13 @@
 //! `jobwarden explain` (and `jobwarden audit`) against a real kube-apiserver. The test plays a
 //! Job controller of its own, `example.com/e2e-explain`, and the kubelet: it makes the pods
-//! and writes their status as the kubelet would. Five Jobs: one whose pod failed with an
+//! and writes their status as the kubelet would. Six Jobs: one whose pod failed with an
 //! exit code a named rule matches, one waiting out its back-off after five failures, an Indexed
 //! one whose index 1 backs off under `backoffLimitPerIndex`, one
-//! delegated to `example.com/nobody`, which does not exist; and one jobwarden runs, whose
-//! Lease it reads. What `explain` prints is compared word for word with examples/explain/
-//! (spans of time and the namespace aside), and those files are what docs/cli.md shows.
+//! delegated to `example.com/nobody`, which does not exist; one jobwarden runs, whose
+//! Lease it reads; and an Indexed one with a retried index, a named rule matched and a
+//! back-off, drawn with `-o svg`. What `explain` prints is compared word for word with
+//! examples/explain/ (spans of time and the namespace aside), and those files are what
+//! docs/cli.md shows.
 //!
 //! It runs on the test binary's own control plane (`jobwarden-envtest`), or on the cluster
 //! `JOBWARDEN_E2E_KUBECONFIG` names; without either it prints one skip line and passes.
@@ -23,6 +25,9 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
+
+#[path = "support/svg.rs"]
+mod svg;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 const CONTROLLER: &str = "example.com/e2e-explain";
@@ -61,7 +66,8 @@ fn json_merge(target: &mut serde_json::Map<String, Value>, extra: &Value) {
 }
 
 /// Makes pod `name` of `job` as its controller would (with `annotations`), then, given a
-/// `code`, ends it as the kubelet would: container `main` exited `code` just now.
+/// `code`, ends it as the kubelet would: container `main` exited `code` just now (the pod
+/// succeeded with 0, failed otherwise).
 async fn make_pod(pods: &Api<Pod>, job: &Job, name: &str, annotations: Value, code: Option<i32>) {
     let uid = job.uid().expect("a stored Job has a uid");
     let pod: Pod = serde_json::from_value(json!({
@@ -89,7 +95,7 @@ async fn make_pod(pods: &Api<Pod>, job: &Job, name: &str, annotations: Value, co
     };
     let now = Timestamp::now().to_string();
     let status = json!({"status": {
-        "phase": "Failed",
+        "phase": if code == 0 { "Succeeded" } else { "Failed" },
         "containerStatuses": [{
             "name": "main", "image": "busybox:1.36", "imageID": "", "ready": false, "restartCount": 0,
             "state": {"terminated": {"exitCode": code, "reason": "Error", "startedAt": now, "finishedAt": now}}
@@ -288,6 +294,8 @@ async fn explain_tells_rules_back_offs_and_jobs_nobody_runs_on_a_real_api_server
     );
     assert_eq!(data["finishedPods"][0]["exitCodes"][0]["code"], 2);
 
+    drawn_as_a_timeline(&kubeconfig, &ns, &jobs, &pods).await;
+
     // A Job jobwarden runs: its Lease is read where --lease-namespace says (the test writes
     // it as a leading replica would).
     let ours = job(
@@ -373,4 +381,132 @@ async fn explain_tells_rules_back_offs_and_jobs_nobody_runs_on_a_real_api_server
         ),
         "{err}"
     );
+}
+
+/// An Indexed Job of three with a named rule: index 0 succeeded, index 1 failed with the exit
+/// code `Transient` counts and runs its second pod, index 2 failed and backs off. `explain -o
+/// svg` draws a lane per index, a bar per pod whose hover text names it, the rule's mark and
+/// label, and the back-offs; the same facts as `-o json`.
+async fn drawn_as_a_timeline(kubeconfig: &Path, ns: &str, jobs: &Api<Job>, pods: &Api<Pod>) {
+    let drawn = job(
+        "timeline",
+        CONTROLLER,
+        json!({
+            "metadata": {"annotations": {"jobwarden.io/pod-failure-policy-rule-names": r#"["BadInput", "Transient"]"#}},
+            "spec": {"completionMode": "Indexed", "completions": 3, "parallelism": 3, "backoffLimitPerIndex": 2,
+                     "podFailurePolicy": {"rules": [
+                {"action": "FailIndex", "onExitCodes": {"containerName": "main", "operator": "In", "values": [42]}},
+                {"action": "Count", "onExitCodes": {"containerName": "main", "operator": "In", "values": [75]}}
+            ]}}
+        }),
+    );
+    jobs.create(&PostParams::default(), &drawn)
+        .await
+        .expect("the Job is stored");
+    let drawn = wait_stored(jobs, "timeline").await;
+    let index = |i: i32, failures: i32| {
+        json!({
+            "batch.kubernetes.io/job-completion-index": i.to_string(),
+            "batch.kubernetes.io/job-index-failure-count": failures.to_string(),
+        })
+    };
+    make_pod(pods, &drawn, "timeline-0", index(0, 0), Some(0)).await;
+    make_pod(pods, &drawn, "timeline-1-a", index(1, 0), Some(75)).await;
+    make_pod(pods, &drawn, "timeline-1-b", index(1, 1), None).await;
+    make_pod(pods, &drawn, "timeline-2", index(2, 0), Some(1)).await;
+    started(
+        jobs,
+        "timeline",
+        2,
+        json!({"active": 1, "succeeded": 1, "completedIndexes": "0"}),
+    )
+    .await;
+
+    let (code, out_svg, err) =
+        jobwarden(kubeconfig, &["explain", "-n", ns, "timeline", "-o", "svg"]);
+    assert_eq!(code, 0, "{err}");
+    let _ = std::fs::write(
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("explain-timeline.svg"),
+        &out_svg,
+    );
+    let doc = svg::parse(&out_svg);
+    let class = |c: &str| svg::with_class(&doc, c);
+    let title = svg::title_of(doc.root_element());
+    assert!(
+        title.starts_with(&format!("Job {ns}/timeline: Not finished")),
+        "{title}"
+    );
+    let lanes: Vec<&str> = class("lane")
+        .iter()
+        .filter_map(|n| n.attribute("data-lane"))
+        .collect();
+    assert_eq!(lanes, ["0", "1", "2"]);
+    let mut bars: Vec<(String, String, String)> = class("bar")
+        .iter()
+        .map(|b| {
+            let title = svg::title_of(*b);
+            let pod = b.attribute("data-pod").unwrap_or("").to_owned();
+            assert!(title.starts_with(&format!("pod {pod} (index ")), "{title}");
+            (
+                pod,
+                b.attribute("data-attempt").unwrap_or("").to_owned(),
+                b.attribute("class").unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    bars.sort();
+    let bar = |pod: &str, attempt: &str, class: &str| {
+        (pod.to_owned(), attempt.to_owned(), class.to_owned())
+    };
+    assert_eq!(
+        bars,
+        [
+            bar("timeline-0", "1", "bar succeeded"),
+            bar("timeline-1-a", "1", "bar failed"),
+            bar("timeline-1-b", "2", "bar running"),
+            bar("timeline-2", "1", "bar failed"),
+        ]
+    );
+    let marks: Vec<(&str, &str)> = class("mark")
+        .iter()
+        .map(|m| {
+            (
+                m.attribute("data-rule").unwrap_or(""),
+                m.attribute("data-action").unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(marks, [("Transient", "Count")]);
+    let labels: Vec<&str> = class("rule-label")
+        .iter()
+        .filter_map(|n| n.text())
+        .collect();
+    assert_eq!(labels, ["Transient: Count"]);
+    // Index 2 backs off now. (Index 1's back-off ended when the test, playing a controller
+    // that does not wait, made its second pod.)
+    let lane_2 = class("lane")
+        .into_iter()
+        .find(|l| l.attribute("data-lane") == Some("2"))
+        .expect("lane 2");
+    assert!(
+        lane_2
+            .children()
+            .any(|c| c.attribute("class") == Some("backoff")),
+        "{out_svg}"
+    );
+
+    let (code, json_out, err) =
+        jobwarden(kubeconfig, &["explain", "-n", ns, "timeline", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let data: Value = serde_json::from_str(&json_out).expect("one JSON object");
+    let finished = data["finishedPods"].as_array().expect("finished pods");
+    assert_eq!(finished.len(), 3);
+    assert!(
+        finished
+            .iter()
+            .filter(|p| p["phase"] == "Failed")
+            .all(|p| p["backoffUntil"].is_string()),
+        "{json_out}"
+    );
+    assert_eq!(data["activePods"][0]["attempt"], 2);
 }

@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 
 #[path = "support/run.rs"]
 mod run;
+#[path = "support/svg.rs"]
+mod svg;
 use run::{jobwarden, stderr, stdout};
 
 use jobwarden_envtest::delegated_job;
@@ -440,5 +442,30 @@ fn a_job_that_asks_for_too_many_pods_stops_at_the_limit() {
     assert_eq!(
         story["end"]["stopped"],
         "the controller created more than 600 pods (the limit, --max-pods)"
+    );
+}
+
+#[test]
+fn long_back_offs_are_drawn_compressed_and_every_pod_is_a_bar() {
+    // Nine failures of 5-second pods: the back-off doubles from 10 s to the 10-minute cap.
+    let job = e2e_job("retries", json!({"backoffLimit": 8}));
+    let out = jobwarden(
+        &["simulate", "-", "--default", "failed,after:5s", "-o", "svg"],
+        Some(job.to_string().as_bytes()),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let picture = stdout(&out);
+    let doc = svg::parse(&picture);
+    let class = |c: &str| svg::with_class(&doc, c).len();
+    assert_eq!(class("bar"), 9);
+    assert_eq!(class("backoff"), 8);
+    // The waits of 2m40s and more dwarf the 5-second pods: drawn narrow, and marked.
+    assert!(class("break") >= 3, "{} breaks", class("break"));
+    // A NonIndexed Job's pods follow one another: one pod slot.
+    assert_eq!(class("lane"), 1);
+    let story = story(&job, &["--default", "failed,after:5s"]);
+    assert_eq!(
+        condition(&story, "Failed").map(|c| c.1).as_deref(),
+        Some("BackoffLimitExceeded")
     );
 }

@@ -1,14 +1,17 @@
 //! `jobwarden simulate` over the examples and their scenarios in `examples/simulate/`: the
-//! stories, text and JSON, are compared with the recorded ones next to the scenarios, and the
-//! `jobwarden simulate` commands shown in the docs are run and their output compared with
-//! what the docs show, so neither can rot. `JOBWARDEN_BLESS=1` re-records the stories (the
-//! docs are edited by hand, from a blessed story).
+//! stories, text, JSON and SVG, are compared with the recorded ones next to the scenarios, each
+//! picture is checked against its story (a lane per index, a bar per pod created, a labelled
+//! mark per rule matched), and the `jobwarden simulate` commands shown in the docs are run and
+//! their output compared with what the docs show, so none can rot. `JOBWARDEN_BLESS=1`
+//! re-records the stories and pictures (the docs are edited by hand, from a blessed story).
 
 use std::path::Path;
 use std::process::Output;
 
 #[path = "support/run.rs"]
 mod run;
+#[path = "support/svg.rs"]
+mod svg;
 use run::{stderr, stdout};
 
 fn jobwarden(args: &[&str]) -> Output {
@@ -47,6 +50,10 @@ const STORIES: &[(&str, &str)] = &[
         "fluid-dynamics",
     ),
     ("examples/pod-start-timeout.yaml", "pod-start-timeout"),
+    (
+        "examples/per-index-named-rules.yaml",
+        "per-index-named-rules",
+    ),
 ];
 
 fn bless() -> bool {
@@ -98,7 +105,77 @@ fn the_examples_tell_their_recorded_stories() {
             &format!("examples/simulate/{stem}.story.json"),
             &stdout(&out),
         );
+
+        let out = jobwarden(&["simulate", job, "--scenario", &scenario, "-o", "svg"]);
+        assert_eq!(out.status.code(), Some(0), "{stem}: {}", stderr(&out));
+        picture_tells_the_story(stem, &story, &stdout(&out));
+        compare_with_recorded(&format!("examples/simulate/{stem}.svg"), &stdout(&out));
     }
+}
+
+/// The picture draws what the story (`-o json`) tells: a lane per completion index, a bar
+/// per pod created whose hover text names it, and a labelled mark at the end of each failure
+/// a rule matched, naming the rule and its action.
+fn picture_tells_the_story(stem: &str, story: &serde_json::Value, picture: &str) {
+    let doc = svg::parse(picture);
+    let class = |c: &str| svg::with_class(&doc, c);
+    let steps = story["steps"].as_array().expect("steps");
+    let of_kind = |kind: &'static str| steps.iter().filter(move |s| s["kind"] == kind);
+    if story["completionMode"] == "Indexed" {
+        let lanes: Vec<String> = class("lane")
+            .iter()
+            .filter_map(|n| n.attribute("data-lane").map(str::to_owned))
+            .collect();
+        let completions = story["completions"].as_u64().expect("completions");
+        let indexes: Vec<String> = (0..completions).map(|i| i.to_string()).collect();
+        assert_eq!(lanes, indexes, "{stem}: a lane per index");
+    }
+    let mut created: Vec<&str> = of_kind("podCreated")
+        .filter_map(|s| s["pod"]["name"].as_str())
+        .collect();
+    let mut drawn: Vec<&str> = class("bar")
+        .iter()
+        .filter_map(|n| n.attribute("data-pod"))
+        .collect();
+    created.sort_unstable();
+    drawn.sort_unstable();
+    assert_eq!(drawn, created, "{stem}: a bar per pod");
+    for bar in class("bar") {
+        let pod = bar.attribute("data-pod").unwrap_or("");
+        let title = svg::title_of(bar);
+        assert!(title.starts_with(&format!("pod {pod}")), "{stem}: {title}");
+    }
+    let matched: Vec<(String, String)> = of_kind("podEnded")
+        .filter(|s| s["podFailurePolicy"]["result"] == "matched")
+        .map(|s| {
+            let m = &s["podFailurePolicy"];
+            let rule = m["name"]
+                .as_str()
+                .map_or_else(|| format!("rule {}", m["rule"]), str::to_owned);
+            (rule, m["action"].as_str().unwrap_or("").to_owned())
+        })
+        .collect();
+    let mut marks: Vec<(String, String)> = class("mark")
+        .iter()
+        .map(|m| {
+            let attr = |k: &str| m.attribute(k).unwrap_or("").to_owned();
+            (attr("data-rule"), attr("data-action"))
+        })
+        .collect();
+    let mut matched_sorted = matched.clone();
+    matched_sorted.sort();
+    marks.sort();
+    assert_eq!(marks, matched_sorted, "{stem}: a mark per rule matched");
+    // Every mark is labelled with its rule, and its action where the lane has room.
+    let mut labelled: Vec<String> = class("rule-label")
+        .iter()
+        .filter_map(|n| n.text())
+        .map(|l| l.split(": ").next().unwrap_or(l).to_owned())
+        .collect();
+    let mut rules: Vec<String> = matched.into_iter().map(|(rule, _)| rule).collect();
+    labelled.sort();
+    rules.sort();
+    assert_eq!(labelled, rules, "{stem}: a label per rule matched");
 }
 
 #[test]

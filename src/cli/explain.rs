@@ -2,6 +2,7 @@
 //! kubeconfig. The reading is `jobwarden_explain::read`, the story `jobwarden_explain::explain`;
 //! this only parses flags, reads the clock and prints.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -10,7 +11,19 @@ use jobwarden_audit::connect::connect;
 use jobwarden_explain::{Settings, Target};
 use k8s_openapi::jiff::Timestamp;
 
-use super::{Outcome, OutputFormat};
+use super::Outcome;
+
+/// How the story is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum StoryFormat {
+    /// The story for people.
+    Text,
+    /// The same as one JSON object (schema in docs/cli.md).
+    Json,
+    /// The same drawn: one self-contained SVG, a lane per index (or pod slot) and a bar per
+    /// pod.
+    Svg,
+}
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -20,9 +33,10 @@ pub struct ExplainArgs {
     /// The Job's namespace (default: the kubeconfig context's, else `default`).
     #[arg(short = 'n', long, value_name = "NAMESPACE", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     namespace: Option<String>,
-    /// `text`: the story; `json`: the same as one JSON object (schema in docs/cli.md).
-    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text)]
-    output: OutputFormat,
+    /// `text`: the story; `json`: the same as one JSON object (schema in docs/cli.md); `svg`:
+    /// the same drawn as a timeline.
+    #[arg(short = 'o', long, value_enum, default_value_t = StoryFormat::Text)]
+    output: StoryFormat,
     /// Say that no controller is running a delegated Job (`spec.managedBy`) that shows no
     /// sign of it this long after its creation (`30s`, `2m`, `1h`).
     #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = jobwarden_rules::seconds::parse)]
@@ -99,15 +113,26 @@ async fn explain(args: &ExplainArgs) -> Outcome {
             return Outcome::Unreadable;
         }
     };
-    match args.output {
-        OutputFormat::Text => print!("{}", jobwarden_explain::render(&explanation)),
-        OutputFormat::Json => match serde_json::to_string_pretty(&explanation) {
-            Ok(json) => println!("{json}"),
+    let out = match args.output {
+        StoryFormat::Text => jobwarden_explain::render(&explanation),
+        StoryFormat::Svg => jobwarden_explain::timeline::svg(&explanation),
+        StoryFormat::Json => match serde_json::to_string_pretty(&explanation) {
+            Ok(json) => json + "\n",
             Err(e) => {
                 eprintln!("jobwarden explain: {e}");
                 return Outcome::Unreadable;
             }
         },
+    };
+    // A reader that stops early (`| head`) is no error; `print!` would panic on it.
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("jobwarden explain: cannot write the story: {e}");
+        return Outcome::Unreadable;
     }
     Outcome::Ok
 }

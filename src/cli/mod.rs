@@ -74,7 +74,7 @@ fn parse() -> Cli {
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
-/// How `check`, `audit` and `explain` print what they find.
+/// How `check` and `audit` print what they find.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
     /// One line per violation, kubectl-style.

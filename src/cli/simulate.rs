@@ -1,7 +1,7 @@
 //! `jobwarden simulate`: a Job manifest checked as `check` checks it, then run offline by the
 //! controller's own sync against the in-memory API server, its pods ending as a scenario says
-//! (a file, `--pod` flags, a default). Prints the story as text or JSON. Reads files only;
-//! never talks to a cluster.
+//! (a file, `--pod` flags, a default). Prints the story as text, JSON or an SVG timeline.
+//! Reads files only; never talks to a cluster.
 
 use std::io::{Read, Write};
 use std::time::Duration;
@@ -10,7 +10,7 @@ use clap::Args;
 use jobwarden_audit::Violation;
 use jobwarden_rules::seconds;
 use jobwarden_simulator::{
-    Limits, Scenario, ScenarioError, SimulationError, scenario, simulate, text,
+    Limits, Scenario, ScenarioError, SimulationError, scenario, simulate, text, timeline,
 };
 use serde_json::Value;
 
@@ -37,6 +37,9 @@ enum StoryFormat {
     Text,
     /// The same story as one JSON document, for scripts.
     Json,
+    /// The same story drawn: one self-contained SVG, a lane per index (or pod slot) and a
+    /// bar per pod.
+    Svg,
 }
 
 #[derive(Debug, Args)]
@@ -132,6 +135,7 @@ pub fn run(args: &SimulateArgs) -> Outcome {
     };
     let out = match args.output {
         StoryFormat::Text => text::render(&story),
+        StoryFormat::Svg => timeline::svg(&story),
         StoryFormat::Json => match serde_json::to_string_pretty(&story) {
             Ok(json) => json + "\n",
             Err(e) => {

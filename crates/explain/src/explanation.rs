@@ -20,6 +20,8 @@ pub struct Explanation {
     /// Rules in `spec.podFailurePolicy` (0 without one).
     pub pod_failure_policy_rules: usize,
     pub runner: Runner,
+    /// The Job's conditions, as its status lists them.
+    pub conditions: Vec<ConditionLine>,
     /// `Complete` or `Failed`, once the Job has finished.
     pub finished: Option<Finished>,
     /// Pods not yet finished (neither succeeded nor failed).
@@ -105,6 +107,9 @@ pub struct Finished {
 pub struct ActivePod {
     pub name: String,
     pub index: Option<i32>,
+    /// Which pod of its index it is, from 1, among the pods left (Indexed Jobs).
+    pub attempt: Option<u32>,
+    pub created: Option<Timestamp>,
     /// `Pending`, `Running` or `Unknown`.
     pub phase: String,
     /// Deleted, still running its containers down.
@@ -116,9 +121,14 @@ pub struct ActivePod {
 pub struct FinishedPod {
     pub name: String,
     pub index: Option<i32>,
+    /// Which pod of its index it is, from 1, among the pods left (Indexed Jobs).
+    pub attempt: Option<u32>,
+    pub created: Option<Timestamp>,
     /// `Succeeded` or `Failed`.
     pub phase: String,
     pub finished_at: Option<Timestamp>,
+    /// It was deleted before it finished (killed).
+    pub deleted: bool,
     /// Containers that exited non-zero, regular containers first.
     pub exit_codes: Vec<ExitCode>,
     /// The pod's conditions, for a failed pod (what `onPodConditions` rules match).
@@ -126,6 +136,23 @@ pub struct FinishedPod {
     /// For a failed pod of a Job with a pod failure policy: the rule the controller's matcher
     /// picks; `None` when no rule matches (the failure counts) or there is no policy.
     pub rule: Option<MatchedRule>,
+    /// For a failed pod: when the controller's back-off after this failure lets its
+    /// replacement be created; `None` when nothing replaces it (a `FailJob` or `FailIndex`
+    /// match, an index out of retries, the Job over before the back-off).
+    pub backoff_until: Option<Timestamp>,
+}
+
+/// One of the Job's conditions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConditionLine {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    /// `lastTransitionTime`.
+    pub at: Option<Timestamp>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

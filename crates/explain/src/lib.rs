@@ -7,13 +7,16 @@
 //!   own matcher and back-off arithmetic and the audit's stuck-delegation decision.
 //! * [`explanation`]: the story as data (`-o json`; the schema is in docs/cli.md).
 //! * [`text`] (pure): the story as text.
+//! * [`timeline`] (pure): the story drawn, an SVG timeline (`-o svg`).
 //! * [`read`]: the thin, read-only shell that reads the Job, its pods, its events and
 //!   jobwarden's Lease with the caller's credentials.
 
 pub mod explanation;
+mod pods;
 pub mod read;
 pub mod story;
 pub mod text;
+pub mod timeline;
 
 pub use explanation::Explanation;
 pub use read::{ReadError, Target, read};

@@ -9,7 +9,7 @@ use std::time::Duration;
 use jobwarden_audit::{PodEvidence, stuck_delegation};
 use jobwarden_controller::backoff::{self, DEFAULT_BACKOFF, MAX_BACKOFF};
 use jobwarden_controller::per_index;
-use jobwarden_controller::pod_failure_policy::{Action, PolicyMatch, match_pod};
+use jobwarden_controller::pod_failure_policy::{Action, match_pod};
 use jobwarden_controller::pod_view::PodView;
 use jobwarden_controller::pods::{CachedPod, Phase};
 use jobwarden_rules::condition::{COMPLETE, FAILED, SUCCESS_CRITERIA_MET, SUSPENDED};
@@ -21,10 +21,11 @@ use jobwarden_rules::{DecodeError, JobObject};
 use k8s_openapi::api::batch::v1::JobCondition;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, Pod};
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
 use crate::explanation::*;
+use crate::pods::{self, add, matched_rule};
 
 /// The events kept, the latest.
 pub const MAX_EVENTS: usize = 10;
@@ -189,6 +190,8 @@ pub fn explain(
         }
     });
 
+    let (active_pods, finished_pods) =
+        pods::pods(&job, &views, &names, finished.as_ref().and_then(|f| f.at));
     Ok(Explanation {
         namespace,
         name: meta.name.clone().unwrap_or_default(),
@@ -198,18 +201,10 @@ pub fn explain(
         completion_mode: if indexed { "Indexed" } else { "NonIndexed" }.to_owned(),
         pod_failure_policy_rules: policy.map_or(0, |p| p.rules.len()),
         runner: runner(observed, &job, &cached, now, settings),
+        conditions: pods::conditions(&job.status.conditions),
         finished,
-        active_pods: views
-            .iter()
-            .filter(|p| !p.is_terminal())
-            .map(|p| ActivePod {
-                name: p.name.clone(),
-                index: p.index.filter(|_| indexed),
-                phase: phase_name(p.phase).to_owned(),
-                terminating: p.deleting,
-            })
-            .collect(),
-        finished_pods: finished_pods(&views, &names, indexed),
+        active_pods,
+        finished_pods,
         waiting,
         indexes,
         events: events(&observed.events),
@@ -360,58 +355,6 @@ fn true_condition<'a>(
         .find(|c| c.type_ == type_ && c.status == "True")
 }
 
-fn finished_pods(views: &[PodView], names: &[Option<String>], indexed: bool) -> Vec<FinishedPod> {
-    let mut out: Vec<FinishedPod> = views
-        .iter()
-        .filter(|p| p.is_terminal())
-        .map(|p| FinishedPod {
-            name: p.name.clone(),
-            index: p.index.filter(|_| indexed),
-            phase: phase_name(p.phase).to_owned(),
-            finished_at: p.finished_at,
-            exit_codes: p
-                .exited
-                .iter()
-                .map(|c| ExitCode {
-                    container: c.name.to_string(),
-                    code: c.exit_code,
-                    init: c.init,
-                })
-                .collect(),
-            conditions: p
-                .conditions
-                .iter()
-                .map(|(type_, status)| PodCondition {
-                    type_: type_.to_string(),
-                    status: status.to_string(),
-                })
-                .collect(),
-            rule: p.policy.as_ref().map(|m| matched_rule(m, names)),
-        })
-        .collect();
-    out.sort_by(|a, b| (a.finished_at, &a.name).cmp(&(b.finished_at, &b.name)));
-    out
-}
-
-fn matched_rule(m: &PolicyMatch, names: &[Option<String>]) -> MatchedRule {
-    MatchedRule {
-        index: m.rule,
-        name: names.get(m.rule).cloned().flatten(),
-        // `Action`'s variants are spelled as the API spells them.
-        action: m.action.as_str().to_owned(),
-    }
-}
-
-fn phase_name(phase: Phase) -> &'static str {
-    match phase {
-        Phase::Pending => "Pending",
-        Phase::Running => "Running",
-        Phase::Succeeded => "Succeeded",
-        Phase::Failed => "Failed",
-        Phase::Unknown => "Unknown",
-    }
-}
-
 fn backoff_wait(index: Option<i32>, failures: u32, left: Duration, now: Timestamp) -> Option<Wait> {
     (!left.is_zero()).then(|| Wait::Backoff {
         index,
@@ -550,11 +493,4 @@ fn events(events: &[Event]) -> Vec<EventLine> {
 /// `to - from`, `None` when `to` is earlier.
 fn until(from: Timestamp, to: Timestamp) -> Option<Duration> {
     Duration::try_from(to.duration_since(from)).ok()
-}
-
-fn add(t: Timestamp, d: Duration) -> Timestamp {
-    SignedDuration::try_from(d)
-        .ok()
-        .and_then(|d| t.checked_add(d).ok())
-        .unwrap_or(Timestamp::MAX)
 }

@@ -17,6 +17,19 @@ pub fn render(e: &Explanation) -> String {
     for line in acting(e) {
         let _ = writeln!(out, "{line}");
     }
+    // The conditions on the way to the end: the success criteria met, a failure on its way.
+    for c in e.conditions.iter().filter(|c| {
+        c.status == "True" && matches!(c.type_.as_str(), "SuccessCriteriaMet" | "FailureTarget")
+    }) {
+        let mut line = format!("{} {}", c.type_, ago(e.now, c.at));
+        if let Some(reason) = &c.reason {
+            let _ = write!(line, ", reason {reason}");
+        }
+        if let Some(message) = c.message.as_deref().filter(|m| !m.is_empty()) {
+            let _ = write!(line, ": {message}");
+        }
+        let _ = writeln!(out, "{line}.");
+    }
     if let Some(f) = &e.finished {
         let mut line = format!("{} {}", f.type_, ago(e.now, f.at));
         if let Some(reason) = &f.reason {
@@ -37,12 +50,7 @@ pub fn render(e: &Explanation) -> String {
             let _ = writeln!(out, "  {}", finished_pod(e, p));
         }
         for p in &e.active_pods {
-            let state = if p.terminating {
-                "terminating".to_owned()
-            } else {
-                p.phase.to_lowercase()
-            };
-            let _ = writeln!(out, "  pod {}{} {state}", p.name, index(p.index));
+            let _ = writeln!(out, "  {}", active_pod(p));
         }
     }
 
@@ -104,7 +112,7 @@ pub fn render(e: &Explanation) -> String {
     out
 }
 
-fn who_runs_it(e: &Explanation) -> String {
+pub(crate) fn who_runs_it(e: &Explanation) -> String {
     let job = format!("Job {}/{}", e.namespace, e.name);
     match (e.runner.controller, e.runner.managed_by.as_deref()) {
         (ControllerKind::BuiltIn, None) => {
@@ -173,9 +181,20 @@ fn acting(e: &Explanation) -> Vec<String> {
     lines
 }
 
-fn finished_pod(e: &Explanation, p: &FinishedPod) -> String {
+/// A pod not yet finished: `pod job-2 (index 2) running`.
+pub(crate) fn active_pod(p: &ActivePod) -> String {
+    let state = if p.terminating {
+        "terminating".to_owned()
+    } else {
+        p.phase.to_lowercase()
+    };
+    format!("pod {}{} {state}", p.name, index(p.index, p.attempt))
+}
+
+/// A finished pod: how it ended, the rule it matched, its replacement's back-off.
+pub(crate) fn finished_pod(e: &Explanation, p: &FinishedPod) -> String {
     let now = e.now;
-    let mut s = format!("pod {}{}", p.name, index(p.index));
+    let mut s = format!("pod {}{}", p.name, index(p.index, p.attempt));
     if p.phase == "Succeeded" {
         let _ = write!(s, " succeeded {}", ago(now, p.finished_at));
         return s;
@@ -213,6 +232,10 @@ fn finished_pod(e: &Explanation, p: &FinishedPod) -> String {
             s.push_str("; no pod failure policy rule matched: it counts as a failure");
         }
         None => {}
+    }
+    if let (Some(until), Some(at)) = (p.backoff_until, p.finished_at) {
+        let held = Duration::try_from(until.duration_since(at)).map_or(0, |d| d.as_secs());
+        let _ = write!(s, "; its replacement backs off {}", seconds::format(held));
     }
     s
 }
@@ -301,12 +324,17 @@ fn rule_name(rule: &MatchedRule) -> String {
     }
 }
 
-fn index(index: Option<i32>) -> String {
-    index.map(|i| format!(" (index {i})")).unwrap_or_default()
+/// ` (index 3)`, ` (index 3, attempt 2)`, as `simulate` names a pod.
+fn index(index: Option<i32>, attempt: Option<u32>) -> String {
+    match (index, attempt) {
+        (Some(i), Some(a)) if a > 1 => format!(" (index {i}, attempt {a})"),
+        (Some(i), _) => format!(" (index {i})"),
+        (None, _) => String::new(),
+    }
 }
 
 /// `12s ago`, `in 5s` for a time after `now` (clocks apart), `at an unknown time`.
-fn ago(now: Timestamp, at: Option<Timestamp>) -> String {
+pub(crate) fn ago(now: Timestamp, at: Option<Timestamp>) -> String {
     let Some(at) = at else {
         return "at an unknown time".to_owned();
     };

@@ -13,7 +13,9 @@
 pub mod scenario;
 pub mod story;
 pub mod text;
+pub mod timeline;
 
+mod book;
 mod observer;
 mod run;
 

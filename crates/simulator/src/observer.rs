@@ -1,183 +1,32 @@
 //! Watches the in-memory cluster the way `kubectl get --watch` would and writes down what it
 //! sees as story steps: pods created, deleted and ended (with the pod failure policy rule that
-//! matches them), the Job's counters and conditions as each status write changes them. It also
-//! keeps the book of pods the scenario decides: which entry names each pod, when it started.
-//! It only reads the cluster; the kubelet and the controller do the writing.
+//! matches them), the Job's counters and conditions as each status write changes them, the
+//! failed pods a back-off holds the replacements of. It keeps the book of pods the scenario
+//! decides (`book`) as it goes. It only reads the cluster; the kubelet and the controller do
+//! the writing.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::PodFailurePolicy;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
-use super::scenario::{PodKey, PodScript, Scenario};
+use super::book::PodBook;
 use super::story::*;
+use jobwarden_controller::backoff::{DEFAULT_BACKOFF, MAX_BACKOFF};
+use jobwarden_controller::per_index;
 use jobwarden_controller::pod_failure_policy::{Action, match_pod};
+use jobwarden_controller::pod_view::PodView;
 use jobwarden_controller::pods::{CachedPod, parse_index};
-use jobwarden_fake_cluster::{Change, InMemoryCluster, Outcome, Resource, SeenPod};
+use jobwarden_fake_cluster::{Change, InMemoryCluster, Resource};
 use jobwarden_rules::condition::{COMPLETE, FAILED, FAILURE_TARGET, SUCCESS_CRITERIA_MET};
+use jobwarden_rules::indexes::IndexSet;
 use jobwarden_rules::pod_timing::{NOT_STARTED_REASONS, START_TIMEOUT_CONDITION};
 use jobwarden_rules::success_rule_settings::WhenAchieved;
 use jobwarden_rules::well_known::COMPLETION_INDEX_KEY;
-
-/// A pod the controller created, as the scenario sees it.
-#[derive(Debug, Clone)]
-struct BookedPod {
-    label: PodLabel,
-    script: PodScript,
-    /// Second it started running, since the Job was created.
-    started: Option<u64>,
-    ended: bool,
-    deleted: bool,
-    gone: bool,
-    /// Second the kubelet first reported it could not start a container (told then).
-    waiting_since: Option<u64>,
-}
-
-/// What the kubelet does with a pod its script decides, once it has run for `running_for`.
-pub(super) fn outcome(script: &PodScript, running_for: Duration) -> Outcome {
-    if running_for < script.after {
-        return Outcome::Run;
-    }
-    script.fate.clone()
-}
-
-/// The pods the scenario decides, by uid.
-pub(super) struct PodBook {
-    scenario: Scenario,
-    pods: HashMap<String, BookedPod>,
-    attempts: HashMap<i32, u32>,
-    created: u64,
-    used: Vec<bool>,
-    /// Pods the scenario deleted (as opposed to the controller).
-    deleted_by_scenario: HashSet<String>,
-}
-
-impl PodBook {
-    pub(super) fn new(scenario: Scenario) -> PodBook {
-        let used = vec![false; scenario.entries.len()];
-        PodBook {
-            scenario,
-            pods: HashMap::new(),
-            attempts: HashMap::new(),
-            created: 0,
-            used,
-            deleted_by_scenario: HashSet::new(),
-        }
-    }
-
-    pub(super) fn created(&self) -> u64 {
-        self.created
-    }
-
-    /// A new pod: its number, attempt, and the entry that decides it.
-    fn book(&mut self, uid: &str, name: &str, index: Option<i32>) -> PodCreated {
-        let number = self.created;
-        self.created += 1;
-        let attempt = index.map(|i| {
-            let a = self.attempts.entry(i).or_insert(0);
-            *a = a.saturating_add(1);
-            *a
-        });
-        let key = PodKey {
-            number: index.map_or(i64::try_from(number).unwrap_or(i64::MAX), i64::from),
-            attempt: attempt.unwrap_or(1),
-        };
-        let (entry, script) = self.scenario.script_for(key);
-        let script = script.clone();
-        if let Some(used) = entry.and_then(|e| self.used.get_mut(e)) {
-            *used = true;
-        }
-        let label = PodLabel {
-            name: name.to_owned(),
-            number,
-            index,
-            attempt,
-        };
-        let created = PodCreated {
-            pod: label.clone(),
-            scenario_entry: entry
-                .and_then(|e| self.scenario.entries.get(e).map(|e| e.text.clone())),
-            fate: script.to_string(),
-        };
-        self.pods.insert(
-            uid.to_owned(),
-            BookedPod {
-                label,
-                script,
-                started: None,
-                ended: false,
-                deleted: false,
-                gone: false,
-                waiting_since: None,
-            },
-        );
-        created
-    }
-
-    /// The kubelet's question: what becomes of this running pod now?
-    pub(super) fn decide(&self, seen: &SeenPod) -> Outcome {
-        let Some(p) = self.pods.get(&seen.uid) else {
-            return Outcome::Run;
-        };
-        outcome(&p.script, seen.running_for)
-    }
-
-    pub(super) fn deleted_by_scenario(&mut self, uid: &str) {
-        self.deleted_by_scenario.insert(uid.to_owned());
-    }
-
-    /// The next second, after `now`, at which a running pod's scripted end comes.
-    pub(super) fn next_end(&self, now: u64) -> Option<u64> {
-        self.pods
-            .values()
-            .filter(|p| !p.ended && !p.deleted && !p.gone && p.script.fate != Outcome::Run)
-            .filter_map(|p| {
-                let start = p.started?;
-                Some(start.saturating_add(p.script.after.as_secs()).max(now + 1))
-            })
-            .min()
-    }
-
-    /// Pods that never start and are still there.
-    pub(super) fn never_starting(&self) -> usize {
-        self.pods
-            .values()
-            .filter(|p| !p.ended && !p.deleted && !p.gone && p.waiting_since.is_some())
-            .count()
-    }
-
-    /// Whether a pod held pending since `since` runs out of `timeout` at `until`.
-    pub(super) fn start_deadline_at(&self, timeout: Option<u64>, until: u64) -> bool {
-        timeout.is_some_and(|t| {
-            self.pods.values().any(|p| {
-                !p.ended
-                    && p.waiting_since
-                        .is_some_and(|s| s.saturating_add(t) == until)
-            })
-        })
-    }
-
-    /// Pods still running that the scenario lets run for ever.
-    pub(super) fn running_for_ever(&self) -> usize {
-        self.pods
-            .values()
-            .filter(|p| !p.ended && !p.deleted && !p.gone && p.script.fate == Outcome::Run)
-            .count()
-    }
-
-    pub(super) fn unused_entries(&self) -> Vec<String> {
-        self.scenario
-            .entries
-            .iter()
-            .zip(&self.used)
-            .filter(|(_, used)| !**used)
-            .map(|(e, _)| e.text.clone())
-            .collect()
-    }
-}
 
 /// What the Job's policies need to be told apart: its pod failure policy with the rules'
 /// names, and what each success rule does with the pods still running (empty when the
@@ -381,7 +230,7 @@ impl Observer {
             let index = meta["annotations"][COMPLETION_INDEX_KEY]
                 .as_str()
                 .and_then(parse_index);
-            let created = self.book.book(&uid, name, index);
+            let created = self.book.book(&uid, name, index, at);
             self.step(at, Happening::PodCreated(created));
         }
         let finishing = self.finishing();
@@ -394,9 +243,12 @@ impl Observer {
         };
         let label = booked.label.clone();
         let newly_deleted = deleting && !booked.deleted;
-        let newly_ended = matches!(phase, "Succeeded" | "Failed") && !booked.ended;
+        let newly_ended = matches!(phase, "Succeeded" | "Failed") && booked.ended_at.is_none();
         booked.deleted |= deleting;
-        booked.ended |= newly_ended;
+        if newly_ended {
+            booked.ended_at = Some(at);
+            booked.failed = phase == "Failed";
+        }
         booked.gone |= change == Change::Deleted;
         if phase == "Running" && booked.started.is_none() {
             booked.started = Some(at);
@@ -460,6 +312,52 @@ impl Observer {
                 }),
             );
         }
+    }
+
+    /// The failed pods whose replacements a back-off told now, ending at `until` (the
+    /// controller's wait from `now`, at instant `at`), holds back. Under
+    /// `backoffLimitPerIndex` each index backs off on its own, by the controller's own
+    /// arithmetic over the pod's failure counts: only the pods whose back-off ends then.
+    pub(super) fn held_back(&self, now: u64, until: u64, at: Timestamp) -> Vec<PodLabel> {
+        let status = &self.job["status"];
+        let completions = self.job["spec"]["completions"]
+            .as_i64()
+            .and_then(|c| i32::try_from(c).ok())
+            .unwrap_or(0);
+        let indexes =
+            |k: &str| IndexSet::parse_lenient(status[k].as_str().unwrap_or(""), completions);
+        let (completed, failed) = (indexes("completedIndexes"), indexes("failedIndexes"));
+        let held = self
+            .book
+            .awaiting_replacement(|i| completed.contains(i) || failed.contains(i));
+        let per_index = self.indexed && self.job["spec"]["backoffLimitPerIndex"].is_i64();
+        if !per_index {
+            return held.into_iter().map(|(_, label)| label.clone()).collect();
+        }
+        let pods = self.cluster.with(|s| s.pods());
+        held.into_iter()
+            .filter(|(uid, _)| {
+                let Some(pod) = pods.iter().find(|p| p["metadata"]["uid"] == *uid) else {
+                    return false;
+                };
+                let Ok(typed) = serde_json::from_value::<Pod>(pod.clone()) else {
+                    return false;
+                };
+                let cached = CachedPod::from_pod(&typed);
+                let view = PodView {
+                    pod: &cached,
+                    policy: self
+                        .policy
+                        .policy
+                        .as_ref()
+                        .and_then(|p| match_pod(p, &cached, &self.namespace)),
+                    tracked: true,
+                };
+                let left = per_index::remaining(Some(&view), at, DEFAULT_BACKOFF, MAX_BACKOFF);
+                wait_until(now, left) == until
+            })
+            .map(|(_, label)| label.clone())
+            .collect()
     }
 
     /// The rule `plan` matches this failed pod against, with the same function.

@@ -10,7 +10,8 @@ use std::time::Duration;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
-use super::observer::{Observer, PodBook, PolicyView, deadline_at, wait_until};
+use super::book::PodBook;
+use super::observer::{Observer, PolicyView, deadline_at, wait_until};
 use super::scenario::{JobShape, Scenario};
 use super::story::*;
 use super::{Limits, SimulationError};
@@ -138,6 +139,7 @@ pub fn simulate(
     };
     let indexed = parsed.is_indexed();
     let suspended = parsed.is_suspended();
+    let completions = parsed.spec.completions;
 
     let config = PlanConfig {
         jobwarden_extensions: runner.controller == Controller::Jobwarden,
@@ -212,6 +214,8 @@ pub fn simulate(
     let end = ending(&final_status, stopped, now);
     Ok(Story {
         job: JobName { namespace, name },
+        completion_mode: if indexed { "Indexed" } else { "NonIndexed" }.to_owned(),
+        completions,
         runner,
         scenario: ScenarioSummary {
             description: scenario.description.clone(),
@@ -223,6 +227,15 @@ pub fn simulate(
         end,
         final_status,
     })
+}
+
+/// The instant `now` seconds after the clock started.
+fn at_second(now: u64) -> Timestamp {
+    CLOCK_START
+        .checked_add(SignedDuration::from_secs(
+            i64::try_from(now).unwrap_or(i64::MAX),
+        ))
+        .unwrap_or(CLOCK_START)
 }
 
 /// Tells a wait the controller asked for, once per cause and end.
@@ -242,12 +255,17 @@ fn tell_wait(observer: &mut Observer, told: &mut Vec<(WaitCause, u64)>, now: u64
         return;
     }
     told.push((cause, until));
+    let pods = match cause {
+        WaitCause::BackOff => observer.held_back(now, until, at_second(now)),
+        WaitCause::ActiveDeadline | WaitCause::StartTimeout => Vec::new(),
+    };
     observer.steps.push(Step {
         at: now,
         what: Happening::Waiting(Waiting {
             seconds: until - now,
             until,
             cause,
+            pods,
         }),
     });
 }
@@ -316,11 +334,7 @@ impl Run<'_> {
         kubelet: &mut Kubelet,
         observer: &mut Observer,
     ) -> Result<Option<Duration>, String> {
-        let at = CLOCK_START
-            .checked_add(SignedDuration::from_secs(
-                i64::try_from(now).unwrap_or(i64::MAX),
-            ))
-            .unwrap_or(CLOCK_START);
+        let at = at_second(now);
         self.cluster.write(|s| s.now = at);
         let created_before = observer.book.created();
         let mut rounds: u64 = 0;

@@ -10,6 +10,10 @@ use serde_json::Value;
 #[serde(rename_all = "camelCase")]
 pub struct Story {
     pub job: JobName,
+    /// `Indexed` or `NonIndexed`.
+    pub completion_mode: String,
+    /// `spec.completions` as stored (`None`: a work queue).
+    pub completions: Option<i32>,
     pub runner: Runner,
     pub scenario: ScenarioSummary,
     pub steps: Vec<Step>,
@@ -232,6 +236,9 @@ pub struct Waiting {
     /// When the controller looks again, in seconds since the Job was created.
     pub until: u64,
     pub cause: WaitCause,
+    /// For a back-off: the failed pods whose replacements it holds until then.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pods: Vec<PodLabel>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

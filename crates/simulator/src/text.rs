@@ -38,49 +38,59 @@ pub fn render(story: &Story) -> String {
 }
 
 fn header(story: &Story, out: &mut String) {
+    let _ = writeln!(out, "{}", who_runs_it(story));
+    let _ = writeln!(out, "{}", scenario_line(story));
+    for e in &story.scenario.entries {
+        let _ = writeln!(out, "  {e}");
+    }
+    let _ = writeln!(out, "  {}", scenario_default(story));
+    let _ = writeln!(out, "{TIMES}\n");
+}
+
+pub(crate) const TIMES: &str = "Times are since the Job was created.";
+
+/// Which controller runs the Job, and so whose reasons the story uses (lines end in `\n`
+/// but the last).
+pub(crate) fn who_runs_it(story: &Story) -> String {
     let job = format!("{}/{}", story.job.namespace, story.job.name);
     match (story.runner.controller, &story.runner.managed_by) {
         (Controller::Jobwarden, Some(by)) => {
-            let _ = writeln!(
-                out,
-                "Job {job}, run by jobwarden's controller (spec.managedBy: {by})."
-            );
+            format!("Job {job}, run by jobwarden's controller (spec.managedBy: {by}).")
         }
         (Controller::BuiltIn, by) => {
             let why = match by {
                 Some(by) => format!("spec.managedBy is {by}"),
                 None => "no spec.managedBy".to_owned(),
             };
-            let _ = writeln!(
-                out,
+            format!(
                 "Job {job}: {why}, so the built-in Job controller would run it. The story is\n\
                  jobwarden's plan, which follows upstream's syncJob, with upstream's reasons\n\
                  (PodFailurePolicy, not PodFailurePolicy_<rule name>)."
-            );
+            )
         }
-        (Controller::Jobwarden, None) => {
-            let _ = writeln!(out, "Job {job}, run by jobwarden's controller.");
-        }
+        (Controller::Jobwarden, None) => format!("Job {job}, run by jobwarden's controller."),
     }
+}
+
+/// `Scenario: ` and its description.
+pub(crate) fn scenario_line(story: &Story) -> String {
     match &story.scenario.description {
-        Some(d) => {
-            let _ = writeln!(out, "Scenario: {}", d.trim());
-        }
-        None => out.push_str("Scenario:\n"),
+        Some(d) => format!("Scenario: {}", d.trim()),
+        None => "Scenario:".to_owned(),
     }
-    for e in &story.scenario.entries {
-        let _ = writeln!(out, "  {e}");
-    }
+}
+
+/// What becomes of the pods no entry names.
+pub(crate) fn scenario_default(story: &Story) -> String {
     let other = if story.scenario.entries.is_empty() {
         "every pod"
     } else {
         "any other pod"
     };
-    let _ = writeln!(out, "  {other}: {}", story.scenario.default);
-    out.push_str("Times are since the Job was created.\n\n");
+    format!("{other}: {}", story.scenario.default)
 }
 
-fn pod(p: &PodLabel) -> String {
+pub(crate) fn pod(p: &PodLabel) -> String {
     match (p.index, p.attempt) {
         (Some(i), Some(a)) if a > 1 => format!("pod {} (index {i}, attempt {a})", p.name),
         (Some(i), _) => format!("pod {} (index {i})", p.name),
@@ -88,7 +98,8 @@ fn pod(p: &PodLabel) -> String {
     }
 }
 
-fn line(what: &Happening) -> String {
+/// One step, as the story tells it.
+pub(crate) fn line(what: &Happening) -> String {
     match what {
         Happening::PodCreated(c) => match &c.scenario_entry {
             Some(e) => format!("created {}, scenario {e:?}", pod(&c.pod)),
@@ -134,11 +145,25 @@ fn line(what: &Happening) -> String {
             s
         }
         Happening::Waiting(w) => match w.cause {
-            WaitCause::BackOff => format!(
-                "back-off: a failed pod's replacement waits until {} ({})",
-                seconds::format(w.until),
-                seconds::format(w.seconds)
-            ),
+            WaitCause::BackOff => {
+                let whose = match w.pods.as_slice() {
+                    [] => "a failed pod's replacement waits".to_owned(),
+                    [one] => format!("the replacement of {} waits", pod(one)),
+                    several => {
+                        // A thousand indexes failing at once make one line, not a page.
+                        let mut named: Vec<String> = several.iter().take(3).map(pod).collect();
+                        if several.len() > 3 {
+                            named.push(format!("and {} more", several.len() - 3));
+                        }
+                        format!("the replacements of {} wait", named.join(", "))
+                    }
+                };
+                format!(
+                    "back-off: {whose} until {} ({})",
+                    seconds::format(w.until),
+                    seconds::format(w.seconds)
+                )
+            }
             WaitCause::StartTimeout => format!(
                 "start timeout: a pod that cannot start is failed at {} (in {})",
                 seconds::format(w.until),
@@ -245,17 +270,16 @@ fn counters(c: &Counters) -> String {
 }
 
 fn ending(end: &End, out: &mut String) {
+    let _ = writeln!(out, "{}", ending_line(end));
+}
+
+/// How the story ended: `Failed after 20s, reason FailedIndexes.`
+pub(crate) fn ending_line(end: &End) -> String {
     let at = seconds::format(end.at);
     match (&end.condition, &end.reason, &end.stopped) {
-        (Some(c), Some(r), _) if end.finished => {
-            let _ = writeln!(out, "{c} after {at}, reason {r}.");
-        }
-        (_, _, Some(why)) => {
-            let _ = writeln!(out, "Stopped at {at} before the Job finished: {why}.");
-        }
-        _ => {
-            let _ = writeln!(out, "Stopped at {at}.");
-        }
+        (Some(c), Some(r), _) if end.finished => format!("{c} after {at}, reason {r}."),
+        (_, _, Some(why)) => format!("Stopped at {at} before the Job finished: {why}."),
+        _ => format!("Stopped at {at}."),
     }
 }
 

@@ -101,7 +101,7 @@ fn reconcile_loop_status(job: &Value, s: &Scenario) -> Value {
             i64::try_from(p.ordinal).unwrap_or(0) - 1
         };
         let (_, script) = s.script_for(PodKey { number, attempt: 1 });
-        super::observer::outcome(script, p.running_for)
+        super::book::outcome(script, p.running_for)
     };
     let report = runtime.block_on(run_until_finished(
         cluster.clone(),

@@ -12,6 +12,8 @@ use crate::explanation::*;
 use crate::story::{LeaseReading, Observed, Settings, explain};
 use crate::text::render;
 
+mod history;
+
 const T0: &str = "2026-01-01T00:00:00Z";
 const NAMES: &str = "jobwarden.io/pod-failure-policy-rule-names";
 
@@ -109,6 +111,11 @@ impl PodB {
 
     fn condition(mut self, type_: &str) -> Self {
         self.0["status"]["conditions"] = json!([{"type": type_, "status": "True"}]);
+        self
+    }
+
+    fn created(mut self, secs: i64) -> Self {
+        self.0["metadata"]["creationTimestamp"] = json!(at(secs));
         self
     }
 

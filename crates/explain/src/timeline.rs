@@ -1,0 +1,197 @@
+//! The story drawn (`explain -o svg`): the `Explanation` the text is printed from, turned into a
+//! `jobwarden_timeline::Timeline`. A bar per pod that is left, from its creation to its end (or
+//! to when the story was told), the rule its failure matched, the back-off its failure held
+//! its replacement for, the Job's conditions as lines across the lanes, the active deadline,
+//! and the moment the story was told. Times count from the Job's creation; each bar's hover
+//! text is the story's own line about the pod.
+
+use jobwarden_rules::seconds;
+use jobwarden_timeline::{Bar, Builder, Moment, MomentKind, Outcome, RuleMark, Timeline};
+use k8s_openapi::jiff::Timestamp;
+
+use crate::explanation::*;
+use crate::text;
+
+/// The story as one SVG document.
+pub fn svg(e: &Explanation) -> String {
+    jobwarden_timeline::svg(&timeline(e))
+}
+
+pub fn timeline(e: &Explanation) -> Timeline {
+    // Times count from the Job's creation, else from the first pod's, else from now.
+    let origin = e
+        .created
+        .or_else(|| {
+            let created = e.active_pods.iter().filter_map(|p| p.created);
+            created
+                .chain(e.finished_pods.iter().filter_map(|p| p.created))
+                .min()
+        })
+        .unwrap_or(e.now);
+    let at =
+        |t: Timestamp| -> u64 { u64::try_from(t.duration_since(origin).as_secs()).unwrap_or(0) };
+    let now = at(e.now);
+    let mut b = match &e.indexes {
+        Some(ix) => Builder::indexed(ix.completions),
+        None => Builder::non_indexed(),
+    };
+    for p in &e.finished_pods {
+        let end = p.finished_at.or(p.created).map_or(now, at);
+        b.bar(Bar {
+            pod: p.name.clone(),
+            index: p.index,
+            attempt: p.attempt,
+            number: None,
+            start: p.created.map_or(end, at).min(end),
+            end: Some(end),
+            outcome: outcome(p),
+            rule: p
+                .rule
+                .as_ref()
+                .map(|r| RuleMark::new(r.index, r.name.as_deref(), &r.action)),
+            story: vec![text::finished_pod(e, p)],
+        });
+        if let Some(until) = p.backoff_until {
+            let story = format!(
+                "back-off after pod {} failed: its replacement may be created from {}",
+                p.name,
+                seconds::format(at(until))
+            );
+            b.backoff(&p.name, end, at(until), story);
+        }
+    }
+    for p in &e.active_pods {
+        b.bar(Bar {
+            pod: p.name.clone(),
+            index: p.index,
+            attempt: p.attempt,
+            number: None,
+            start: p.created.map_or(now, at).min(now),
+            end: None,
+            outcome: if p.terminating {
+                Outcome::Deleted
+            } else {
+                Outcome::Running
+            },
+            rule: None,
+            story: vec![text::active_pod(p)],
+        });
+    }
+    let mut suspended_seen = false;
+    for c in &e.conditions {
+        let kind = match (c.type_.as_str(), c.status.as_str()) {
+            ("SuccessCriteriaMet", "True") => MomentKind::SuccessCriteriaMet,
+            ("FailureTarget", "True") => MomentKind::FailureTarget,
+            ("Complete", "True") => MomentKind::Complete,
+            ("Failed", "True") => MomentKind::Failed,
+            ("Suspended", "True") => MomentKind::Suspended,
+            // A Suspended condition gone False: the Job was resumed then.
+            ("Suspended", "False") => MomentKind::Resumed,
+            _ => continue,
+        };
+        let Some(when) = c.at else {
+            continue;
+        };
+        suspended_seen |= kind == MomentKind::Suspended;
+        let reason = c.reason.as_deref().unwrap_or("");
+        let label = match kind {
+            MomentKind::Resumed => "Resumed".to_owned(),
+            _ if reason.is_empty() => c.type_.clone(),
+            _ => format!("{}: {reason}", c.type_),
+        };
+        let mut story = format!("condition {}={}", c.type_, c.status);
+        if !reason.is_empty() {
+            story += &format!(", reason {reason}");
+        }
+        if let Some(m) = c.message.as_deref().filter(|m| !m.is_empty()) {
+            story += &format!(": {m}");
+        }
+        b.moment(Moment {
+            at: at(when),
+            kind,
+            label,
+            story,
+        });
+    }
+    for w in &e.waiting {
+        match w {
+            Wait::ActiveDeadline { deadline, .. } => b.moment(Moment {
+                at: at(*deadline),
+                kind: MomentKind::ActiveDeadline,
+                label: "activeDeadlineSeconds".to_owned(),
+                story: format!(
+                    "activeDeadlineSeconds falls at {}",
+                    seconds::format(at(*deadline))
+                ),
+            }),
+            Wait::Suspended {
+                since: Some(since), ..
+            } if !suspended_seen => b.moment(Moment {
+                at: at(*since),
+                kind: MomentKind::Suspended,
+                label: "Suspended".to_owned(),
+                story: "suspended (spec.suspend: true)".to_owned(),
+            }),
+            _ => {}
+        }
+    }
+    let ending = match &e.finished {
+        Some(f) => {
+            let mut s = format!(
+                "{} after {}",
+                f.type_,
+                seconds::format(f.at.map_or(now, at))
+            );
+            if let Some(r) = &f.reason {
+                s += &format!(", reason {r}");
+            }
+            s + "."
+        }
+        None => {
+            b.moment(Moment {
+                at: now,
+                kind: MomentKind::Now,
+                label: "now".to_owned(),
+                story: format!("the story was told at {}", e.now),
+            });
+            format!(
+                "Not finished when the story was told, {} after its creation.",
+                seconds::format(now)
+            )
+        }
+    };
+    let notes = vec![
+        text::who_runs_it(e),
+        format!(
+            "Times are since the Job was created ({origin:.0}); told at {:.0}.",
+            e.now
+        ),
+        "Pods deleted and gone from the API are not drawn.".to_owned(),
+    ];
+    let end = e.finished.as_ref().and_then(|f| f.at).map_or(now, at);
+    b.build(
+        format!("Job {}/{}", e.namespace, e.name),
+        ending,
+        notes,
+        end,
+    )
+}
+
+fn outcome(p: &FinishedPod) -> Outcome {
+    let condition = |t: &str| {
+        p.conditions
+            .iter()
+            .any(|c| c.type_ == t && c.status == "True")
+    };
+    if p.phase == "Succeeded" {
+        Outcome::Succeeded
+    } else if condition(jobwarden_rules::pod_timing::START_TIMEOUT_CONDITION) {
+        Outcome::StartTimeout
+    } else if condition("DisruptionTarget") {
+        Outcome::Disrupted
+    } else if p.deleted {
+        Outcome::Deleted
+    } else {
+        Outcome::Failed
+    }
+}

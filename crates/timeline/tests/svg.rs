@@ -1,0 +1,249 @@
+//! The SVG as others read it, parsed by a real XML parser (roxmltree): a timeline of each kind
+//! of thing the picture holds, one of hostile names, and one of a thousand indexes. The
+//! worked examples are rasterised, and opened in a browser, by `tests/timeline_render.rs` at
+//! the top of the repository.
+
+use jobwarden_timeline::{Bar, Builder, Moment, MomentKind, Outcome, RuleMark, Timeline, svg};
+
+fn bar(pod: &str, index: i32, attempt: u32, start: u64, end: Option<u64>, outcome: Outcome) -> Bar {
+    Bar {
+        pod: pod.to_owned(),
+        index: Some(index),
+        attempt: Some(attempt),
+        number: None,
+        start,
+        end,
+        outcome,
+        rule: None,
+        story: vec![format!("{start}s  created pod {pod}")],
+    }
+}
+
+/// Four indexes: a success; a counted failure, its back-off and a retry that succeeds; an
+/// ignored disruption and a retry still running; a failure that fails the Job after a long
+/// back-off.
+fn sample() -> Timeline {
+    let mut b = Builder::indexed(4);
+    b.bar(bar("job-0-a", 0, 1, 0, Some(5), Outcome::Succeeded));
+    let mut failed = bar("job-1-a", 1, 1, 0, Some(5), Outcome::Failed);
+    failed.rule = Some(RuleMark::new(0, Some("ExitCode3"), "Count"));
+    b.bar(failed);
+    b.backoff("job-1-a", 5, 15, "back-off: 10s".into());
+    b.bar(bar("job-1-b", 1, 2, 15, Some(20), Outcome::Succeeded));
+    let mut disrupted = bar("job-2-a", 2, 1, 0, Some(3), Outcome::Disrupted);
+    disrupted.rule = Some(RuleMark::new(1, None, "Ignore"));
+    b.bar(disrupted);
+    b.backoff("job-2-a", 3, 13, "back-off: 10s".into());
+    b.bar(bar("job-2-b", 2, 2, 13, None, Outcome::Running));
+    let mut fatal = bar("job-3-a", 3, 1, 0, Some(4), Outcome::Failed);
+    fatal.rule = Some(RuleMark::new(2, Some("Fatal"), "FailJob"));
+    b.bar(fatal);
+    b.backoff("job-3-a", 4, 604, "back-off: 10m0s".into());
+    b.bar(bar("job-3-b", 3, 2, 604, Some(609), Outcome::Deleted));
+    b.moment(Moment {
+        at: 609,
+        kind: MomentKind::FailureTarget,
+        label: "FailureTarget: PodFailurePolicy_Fatal".into(),
+        story: "condition FailureTarget=True".into(),
+    });
+    b.moment(Moment {
+        at: 609,
+        kind: MomentKind::Failed,
+        label: "Failed: PodFailurePolicy_Fatal".into(),
+        story: "condition Failed=True".into(),
+    });
+    b.build(
+        "Job default/sample".into(),
+        "Failed after 10m9s, reason PodFailurePolicy_Fatal.".into(),
+        vec!["Times are since the Job was created.".into()],
+        609,
+    )
+}
+
+fn parse(svg: &str) -> roxmltree::Document<'_> {
+    roxmltree::Document::parse(svg).expect("the SVG is well-formed XML")
+}
+
+fn with_class<'a>(doc: &'a roxmltree::Document, class: &str) -> Vec<roxmltree::Node<'a, 'a>> {
+    doc.descendants()
+        .filter(|n| {
+            n.attribute("class")
+                .is_some_and(|c| c.split(' ').any(|w| w == class))
+        })
+        .collect()
+}
+
+fn title_of(n: roxmltree::Node) -> String {
+    n.children()
+        .find(|c| c.has_tag_name("title"))
+        .and_then(|t| t.text())
+        .unwrap_or("")
+        .to_owned()
+}
+
+#[test]
+fn lanes_are_indexes_bars_are_pods_and_every_match_is_labelled() {
+    let t = sample();
+    let out = svg(&t);
+    let doc = parse(&out);
+    let root = doc.root_element();
+    assert!(root.has_tag_name("svg"));
+    assert_eq!(
+        root.children()
+            .find(|c| c.has_tag_name("title"))
+            .and_then(|c| c.text()),
+        Some("Job default/sample: Failed after 10m9s, reason PodFailurePolicy_Fatal.")
+    );
+    let desc = root
+        .children()
+        .find(|c| c.has_tag_name("desc"))
+        .and_then(|c| c.text())
+        .unwrap_or("");
+    assert!(desc.contains("4 indexes, 7 pods"), "{desc}");
+    assert!(desc.contains("ExitCode3: Count ×1"), "{desc}");
+
+    let lanes: Vec<&str> = with_class(&doc, "lane")
+        .iter()
+        .filter_map(|n| n.attribute("data-lane"))
+        .collect();
+    assert_eq!(lanes, ["0", "1", "2", "3"]);
+    let bars = with_class(&doc, "bar");
+    assert_eq!(bars.len(), 7);
+    for b in &bars {
+        let pod = b.attribute("data-pod").unwrap_or("");
+        let title = title_of(*b);
+        assert!(title.starts_with(&format!("pod {pod} (index ")), "{title}");
+        assert!(title.contains(", attempt "), "{title}");
+        assert!(title.contains("created at "), "{title}");
+    }
+    let running = bars
+        .iter()
+        .find(|b| b.attribute("data-pod") == Some("job-2-b"))
+        .expect("the running pod is drawn");
+    assert_eq!(running.attribute("class"), Some("bar running"));
+
+    let marks = with_class(&doc, "mark");
+    let ruled: Vec<(&str, &str)> = marks
+        .iter()
+        .map(|m| {
+            (
+                m.attribute("data-rule").unwrap_or(""),
+                m.attribute("data-action").unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ruled,
+        [
+            ("ExitCode3", "Count"),
+            ("rule 1", "Ignore"),
+            ("Fatal", "FailJob")
+        ]
+    );
+    let labels: Vec<&str> = with_class(&doc, "rule-label")
+        .iter()
+        .filter_map(|n| n.text())
+        .collect();
+    assert_eq!(
+        labels,
+        ["ExitCode3: Count", "rule 1: Ignore", "Fatal: FailJob"]
+    );
+    assert_eq!(with_class(&doc, "backoff").len(), 3);
+    // The 10-minute back-off is drawn as a break, and said to be.
+    assert_eq!(with_class(&doc, "break").len(), 1);
+    let moments = with_class(&doc, "moment");
+    assert_eq!(moments.len(), 2);
+}
+
+#[test]
+fn the_file_needs_nothing_outside_itself_and_is_the_same_bytes_each_time() {
+    let out = svg(&sample());
+    assert_eq!(out, svg(&sample()));
+    for outside in [
+        "<script",
+        "href=\"http",
+        "xlink:href",
+        "@import",
+        "<style",
+        "@font-face",
+    ] {
+        assert!(!out.contains(outside), "{outside}");
+    }
+    assert!(!out.contains("NaN") && !out.contains("inf"));
+}
+
+#[test]
+fn hostile_names_are_escaped() {
+    let mut b = Builder::indexed(1);
+    let nasty = "pod\"><script>alert('x')</script>&\u{1}\u{FFFF}";
+    let mut failed = bar(nasty, 0, 1, 0, Some(5), Outcome::Failed);
+    failed.rule = Some(RuleMark::new(0, Some("Rule<&\"'>"), "FailJob"));
+    failed.story = vec!["message: ]]> <!-- &amp; \u{0}".into()];
+    b.bar(failed);
+    b.moment(Moment {
+        at: 5,
+        kind: MomentKind::Failed,
+        label: "Failed: <b>".into(),
+        story: "'\"".into(),
+    });
+    let t = b.build(
+        "Job ns/<job>".into(),
+        "Failed & done".into(),
+        vec!["note \"quoted\"".into()],
+        5,
+    );
+    let out = svg(&t);
+    let doc = parse(&out);
+    let bars = with_class(&doc, "bar");
+    let expected_pod = nasty.replace(['\u{1}', '\u{FFFF}'], "\u{FFFD}");
+    assert_eq!(bars[0].attribute("data-pod"), Some(expected_pod.as_str()));
+    assert!(title_of(bars[0]).contains("message: ]]> <!-- &amp; \u{FFFD}"));
+    assert_eq!(
+        with_class(&doc, "mark")[0].attribute("data-rule"),
+        Some("Rule<&\"'>")
+    );
+    assert!(doc.descendants().all(|n| !n.has_tag_name("script")));
+}
+
+#[test]
+fn a_thousand_indexes_still_draw_in_a_few_mib_with_labels_thinned() {
+    let mut b = Builder::indexed(1000);
+    for i in 0..1000 {
+        let first = format!("big-{i}-a");
+        let mut failed = bar(
+            &first,
+            i,
+            1,
+            0,
+            Some(5 + u64::from(i as u32 % 7)),
+            Outcome::Failed,
+        );
+        failed.rule = Some(RuleMark::new(0, Some("Retryable"), "Count"));
+        b.bar(failed);
+        b.backoff(&first, 0, 20, "back-off".into());
+        b.bar(bar(
+            &format!("big-{i}-b"),
+            i,
+            2,
+            20,
+            Some(40),
+            Outcome::Succeeded,
+        ));
+    }
+    let t = b.build("Job ns/big".into(), "Complete".into(), Vec::new(), 40);
+    let out = svg(&t);
+    assert!(out.len() < 4 * 1024 * 1024, "{} bytes", out.len());
+    let doc = parse(&out);
+    assert_eq!(with_class(&doc, "lane").len(), 1000);
+    assert_eq!(with_class(&doc, "bar").len(), 2000);
+    assert_eq!(with_class(&doc, "mark").len(), 1000);
+    let labelled = with_class(&doc, "lane-label").len();
+    assert!((50..=500).contains(&labelled), "{labelled} lane labels");
+    // Lanes this thin carry no words beside the marks; the marks' hover text names the rule.
+    assert_eq!(with_class(&doc, "rule-label").len(), 0);
+    assert!(
+        with_class(&doc, "mark")
+            .iter()
+            .all(|m| title_of(*m).contains("Retryable: Count"))
+    );
+}
