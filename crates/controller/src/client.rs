@@ -20,6 +20,7 @@ use kube::Client;
 use kube::client::{Body, ClientBuilder};
 use tokio::time::Instant;
 use tower::buffer::Buffer;
+use tower::limit::ConcurrencyLimitLayer;
 use tower::{BoxError, Layer, Service, ServiceExt as _};
 
 use crate::request_budget::{Budget, Priority, priority_of};
@@ -76,6 +77,14 @@ fn named(mut config: kube::Config, component: &str) -> Result<kube::Config, Clie
     Ok(config)
 }
 
+/// Requests of the work client in flight at once (until their response headers), however many
+/// tokens the budget holds. kube's client speaks HTTP/1.1, one connection per request in
+/// flight (client-go multiplexes HTTP/2 streams over one): a burst of 100 pod creates opened
+/// 60 TLS connections, each a handshake for the API server and buffers kept for the pool's 90 s
+/// of idleness. 32 at once carry 50 requests a second until the API server takes over 600 ms
+/// an answer; a watch holds its slot only until its headers come.
+pub const MAX_IN_FLIGHT: usize = 32;
+
 /// The Lease client's budget. A renewal is a read and a write every retry period (at least a
 /// second), and each change of leader one Event: client-go gives its Lease client the
 /// controller's own `--kube-api-qps`, but a budget independent of those flags cannot be set so
@@ -117,7 +126,8 @@ impl ControllerClients {
         let limit = limit.filter(|l| l.qps > 0.0 && l.burst > 0);
         let work = ClientBuilder::try_from(named(config.clone(), component)?)
             .map_err(ClientError::Build)?
-            .with_layer(&answers.layer());
+            .with_layer(&answers.layer())
+            .with_layer(&ConcurrencyLimitLayer::new(MAX_IN_FLIGHT));
         let work = match limit {
             Some(limit) => work.with_layer(&PriorityLimitLayer::new(limit)).build(),
             None => work.build(),
@@ -437,6 +447,74 @@ mod tests {
         for create in creates {
             create.abort();
         }
+    }
+
+    /// The work client's requests in flight never pass [`MAX_IN_FLIGHT`], and a watch, whose
+    /// answer streams on, holds no slot once its headers came.
+    #[tokio::test]
+    async fn at_most_max_in_flight_requests_wait_for_answers_at_once() {
+        use std::sync::atomic::AtomicUsize;
+        use tokio::sync::Semaphore;
+        struct Held {
+            now: AtomicUsize,
+            most: AtomicUsize,
+            answers: Semaphore,
+        }
+        let held = Arc::new(Held {
+            now: AtomicUsize::new(0),
+            most: AtomicUsize::new(0),
+            answers: Semaphore::new(0),
+        });
+        let app = {
+            let held = held.clone();
+            axum::Router::new().fallback(move |request: http::Request<axum::body::Body>| {
+                let held = held.clone();
+                async move {
+                    if request.uri().query() == Some("watch=true") {
+                        let never = futures::stream::pending::<Result<Vec<u8>, BoxError>>();
+                        return axum::body::Body::from_stream(never);
+                    }
+                    let now = held.now.fetch_add(1, Ordering::SeqCst) + 1;
+                    held.most.fetch_max(now, Ordering::SeqCst);
+                    if let Ok(answer) = held.answers.acquire().await {
+                        answer.forget();
+                    }
+                    held.now.fetch_sub(1, Ordering::SeqCst);
+                    axum::body::Body::from("{}")
+                }
+            })
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a port");
+        let url = format!("http://{}", listener.local_addr().expect("an address"));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let config = kube::Config::new(url.parse().expect("a URL"));
+        let clients = ControllerClients::new(config, "test", None, Duration::from_secs(10))
+            .expect("the clients");
+
+        let mut watch = Request::new(Body::empty());
+        *watch.uri_mut() = "/api/v1/pods?watch=true".parse().unwrap_or_default();
+        let watching = clients.work.send(watch).await.expect("the watch answers");
+        let requests: Vec<_> = (0..100)
+            .map(|_| {
+                let work = clients.work.clone();
+                tokio::spawn(async move {
+                    work.request_text(request(http::Method::POST, "/api/v1/namespaces/ns/pods"))
+                        .await
+                })
+            })
+            .collect();
+        while held.now.load(Ordering::SeqCst) < MAX_IN_FLIGHT {
+            tokio::task::yield_now().await;
+        }
+        // From here every request is answered, and each answer lets a waiting one go.
+        held.answers.add_permits(100);
+        for r in requests {
+            assert!(matches!(r.await, Ok(Ok(_))));
+        }
+        assert_eq!(held.most.load(Ordering::SeqCst), MAX_IN_FLIGHT);
+        drop(watching);
     }
 
     #[test]
