@@ -22,7 +22,8 @@
 //! * [`ControlPlane::installed_identity`] gives jobwarden the ServiceAccount and RBAC that
 //!   `kubectl kustomize deploy/` installs, and a kubeconfig with its token (`identity`); the
 //!   API server's audit log names whatever it refuses that identity.
-//! * [`delegated_job`]: the Job the e2e tests start from, delegated through `spec.managedBy`.
+//! * [`delegated_job`]: the Job the e2e tests start from, delegated through `spec.managedBy`;
+//!   [`kubelet`] plays the kubelet for its pods.
 //!
 //! Where the binaries come from: `JOBWARDEN_ENVTEST_BIN`, else
 //! `${JOBWARDEN_ENVTEST_DIR:-~/.cache/jobwarden-envtest}/bin`, holding etcd, kube-apiserver,
@@ -33,12 +34,14 @@
 mod apiserver;
 mod delegated_job;
 mod identity;
+mod kubelet;
 mod pki;
 mod process;
 mod serving;
 
 pub use delegated_job::delegated_job;
 pub use identity::{Installed, Refusal};
+pub use kubelet::{kubelet, pod_phase};
 pub use process::free_port;
 pub use serving::{ServingCertificate, http_get, https_get, serving_certificate};
 
@@ -382,6 +385,8 @@ fn launch_on_keeper(options: Options, shared: bool) -> Result<ControlPlane, Stri
         &[
             format!("--data-dir={}", dir.join("etcd").display()),
             format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"),
+            // etcd 3.6 refuses to start with the first but not the second.
+            format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"),
             format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
             "--unsafe-no-fsync".to_owned(),
             "--log-level=warn".to_owned(),
