@@ -17,6 +17,10 @@ ARG JOBWARDEN_BINARY=compiled
 
 FROM rust:1.95-slim-bookworm AS build
 WORKDIR /src
+# cargo-auditable, at the version the script pins, in a layer of its own that a source change
+# does not rebuild.
+COPY image/build.sh image/build.sh
+RUN --mount=type=cache,target=/usr/local/cargo/registry image/build.sh tools
 COPY . .
 # The cache mounts keep crates and build outputs between builds; they are not part of the
 # image, so the binary is copied out of the cached target directory.

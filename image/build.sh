@@ -5,6 +5,7 @@
 #   image/build.sh           the binary, its SBOM, and the image jobwarden:dev, also tagged
 #                            jobwarden:VERSION (the tag the chart and deploy/ name)
 #   image/build.sh binary    the binary only (the Dockerfile's build stage runs this)
+#   image/build.sh tools     cargo-auditable only (the same stage, in a layer of its own)
 #
 # Writes target/image/: jobwarden (the binary the image holds) and jobwarden.cdx.json (its
 # CycloneDX SBOM). The engine is podman where it answers, else docker (image/engine.sh).
@@ -59,8 +60,13 @@ write_sbom() {
   mv jobwarden_bin.cdx.json "$OUT/jobwarden.cdx.json"
 }
 
+case ${1:-all} in
+  tools) need auditable "$AUDITABLE"; exit 0 ;;
+  binary) build_binary; exit 0 ;;
+  all) ;;
+  *) echo "usage: image/build.sh [binary|tools]" >&2; exit 2 ;;
+esac
 build_binary
-[ "${1:-}" = binary ] && exit 0
 write_sbom
 
 # shellcheck source=image/engine.sh

@@ -40,7 +40,7 @@ lower_limit() {
 # Sets `engine` (with its global flags) and `run_flags` (arrays) to the first way that runs
 # IMAGE's --version here, or says why none does.
 engine_probe() {
-  local image=$1 out runtime nofile nproc tries
+  local image=$1 out runtime nofile nproc
   engine_detect || return 1
   local base=("${engine[@]}") runtimes=("")
   if [ "${base[0]}" = podman ] && command -v runc >/dev/null 2>&1 &&
@@ -56,7 +56,7 @@ engine_probe() {
     nofile=$(ulimit -Hn) nproc=$(ulimit -Hu)
     [ "$nofile" != unlimited ] || nofile=1048576
     [ "$nproc" != unlimited ] || nproc=1048576
-    for tries in 1 2 3 4 5 6 7 8 9 10 11 12; do
+    for _ in 1 2 3 4 5 6 7 8 9 10 11 12; do
       run_flags=("--ulimit=nofile=$nofile:$nofile" "--ulimit=nproc=$nproc:$nproc")
       if out=$("${engine[@]}" run --rm --network=none "${run_flags[@]}" "$image" --version 2>&1); then
         return 0

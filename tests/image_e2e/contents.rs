@@ -192,7 +192,7 @@ fn embedded_packages(binary: &Path, dir: &Path) -> BTreeSet<(String, String)> {
         .expect("packages")
         .iter()
         .filter(|p| p.get("kind").is_none_or(|k| k == "runtime"))
-        .map(|p| name_version(p))
+        .map(name_version)
         .collect()
 }
 
