@@ -2,8 +2,9 @@
 # package manager, no libraries, nothing writable.
 #
 # The binary comes from one of two stages, chosen by JOBWARDEN_BINARY:
-#   build     (the default) compiled here, in the Rust project's image, by image/build.sh's
-#             `binary` step: a machine with Docker and internet access needs nothing else.
+#   compiled  (the default) built here, in the Rust project's image (the build stage, by
+#             image/build.sh's `binary` step): a machine with Docker and internet access
+#             needs nothing else.
 #               docker build -t jobwarden:dev .
 #   prebuilt  target/image/jobwarden, built outside by image/build.sh, which then builds this
 #             file with JOBWARDEN_BINARY=prebuilt: nothing is pulled, as goreleaser and ko

@@ -105,7 +105,7 @@ fn there_is_no_shell() {
         return;
     };
     let name = container_name("shell");
-    let _container = Running::new(engine, name.clone(), None);
+    let _container = Running::new(engine, name.clone());
     let out = engine
         .run(&name)
         .args([

@@ -2,8 +2,8 @@
 //! script's own choice: podman or docker, and the flags this machine needs to run anything),
 //! and containers that are removed when dropped.
 
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -64,7 +64,7 @@ impl Engine {
     }
 
     /// Copies `path` out of the image into `dir` (through a container that never starts).
-    pub fn copy_out(&self, path: &str, dir: &Path) -> std::path::PathBuf {
+    pub fn copy_out(&self, path: &str, dir: &Path) -> PathBuf {
         let created = Created::new(self);
         let to = dir.join(Path::new(path).file_name().expect("a file name"));
         let out = self.output(&[
@@ -95,10 +95,7 @@ fn find() -> Option<Engine> {
         .output()
         .expect("image/engine.sh runs");
     if !detected.status.success() {
-        skip(&format!(
-            "no container engine ({})",
-            text(&detected.stderr).trim()
-        ));
+        skip(text(&detected.stderr).trim());
         return None;
     }
     let command = words(&text(&detected.stdout), "engine");
@@ -169,21 +166,16 @@ impl Drop for Created<'_> {
     }
 }
 
-/// A container the test started (`--name NAME`), with the engine's client process: removed,
-/// and the client reaped, when dropped, whatever the test's outcome.
+/// A container the test started (`--name NAME`): killed and removed when dropped, whatever
+/// the test's outcome.
 pub struct Running {
     engine: &'static Engine,
     pub name: String,
-    child: Option<Child>,
 }
 
 impl Running {
-    pub fn new(engine: &'static Engine, name: String, child: Option<Child>) -> Running {
-        Running {
-            engine,
-            name,
-            child,
-        }
+    pub fn new(engine: &'static Engine, name: String) -> Running {
+        Running { engine, name }
     }
 
     /// What the container has written to stdout and stderr so far.
@@ -198,10 +190,6 @@ impl Drop for Running {
         // SIGKILL first: `rm --force` would give it its SIGTERM grace (up to 25 s) first.
         let _ = self.engine.output(&["kill", &self.name]);
         let _ = self.engine.output(&["rm", "--force", &self.name]);
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
     }
 }
 

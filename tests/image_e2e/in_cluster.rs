@@ -145,7 +145,7 @@ impl InClusterPod {
             .stdin(Stdio::null())
             .output()
             .expect("the engine runs");
-        let container = Running::new(engine, name, None);
+        let container = Running::new(engine, name);
         assert!(out.status.success(), "{}", text(&out.stderr));
         InClusterPod {
             container,
@@ -200,19 +200,21 @@ fn free_port() -> u16 {
     jobwarden_envtest::free_port().expect("a free port")
 }
 
+/// The engine and the envtest control plane, or `None` (after a line saying why) when either
+/// is missing or `JOBWARDEN_E2E_KUBECONFIG` names a cluster elsewhere: the container reaches
+/// the API server, and the API server the container, on this machine's loopback.
+pub fn engine_and_local_plane(test: &str) -> Option<(&'static Engine, &'static ControlPlane)> {
+    let engine = Engine::shared()?;
+    if std::env::var_os("JOBWARDEN_E2E_KUBECONFIG").is_some() {
+        eprintln!("skipped: {test} needs the envtest control plane on this machine");
+        return None;
+    }
+    Some((engine, ControlPlane::shared()?))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deploy_s_pod_leads_runs_delegated_jobs_and_denies_a_bad_annotation() {
-    let Some(engine) = Engine::shared() else {
-        return;
-    };
-    if std::env::var_os("JOBWARDEN_E2E_KUBECONFIG").is_some() {
-        eprintln!(
-            "skipped: the in-cluster image test needs the envtest control plane on this \
-             machine (the container reaches it, and it calls the container, on loopback)"
-        );
-        return;
-    }
-    let Some(plane) = ControlPlane::shared() else {
+    let Some((engine, plane)) = engine_and_local_plane("the in-cluster image test") else {
         return;
     };
     let client = plane.client().await;

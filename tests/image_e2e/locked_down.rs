@@ -13,7 +13,7 @@ fn version_runs_locked_down_with_no_network() {
         return;
     };
     let name = container_name("version");
-    let _container = Running::new(engine, name.clone(), None);
+    let _container = Running::new(engine, name.clone());
     let out = engine
         .run(&name)
         .args(pod::deployed().security_flags(engine))
@@ -33,7 +33,7 @@ fn serve_dev_answers_healthz_and_a_review_over_https_locked_down() {
         return;
     };
     let name = container_name("serve-dev");
-    let _container = Running::new(engine, name.clone(), None);
+    let _container = Running::new(engine, name.clone());
     let mut command = engine.run(&name);
     // The host's network: the test reaches the ports the server picks and logs.
     command

@@ -16,10 +16,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use jobwarden_envtest::ControlPlane;
 use kube::config::Kubeconfig;
 
-use crate::engine::{Engine, IMAGE, Running, container_name, text};
+use crate::engine::{IMAGE, Running, container_name, text};
+use crate::in_cluster::engine_and_local_plane;
 
 const DNS_SERVER: &str = "127.53.0.1";
 const DNS_NAME: &str = "apiserver-in-dns.image-e2e.test";
@@ -27,16 +27,7 @@ const HOSTS_NAME: &str = "apiserver-in-hosts.image-e2e.test";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn names_resolve_from_etc_hosts_before_dns_and_from_dns() {
-    let Some(engine) = Engine::shared() else {
-        return;
-    };
-    if std::env::var_os("JOBWARDEN_E2E_KUBECONFIG").is_some() {
-        eprintln!(
-            "skipped: the image's name lookups need the envtest control plane on this machine"
-        );
-        return;
-    }
-    let Some(plane) = ControlPlane::shared() else {
+    let Some((engine, plane)) = engine_and_local_plane("the image's name lookups") else {
         return;
     };
     let identity = plane.installed_identity().await;
@@ -62,7 +53,7 @@ async fn names_resolve_from_etc_hosts_before_dns_and_from_dns() {
         let file = dir.join(format!("{name}.kubeconfig"));
         write_kubeconfig(&kubeconfig, name, &file);
         let container = container_name(&format!("names-{}", &name[..name.find('.').unwrap_or(0)]));
-        let _guard = Running::new(engine, container.clone(), None);
+        let _guard = Running::new(engine, container.clone());
         let mut command = engine.run(&container);
         command
             .args(["--network=host", "--read-only", "--user=65532:65532"])
