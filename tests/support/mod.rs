@@ -1,6 +1,6 @@
 //! What the command-line tests share: a fake kube-apiserver serving Jobs, stored Jobs to plant
-//! in it, `serve` run under the installed identity, `serve --dev` and its requests, and scratch
-//! files.
+//! in it, `serve` run under the installed identity, `serve --dev` and its requests, webhook
+//! configurations registered by URL, and scratch files.
 #![allow(dead_code)]
 
 pub mod dev_server;
