@@ -1,22 +1,59 @@
-# syntax=docker/dockerfile:1
-# jobwarden: one static-ish binary on a distroless, non-root runtime image.
+# jobwarden's image: one static binary in an empty image, run as uid 65532. No shell, no
+# package manager, no libraries, nothing writable.
 #
-#   docker build -t jobwarden:dev .
+# The binary comes from one of two stages, chosen by JOBWARDEN_BINARY:
+#   compiled  (the default) built here, in the Rust project's image (the build stage, by
+#             image/build.sh's `binary` step): a machine with Docker and internet access
+#             needs nothing else.
+#               docker build -t jobwarden:dev .
+#   prebuilt  target/image/jobwarden, built outside by image/build.sh, which then builds this
+#             file with JOBWARDEN_BINARY=prebuilt: nothing is pulled, as goreleaser and ko
+#             build their images. The README's "Build the image" line.
+# BuildKit and buildah build only the stages the last one needs, so the prebuilt path never
+# pulls the Rust image.
+#
 #   docker run --rm -p 8443:8443 -p 8080:8080 jobwarden:dev serve --dev
+
+ARG JOBWARDEN_BINARY=compiled
 
 FROM rust:1.95-slim-bookworm AS build
 WORKDIR /src
+# cargo-auditable, at the version the script pins, in a layer of its own that a source change
+# does not rebuild.
+COPY image/build.sh image/build.sh
+RUN --mount=type=cache,target=/usr/local/cargo/registry image/build.sh tools
 COPY . .
-# Cache mounts keep the registry and build outputs between builds; the binary is copied out
-# of the cached target directory because cache mounts are not part of the image.
+# The cache mounts keep crates and build outputs between builds; they are not part of the
+# image, so the binary is copied out of the cached target directory.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p jobwarden \
- && install -D -m 0755 target/release/jobwarden /out/jobwarden
+    image/build.sh binary \
+ && install -D -m 0755 target/image/jobwarden /out/jobwarden
 
-# glibc and libgcc (for unwinding) but no shell or package manager; "nonroot" is uid 65532.
-FROM gcr.io/distroless/cc-debian12:nonroot
+# The two ways to the binary, each an empty image holding it and how names are looked up
+# (read by the static glibc's resolver), nothing else.
+FROM scratch AS compiled
+COPY image/nsswitch.conf /etc/nsswitch.conf
 COPY --from=build /out/jobwarden /usr/local/bin/jobwarden
+
+FROM scratch AS prebuilt
+COPY image/nsswitch.conf /etc/nsswitch.conf
+COPY target/image/jobwarden /usr/local/bin/jobwarden
+
+FROM ${JOBWARDEN_BINARY}
+# image/build.sh passes the crate's version; tests/image_e2e checks these defaults against
+# Cargo.toml's version, repository and license.
+ARG VERSION=0.1.0
+ARG SOURCE=https://github.com/jobwarden/jobwarden
+ARG REVISION=
+LABEL org.opencontainers.image.title="jobwarden" \
+      org.opencontainers.image.description="Guards and runs Kubernetes batch/v1 Jobs: admission webhook, Job controller and offline checker" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
+# Numeric, so that Kubernetes can check runAsNonRoot without an /etc/passwd (distroless's
+# "nonroot" is this uid too).
 USER 65532:65532
 EXPOSE 8443 8080
 ENTRYPOINT ["/usr/local/bin/jobwarden"]

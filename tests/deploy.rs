@@ -426,7 +426,18 @@ fn each_service_account_has_the_rbac_its_pods_use_and_no_more() {
 
 #[test]
 fn every_face_runs_one_image_with_one_policy() {
-    check_one_image_and_one_policy(&replayed());
+    let r = replayed();
+    check_one_image_and_one_policy(&r);
+    let built = format!("jobwarden:{}", env!("CARGO_PKG_VERSION"));
+    for d in deployments(&r.combined).chain(deployments(&r.split)) {
+        let c = &d["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(
+            str_at(c, "/image"),
+            built,
+            "{}: what image/build.sh tags",
+            name(d)
+        );
+    }
 }
 
 #[test]

@@ -12,14 +12,14 @@
 //! Helm comes from `JOBWARDEN_HELM`, promtool from `JOBWARDEN_PROMTOOL`, else each from the
 //! PATH; without them the promtool test prints one line and passes (`.ci/run` installs both).
 
+mod support;
+
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
+use std::process::Command;
 
 use serde_json::Value;
+use support::dev_server::DevServer;
 
 const CHART: &str = "charts/jobwarden";
 const RULES_TEMPLATE: &str = "charts/jobwarden/templates/prometheusrule.yaml";
@@ -91,140 +91,15 @@ fn served_names(exposition: &str) -> BTreeSet<String> {
     names
 }
 
-// ---------------------------------------------------------------------------------------------
-// A running `serve --dev`.
-// ---------------------------------------------------------------------------------------------
-
-struct DevServer {
-    child: Child,
-    https: String,
-    metrics: String,
-    cert_pem: String,
-}
-
-impl Drop for DevServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `serve --dev` on free loopback ports, once its JSON log says where it listens.
-fn start_dev_server() -> DevServer {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_jobwarden"))
-        .args([
-            "serve",
-            "--dev",
-            "--listen=127.0.0.1:0",
-            "--metrics-listen=127.0.0.1:0",
-            "--log-format=json",
-        ])
-        .env_remove("KUBECONFIG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("jobwarden serve --dev starts");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let mut addrs = None;
-    let mut cert_pem = String::new();
-    let mut in_cert = false;
-    for line in lines.by_ref() {
-        let line = line.expect("stderr is text");
-        if let Ok(v) = serde_json::from_str::<Value>(&line)
-            && v["message"] == "jobwarden webhook serving"
-        {
-            addrs = Some((
-                v["https_addr"].as_str().expect("https_addr").to_owned(),
-                v["metrics_addr"].as_str().expect("metrics_addr").to_owned(),
-            ));
-        }
-        if line.starts_with("-----BEGIN CERTIFICATE-----") {
-            in_cert = true;
-        }
-        if in_cert {
-            cert_pem.push_str(&line);
-            cert_pem.push('\n');
-            in_cert = !line.starts_with("-----END CERTIFICATE-----");
-        }
-        // The log lines come from a background writer: in either order with the certificate.
-        if addrs.is_some() && cert_pem.contains("-----END CERTIFICATE-----") {
-            break;
-        }
-    }
-    // Keep reading stderr so the server never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    let (https, metrics) = addrs.expect("serve --dev logs its addresses");
-    assert!(!cert_pem.is_empty(), "serve --dev prints its certificate");
-    DevServer {
-        child,
-        https,
-        metrics,
-        cert_pem,
-    }
-}
-
-/// One HTTP/1.1 exchange, the response's body.
-fn exchange(stream: &mut impl ReadWrite, request: &[u8]) -> (u16, String) {
-    stream.write_all(request).expect("send the request");
-    let mut response = Vec::new();
-    stream
-        .read_to_end(&mut response)
-        .expect("read the response");
-    let text = String::from_utf8_lossy(&response).into_owned();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("an HTTP status");
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
-}
-
-trait ReadWrite: Read + Write {}
-impl<T: Read + Write> ReadWrite for T {}
-
+/// POSTs the review in `review_file` to `path`; it must be answered.
 fn post_review(server: &DevServer, path: &str, review_file: &str) {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut roots = rustls::RootCertStore::empty();
-    use rustls::pki_types::pem::PemObject as _;
-    roots
-        .add(
-            rustls::pki_types::CertificateDer::from_pem_slice(server.cert_pem.as_bytes())
-                .expect("PEM"),
-        )
-        .expect("the --dev certificate as a root");
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let connection = rustls::ClientConnection::new(
-        Arc::new(config),
-        "localhost".try_into().expect("a server name"),
-    )
-    .expect("a TLS client");
-    let tcp = TcpStream::connect(&server.https).expect("connect to the webhook");
-    let mut tls = rustls::StreamOwned::new(connection, tcp);
-    let body = read(review_file);
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let (status, answer) = exchange(&mut tls, request.as_bytes());
+    let (status, answer) = server.post(path, &read(review_file));
     assert_eq!(status, 200, "{path}: {answer}");
     assert!(answer.contains("\"AdmissionReview\""), "{path}: {answer}");
 }
 
 fn scrape(server: &DevServer) -> String {
-    let mut tcp = TcpStream::connect(&server.metrics).expect("connect to the metrics listener");
-    let (status, body) = exchange(
-        &mut tcp,
-        b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
-    );
+    let (status, body) = server.get("/metrics");
     assert_eq!(status, 200, "{body}");
     body
 }
@@ -279,7 +154,7 @@ fn controller_exposition() -> String {
 
 #[test]
 fn every_metric_the_alerts_and_the_dashboard_read_is_served() {
-    let server = start_dev_server();
+    let server = DevServer::start();
     post_review(
         &server,
         "/validate",

@@ -132,18 +132,7 @@ impl Env {
     /// The kubelet's part for every pod of the namespace: running as soon as it is seen,
     /// succeeded a second later; a deleted pod is killed (exit 143).
     pub(crate) fn kubelet(&self) -> tokio::task::JoinHandle<()> {
-        let pods = self.pods();
-        tokio::spawn(async move {
-            let mut running: HashMap<String, Instant> = HashMap::new();
-            loop {
-                if let Ok(list) = pods.list(&ListParams::default()).await {
-                    for pod in list.items {
-                        step(&pods, &pod, &mut running).await;
-                    }
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        })
+        jobwarden_envtest::kubelet(self.pods())
     }
 
     pub(crate) async fn teardown(self, replicas: Vec<Replica>) {
@@ -159,51 +148,6 @@ impl Env {
             .await;
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-pub(crate) fn phase(pod: &Pod) -> &str {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or("Pending")
-}
-
-pub(crate) async fn step(pods: &Api<Pod>, pod: &Pod, running: &mut HashMap<String, Instant>) {
-    let (name, uid) = (pod.name_any(), pod.uid().unwrap_or_default());
-    let now = k8s_openapi::jiff::Timestamp::now().to_string();
-    let end = |code: i32| {
-        json!({"status": {
-            "phase": if code == 0 { "Succeeded" } else { "Failed" },
-            "containerStatuses": [{
-                "name": "main", "image": "busybox", "imageID": "", "ready": false,
-                "restartCount": 0,
-                "state": {"terminated": {"exitCode": code, "startedAt": now, "finishedAt": now}},
-            }],
-        }})
-    };
-    let patch = match phase(pod) {
-        "Succeeded" | "Failed" => return,
-        _ if pod.metadata.deletion_timestamp.is_some() => end(143),
-        "Running"
-            if running
-                .get(&uid)
-                .is_some_and(|t| t.elapsed() >= Duration::from_secs(1)) =>
-        {
-            end(0)
-        }
-        "Running" => {
-            running.entry(uid).or_insert_with(Instant::now);
-            return;
-        }
-        _ => {
-            running.insert(uid, Instant::now());
-            json!({"status": {"phase": "Running", "startTime": now}})
-        }
-    };
-    // A pod deleted meanwhile is no longer the kubelet's business.
-    let _ = pods
-        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await;
 }
 
 pub(crate) fn succeeded(job: &Job) -> i32 {
@@ -253,7 +197,7 @@ pub(crate) async fn ending(env: &Env) -> Ending {
             .get(COMPLETION_INDEX)
             .and_then(|i| i.parse::<usize>().ok());
         if let Some(i) = index.filter(|i| *i < completions)
-            && phase(p) == "Succeeded"
+            && pod_phase(p) == "Succeeded"
         {
             per_index[i] += 1;
         }
@@ -293,7 +237,7 @@ pub(crate) fn undisturbed() -> Ending {
 
 pub(crate) fn unrecorded_succeeded(pods: &[Pod]) -> usize {
     pods.iter()
-        .filter(|p| phase(p) == "Succeeded")
+        .filter(|p| pod_phase(p) == "Succeeded")
         .filter(|p| p.finalizers().iter().any(|f| f == FINALIZER))
         .count()
 }

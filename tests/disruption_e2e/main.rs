@@ -27,18 +27,17 @@
 mod env;
 mod processes;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use jobwarden_envtest::{ControlPlane, Installed, ServingCertificate};
+use jobwarden_envtest::{ControlPlane, Installed, ServingCertificate, pod_phase};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::config::Kubeconfig;
 use kube::{Client, ResourceExt};
 use serde_json::json;

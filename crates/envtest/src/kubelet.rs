@@ -1,18 +1,87 @@
-//! A kubelet for load on a real API server: it watches a namespace's pods and ends each one,
-//! succeeded, about a second after it first sees it, as a node would run a short container.
-//! Pods are never scheduled on the envtest control plane (it has no nodes), so the tests and
-//! benchmarks that need pods to finish play this part. Its client is the caller's: name it
-//! (User-Agent) to tell its requests apart in the audit log.
+//! The kubelet's part, which the e2e tests and the scale benchmark play (the control plane runs
+//! no kubelet), two ways:
+//!
+//! * [`kubelet`]: every pod of a namespace runs as soon as it is seen, and its container `main`
+//!   exits 0 a second later; a pod being deleted is killed (exit 143). Pods are read by
+//!   polling, as a test's own reads, so a slow watch cannot hide one.
+//! * [`finish_pods_after_a_second`]: for load, each pod is watched and ended, succeeded, a
+//!   second after it first appears (no Running step), with as few requests as a kubelet makes.
+//!   Its client is the caller's: name it (User-Agent) to tell its requests apart in the audit
+//!   log.
 
-use std::collections::HashSet;
-use std::time::Duration;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Client, ResourceExt as _};
-use serde_json::json;
+use serde_json::{Value, json};
+
+/// Plays the kubelet for the pods `pods` lists until the task is aborted.
+pub fn kubelet(pods: Api<Pod>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut running: HashMap<String, Instant> = HashMap::new();
+        loop {
+            if let Ok(list) = pods.list(&ListParams::default()).await {
+                for pod in list.items {
+                    step(&pods, &pod, &mut running).await;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+}
+
+/// The pod's `status.phase`, `Pending` until one is written.
+pub fn pod_phase(pod: &Pod) -> &str {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("Pending")
+}
+
+async fn step(pods: &Api<Pod>, pod: &Pod, running: &mut HashMap<String, Instant>) {
+    let (name, uid) = (pod.name_any(), pod.uid().unwrap_or_default());
+    let patch = match pod_phase(pod) {
+        "Succeeded" | "Failed" => return,
+        _ if pod.metadata.deletion_timestamp.is_some() => ended(143),
+        "Running"
+            if running
+                .get(&uid)
+                .is_some_and(|t| t.elapsed() >= Duration::from_secs(1)) =>
+        {
+            ended(0)
+        }
+        "Running" => {
+            running.entry(uid).or_insert_with(Instant::now);
+            return;
+        }
+        _ => {
+            running.insert(uid, Instant::now());
+            let now = k8s_openapi::jiff::Timestamp::now().to_string();
+            json!({"status": {"phase": "Running", "startTime": now}})
+        }
+    };
+    // A pod deleted meanwhile is no longer the kubelet's business.
+    let _ = pods
+        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await;
+}
+
+/// The status of a pod whose container `main` exited with `code` just now.
+fn ended(code: i32) -> Value {
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    json!({"status": {
+        "phase": if code == 0 { "Succeeded" } else { "Failed" },
+        "containerStatuses": [{
+            "name": "main", "image": "busybox", "imageID": "", "ready": false,
+            "restartCount": 0,
+            "state": {"terminated": {"exitCode": code, "startedAt": now, "finishedAt": now}},
+        }],
+    }})
+}
 
 /// Ends every pod of `namespace` about a second after it appears; runs until aborted.
 pub fn finish_pods_after_a_second(client: Client, namespace: &str) -> tokio::task::JoinHandle<()> {
@@ -36,15 +105,7 @@ pub fn finish_pods_after_a_second(client: Client, namespace: &str) -> tokio::tas
             let (pods, name) = (pods.clone(), pod.name_any());
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                let now = k8s_openapi::jiff::Timestamp::now().to_string();
-                let status = json!({"status": {
-                    "phase": "Succeeded",
-                    "containerStatuses": [{
-                        "name": "main", "image": "busybox", "imageID": "", "ready": false,
-                        "restartCount": 0,
-                        "state": {"terminated": {"exitCode": 0, "startedAt": now, "finishedAt": now}},
-                    }],
-                }});
+                let status = ended(0);
                 // A write the API server refuses under load is tried again; a pod deleted
                 // meanwhile is no longer the kubelet's business.
                 for _ in 0..5 {

@@ -22,9 +22,9 @@
 //! * [`ControlPlane::installed_identity`] gives jobwarden the ServiceAccount and RBAC that
 //!   `kubectl kustomize deploy/` installs, and a kubeconfig with its token (`identity`); the
 //!   API server's audit log names whatever it refuses that identity.
-//! * [`delegated_job`]: the Job the e2e tests start from, delegated through `spec.managedBy`.
-//! * [`kubelet`]: pods ended a second after they appear, for load (the scale test and
-//!   benchmark).
+//! * [`delegated_job`]: the Job the e2e tests start from, delegated through `spec.managedBy`;
+//!   [`kubelet`] plays the kubelet for its pods, and
+//!   [`kubelet::finish_pods_after_a_second`] for load (the scale test and benchmark).
 //!
 //! Where the binaries come from: `JOBWARDEN_ENVTEST_BIN`, else
 //! `${JOBWARDEN_ENVTEST_DIR:-~/.cache/jobwarden-envtest}/bin`, holding etcd, kube-apiserver,
@@ -43,6 +43,7 @@ mod stand_in;
 
 pub use delegated_job::delegated_job;
 pub use identity::{Installed, Refusal};
+pub use kubelet::{kubelet, pod_phase};
 pub use process::free_port;
 pub use serving::{ServingCertificate, http_get, https_get, serving_certificate};
 pub use stand_in::stand_in_crd;
