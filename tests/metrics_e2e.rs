@@ -12,7 +12,7 @@ mod support;
 
 use std::path::Path;
 
-use jobwarden_envtest::ControlPlane;
+use support::installed::InstalledNamespace;
 use support::served::Served;
 
 fn refused(metrics: &str, reason: &str) -> Option<u64> {
@@ -24,19 +24,16 @@ fn refused(metrics: &str, reason: &str) -> Option<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_answer_only_a_service_account_bound_to_the_reader_role() {
-    if std::env::var_os("JOBWARDEN_E2E_KUBECONFIG").is_some() {
-        eprintln!("skipped: a cluster elsewhere cannot reach a server on this machine's loopback");
-        return;
-    }
-    let Some(plane) = ControlPlane::shared() else {
+    let Some(InstalledNamespace {
+        plane,
+        ns,
+        identity,
+        dir,
+        ..
+    }) = InstalledNamespace::new("jobwarden-metrics").await
+    else {
         return;
     };
-    let admin = plane.client().await;
-    let ns = plane.create_namespace(&admin, "jobwarden-metrics").await;
-    let identity = plane.installed_identity().await;
-    identity.grant_in(plane, &ns);
-    let dir = std::env::temp_dir().join(format!("jobwarden-{ns}"));
-    std::fs::create_dir_all(&dir).expect("the test's folder");
     let policy = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/base/policy.yaml");
     let served = tokio::task::block_in_place(|| {
         Served::start(

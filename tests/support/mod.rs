@@ -1,10 +1,11 @@
 //! What the command-line tests share: a fake kube-apiserver serving Jobs, stored Jobs to plant
-//! in it, `serve` run under the installed identity, `serve --dev` and its requests, webhook
+//! in it, a namespace with the installed identity and `serve` run under it, `serve --dev` and its requests, webhook
 //! configurations registered by URL, and scratch files.
 #![allow(dead_code)]
 
 pub mod dev_server;
 pub mod fake_apiserver;
+pub mod installed;
 pub mod served;
 pub mod stored;
 pub mod webhook_registration;

@@ -393,6 +393,23 @@ mod tests {
         request
     }
 
+    /// `count` pod creates through `client`, each in a task of its own.
+    fn pod_creates(
+        client: &Client,
+        count: usize,
+    ) -> Vec<tokio::task::JoinHandle<kube::Result<String>>> {
+        (0..count)
+            .map(|_| {
+                let client = client.clone();
+                tokio::spawn(async move {
+                    client
+                        .request_text(request(http::Method::POST, "/api/v1/namespaces/ns/pods"))
+                        .await
+                })
+            })
+            .collect()
+    }
+
     /// Issue 34: with one budget for every request, a renewal waited behind a sync's 500 pod
     /// creates (10 s at 50 qps, the renew deadline) and the leader stepped down under its own
     /// load. The Lease's client waits for none of them.
@@ -408,15 +425,7 @@ mod tests {
         let clients =
             ControllerClients::new(config, component, Some(limit), Duration::from_secs(10))
                 .expect("the clients");
-        let creates: Vec<_> = (0..500)
-            .map(|_| {
-                let work = clients.work.clone();
-                tokio::spawn(async move {
-                    work.request_text(request(http::Method::POST, "/api/v1/namespaces/ns/pods"))
-                        .await
-                })
-            })
-            .collect();
+        let creates = pod_creates(&clients.work, 500);
         let before = Instant::now();
         // The renewal: its read and its write, while 499 creates wait for their tokens.
         let lease = "/apis/coordination.k8s.io/v1/namespaces/ns/leases/jobwarden-job-controller";
@@ -496,15 +505,7 @@ mod tests {
         let mut watch = Request::new(Body::empty());
         *watch.uri_mut() = "/api/v1/pods?watch=true".parse().unwrap_or_default();
         let watching = clients.work.send(watch).await.expect("the watch answers");
-        let requests: Vec<_> = (0..100)
-            .map(|_| {
-                let work = clients.work.clone();
-                tokio::spawn(async move {
-                    work.request_text(request(http::Method::POST, "/api/v1/namespaces/ns/pods"))
-                        .await
-                })
-            })
-            .collect();
+        let requests = pod_creates(&clients.work, 100);
         while held.now.load(Ordering::SeqCst) < MAX_IN_FLIGHT {
             tokio::task::yield_now().await;
         }
