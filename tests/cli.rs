@@ -3,7 +3,7 @@
 
 #[path = "support/run.rs"]
 mod run;
-use run::{jobwarden, stderr, stdout};
+use run::{jobwarden, jobwarden_to_closed_reader, stderr, stdout};
 
 #[test]
 fn check_reports_every_error_kubectl_style() {
@@ -77,6 +77,22 @@ fn check_with_old_validates_an_update() {
         stdout(&out),
         stderr(&out)
     );
+}
+
+/// `jobwarden check *.yaml | head`: the reader stops early; jobwarden neither panics nor calls it
+/// an error, and its exit status still counts every Job, the last (invalid) one too. The output
+/// is far larger than a pipe's buffer, so the closed pipe is met whatever the timing.
+#[test]
+fn check_to_a_reader_that_stops_early_still_checks_every_job() {
+    let valid = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: a}\nspec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: i}]}}}\n";
+    let mut input = format!("---\n{valid}").repeat(5_000);
+    input.push_str("---\n");
+    input.push_str(&valid.replace("restartPolicy: Never", "restartPolicy: Always"));
+    for output in ["text", "json"] {
+        let out = jobwarden_to_closed_reader(&["check", "-o", output, "-"], Some(input.as_bytes()));
+        assert_eq!(out.status.code(), Some(1), "-o {output}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "-o {output}");
+    }
 }
 
 #[test]

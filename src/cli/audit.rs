@@ -15,6 +15,7 @@ use jobwarden_audit::{
 };
 use k8s_openapi::jiff::Timestamp;
 
+use super::output::Output;
 use super::{Outcome, OutputFormat};
 
 #[derive(Debug, Args)]
@@ -98,8 +99,7 @@ async fn audit(args: &AuditArgs, policy: &Policy) -> Outcome {
     let mut lister = JobLister::new(client, scope);
     let mut progress = Progress::new();
     let mut tally = Tally::default();
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = std::io::BufWriter::new(Output::stdout());
     let outcome = loop {
         let page = match lister.next_page().await {
             Ok(Some(page)) => page,

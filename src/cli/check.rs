@@ -10,8 +10,10 @@ use jobwarden_rules::{
     well_known,
 };
 use serde_json::{Value, json};
+use std::io::Write as _;
 
 use super::input;
+use super::output::Output;
 use super::{Outcome, OutputFormat};
 
 #[derive(Debug, Args)]
@@ -76,6 +78,7 @@ pub fn run(args: &CheckArgs) -> Outcome {
         },
     };
     let mut outcome = Outcome::Ok;
+    let mut out = Output::stdout();
     for job in &jobs {
         let result = match &old {
             None => check_create(&job.raw),
@@ -98,37 +101,46 @@ pub fn run(args: &CheckArgs) -> Outcome {
         if !violations.is_empty() {
             outcome = Outcome::Rejected;
         }
-        match (args.output, &result) {
-            (OutputFormat::Text, Err(e)) => println!("{label}: {e}"),
-            (OutputFormat::Text, Ok(_)) => print_text(&label, &violations),
+        let written = match (args.output, &result) {
+            (OutputFormat::Text, Err(e)) => writeln!(out, "{label}: {e}"),
+            (OutputFormat::Text, Ok(_)) => write_text(&mut out, &label, &violations),
             (OutputFormat::Json, _) => {
                 let job_ref = JobRef::of(&job.raw);
                 let mut printed = std::collections::HashSet::new();
-                for v in violations.iter().filter(|v| printed.insert(*v)) {
-                    println!(
-                        "{}",
-                        Finding::new(job_ref, v).in_file(&job.file).to_json_line()
-                    );
-                }
+                violations
+                    .iter()
+                    .filter(|v| printed.insert(*v))
+                    .try_for_each(|v| {
+                        let finding = Finding::new(job_ref, v).in_file(&job.file);
+                        writeln!(out, "{}", finding.to_json_line())
+                    })
             }
+        };
+        if let Err(e) = written {
+            eprintln!("jobwarden check: cannot write the findings: {e}");
+            return Outcome::Unreadable;
         }
     }
     outcome
 }
 
 /// kubectl's lines: the errors, each once, or `valid`.
-fn print_text(label: &str, violations: &[Violation]) {
+fn write_text(
+    out: &mut impl std::io::Write,
+    label: &str,
+    violations: &[Violation],
+) -> std::io::Result<()> {
     if violations.is_empty() {
-        println!("{label}: valid");
-        return;
+        return writeln!(out, "{label}: valid");
     }
     let mut printed = std::collections::HashSet::new();
     for v in violations {
         let line = v.to_string();
         if printed.insert(line.clone()) {
-            println!("{label}: {line}");
+            writeln!(out, "{label}: {line}")?;
         }
     }
+    Ok(())
 }
 
 /// A manifest that cannot be read as a Job, as a violation of the part that does not decode.

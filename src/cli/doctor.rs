@@ -12,6 +12,7 @@ use jobwarden_doctor::{
     Cluster, Install, Memo, Options, Report, ServeCommandLine, ServeFlags, Verdict,
 };
 
+use super::output::Output;
 use super::serve::ServeCommand;
 use super::{Outcome, OutputFormat, input};
 
@@ -177,7 +178,7 @@ async fn doctor(args: &DoctorArgs, options: &Options) -> Result<Report, String> 
 }
 
 fn print(report: &Report, output: OutputFormat) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = Output::stdout();
     match output {
         OutputFormat::Text => out.write_all(jobwarden_doctor::text::render(report).as_bytes())?,
         OutputFormat::Json => {

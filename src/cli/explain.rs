@@ -12,6 +12,7 @@ use jobwarden_explain::{Settings, Target};
 use k8s_openapi::jiff::Timestamp;
 
 use super::Outcome;
+use super::output::Output;
 
 /// How the story is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -124,12 +125,10 @@ async fn explain(args: &ExplainArgs) -> Outcome {
             }
         },
     };
-    // A reader that stops early (`| head`) is no error; `print!` would panic on it.
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = Output::stdout();
     if let Err(e) = stdout
         .write_all(out.as_bytes())
         .and_then(|()| stdout.flush())
-        && e.kind() != std::io::ErrorKind::BrokenPipe
     {
         eprintln!("jobwarden explain: cannot write the story: {e}");
         return Outcome::Unreadable;

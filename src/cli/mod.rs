@@ -10,6 +10,7 @@ mod check;
 mod doctor;
 mod explain;
 mod input;
+mod output;
 mod registered_webhooks;
 mod review;
 mod serve;

@@ -9,6 +9,7 @@ use jobwarden_admission::{Context, Policy, Reviewer, Webhook};
 
 use super::Outcome;
 use super::input;
+use super::output::Output;
 
 #[derive(Debug, Args)]
 pub struct ReviewArgs {
@@ -48,7 +49,7 @@ pub fn run(args: &ReviewArgs) -> Outcome {
     };
     match Reviewer::new(policy).review(webhook, &body, &Context::default()) {
         Ok(reviewed) => {
-            if std::io::stdout().write_all(&reviewed.body).is_err() {
+            if Output::stdout().write_all(&reviewed.body).is_err() {
                 return Outcome::Unreadable;
             }
             if reviewed.allowed {

@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::Outcome;
 use super::check::check_create;
 use super::input;
+use super::output::Output;
 
 /// The largest Job or scenario file read: kube-apiserver's own request limit (3 MiB).
 const MAX_INPUT: u64 = 3 * 1024 * 1024;
@@ -144,12 +145,10 @@ pub fn run(args: &SimulateArgs) -> Outcome {
             }
         },
     };
-    // A reader that stops early (`| head`) is no error; `print!` would panic on it.
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = Output::stdout();
     if let Err(e) = stdout
         .write_all(out.as_bytes())
         .and_then(|()| stdout.flush())
-        && e.kind() != std::io::ErrorKind::BrokenPipe
     {
         eprintln!("jobwarden simulate: cannot write the story: {e}");
         return Outcome::Unreadable;

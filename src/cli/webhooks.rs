@@ -11,6 +11,7 @@ use jobwarden_admission::Policy;
 use jobwarden_admission::registration::{Install, configurations};
 
 use super::Outcome;
+use super::output::Output;
 
 #[derive(Debug, Args)]
 pub struct WebhooksArgs {
@@ -71,7 +72,7 @@ pub fn run(args: &WebhooksArgs) -> Outcome {
         }
     };
     let out = format!("{HEADER}{mutating}---\n{validating}");
-    match std::io::stdout().lock().write_all(out.as_bytes()) {
+    match Output::stdout().write_all(out.as_bytes()) {
         Ok(()) => Outcome::Ok,
         Err(e) => {
             eprintln!("jobwarden webhooks: {e}");

@@ -6,6 +6,21 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 pub fn jobwarden(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    run(args, stdin, Reader::ReadsEverything)
+}
+
+/// As `jobwarden ... | head -0`: the reader of stdout is gone before the first line.
+pub fn jobwarden_to_closed_reader(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    run(args, stdin, Reader::GoneAtOnce)
+}
+
+#[derive(PartialEq)]
+enum Reader {
+    ReadsEverything,
+    GoneAtOnce,
+}
+
+fn run(args: &[&str], stdin: Option<&[u8]>, reader: Reader) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_jobwarden"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -15,6 +30,9 @@ pub fn jobwarden(args: &[&str], stdin: Option<&[u8]>) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("jobwarden starts");
+    if reader == Reader::GoneAtOnce {
+        drop(child.stdout.take());
+    }
     if let Some(input) = stdin {
         child
             .stdin
