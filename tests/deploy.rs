@@ -356,6 +356,72 @@ fn check_rbac_is_least_privilege(r: &Renders) {
     }
 }
 
+/// The Lease travels in kube-apiserver's `leader-election` priority level: one FlowSchema per
+/// install, ahead of the `service-accounts` schema (precedence 9000) that would match otherwise,
+/// naming exactly the ServiceAccounts whose pods lead, for exactly the Lease verbs they use.
+fn check_the_lease_has_the_leader_election_priority_level(r: &Renders) {
+    for (install, objects) in r.installs() {
+        let ns = namespace_of_install(objects);
+        let schemas: Vec<&Value> = of_kind(objects, "FlowSchema").collect();
+        let [schema] = schemas.as_slice() else {
+            panic!("{install}: one FlowSchema, found {}", schemas.len());
+        };
+        let what = format!("{install}: FlowSchema {}", name(schema));
+        assert_eq!(
+            str_at(schema, "/spec/priorityLevelConfiguration/name"),
+            "leader-election",
+            "{what}"
+        );
+        let precedence = schema["spec"]["matchingPrecedence"].as_i64();
+        assert!(
+            precedence.is_some_and(|p| p > 200 && p < 9000),
+            "{what}: precedence {precedence:?} must follow the API server's own leader-election \
+             schemas (100, 200) and precede service-accounts (9000)"
+        );
+        let rules = array(&schema["spec"]["rules"]);
+        let [rule] = rules.as_slice() else {
+            panic!("{what}: one rule");
+        };
+        let subjects: BTreeSet<(String, String)> = array(&rule["subjects"])
+            .iter()
+            .map(|s| {
+                assert_eq!(s["kind"], "ServiceAccount", "{what}: {s}");
+                (
+                    str_at(s, "/serviceAccount/namespace").to_owned(),
+                    str_at(s, "/serviceAccount/name").to_owned(),
+                )
+            })
+            .collect();
+        let leaders: BTreeSet<(String, String)> = deployments(objects)
+            .filter(|d| runs_controller(d))
+            .map(|d| {
+                let sa = str_at(d, "/spec/template/spec/serviceAccountName");
+                (ns.clone(), sa.to_owned())
+            })
+            .collect();
+        assert_eq!(subjects, leaders, "{what}: subjects");
+        let lease_verbs: BTreeSet<String> = controller_needs(&ns)
+            .into_iter()
+            .filter_map(|g| match g {
+                Grant::Resource { resource, verb, .. } if resource == "leases" => Some(verb),
+                _ => None,
+            })
+            .collect();
+        let resource_rules = array(&rule["resourceRules"]);
+        let [lease] = resource_rules.as_slice() else {
+            panic!("{what}: one resource rule, the Lease's");
+        };
+        assert_eq!(
+            strings(&lease["apiGroups"]),
+            ["coordination.k8s.io"],
+            "{what}"
+        );
+        assert_eq!(strings(&lease["resources"]), ["leases"], "{what}");
+        let verbs: BTreeSet<String> = strings(&lease["verbs"]).into_iter().collect();
+        assert_eq!(verbs, lease_verbs, "{what}: the verbs leader election uses");
+    }
+}
+
 fn check_one_image_and_one_policy(r: &Renders) {
     for (install, objects) in r.installs() {
         let mut images = BTreeSet::new();
@@ -422,6 +488,11 @@ fn the_service_selects_only_pods_that_serve_the_webhook() {
 #[test]
 fn each_service_account_has_the_rbac_its_pods_use_and_no_more() {
     check_rbac_is_least_privilege(&replayed());
+}
+
+#[test]
+fn the_lease_has_the_leader_election_priority_level() {
+    check_the_lease_has_the_leader_election_priority_level(&replayed());
 }
 
 #[test]

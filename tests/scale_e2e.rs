@@ -8,7 +8,9 @@
 //! Asserted on what the cluster and the metrics say, never on time: leadership never changed
 //! hands (the Lease's holder and transitions, its LeaderElection Events, the loss counter),
 //! each Job ends Complete with every index succeeded once, every pod lost its tracking
-//! finalizer, and kube-apiserver refused jobwarden nothing.
+//! finalizer, and kube-apiserver refused jobwarden nothing. The API server's side as well:
+//! deploy/'s FlowSchema puts the Lease's requests, and no others, in the `leader-election`
+//! priority level (as kube-apiserver's answers name it), and the renewals went there.
 //!
 //! About five minutes on the project's two-core machine. Skipped with one line without the
 //! control-plane binaries, and with `JOBWARDEN_E2E_KUBECONFIG` (a cluster elsewhere cannot
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::flowcontrol::v1::{FlowSchema, PriorityLevelConfiguration};
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt as _};
 use serde_json::json;
@@ -57,6 +60,70 @@ fn metric(text: &str, name: &str) -> f64 {
             l.strip_prefix(name)
                 .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
         })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// deploy/'s FlowSchema for the Lease (deploy/base/flowschema.yaml).
+const LEASE_FLOW_SCHEMA: &str = "jobwarden-leader-election";
+
+/// How kube-apiserver's API Priority and Fairness classified a GET of `path` sent by `client`:
+/// the FlowSchema and priority level its answer names (`X-Kubernetes-PF-FlowSchema-UID`,
+/// `X-Kubernetes-PF-PriorityLevel-UID`), by name.
+async fn classified(client: &Client, admin: &Client, path: &str) -> (String, String) {
+    let request = axum::http::Request::get(path)
+        .body(Vec::new())
+        .expect("a request");
+    let answer = client
+        .send(request.map(kube::client::Body::from))
+        .await
+        .expect("an answer");
+    let header = |name: &str| {
+        answer
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_else(|| panic!("GET {path}: no {name} in the answer"))
+            .to_owned()
+    };
+    let (schema_uid, level_uid) = (
+        header("X-Kubernetes-PF-FlowSchema-UID"),
+        header("X-Kubernetes-PF-PriorityLevel-UID"),
+    );
+    let schema = Api::<FlowSchema>::all(admin.clone())
+        .list(&ListParams::default())
+        .await
+        .expect("the FlowSchemas")
+        .items
+        .into_iter()
+        .find(|s| s.uid().as_deref() == Some(schema_uid.as_str()))
+        .map(|s| s.name_any())
+        .unwrap_or(schema_uid);
+    let level = Api::<PriorityLevelConfiguration>::all(admin.clone())
+        .list(&ListParams::default())
+        .await
+        .expect("the priority levels")
+        .items
+        .into_iter()
+        .find(|l| l.uid().as_deref() == Some(level_uid.as_str()))
+        .map(|l| l.name_any())
+        .unwrap_or(level_uid);
+    (schema, level)
+}
+
+/// How many requests kube-apiserver dispatched under the Lease's FlowSchema.
+async fn dispatched_for_the_lease(admin: &Client) -> f64 {
+    let request = axum::http::Request::get("/metrics")
+        .body(Vec::new())
+        .expect("a request");
+    let text = admin
+        .request_text(request)
+        .await
+        .expect("kube-apiserver's metrics");
+    let series = format!("flow_schema=\"{LEASE_FLOW_SCHEMA}\"");
+    text.lines()
+        .filter(|l| l.starts_with("apiserver_flowcontrol_dispatched_requests_total{"))
+        .filter(|l| l.contains(&series))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
 }
@@ -173,6 +240,22 @@ async fn the_leader_keeps_its_lease_through_a_1000_and_a_5000_pod_job() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let (holder, transitions) = lease(&admin, &ns).await;
+    // The Lease's requests travel in kube-apiserver's leader-election priority level; the
+    // controller's other work does not.
+    let as_installed = identity.client(&ns).await;
+    let lease_path = format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{LEASE}");
+    assert_eq!(
+        classified(&as_installed, &admin, &lease_path).await,
+        (LEASE_FLOW_SCHEMA.to_owned(), "leader-election".to_owned())
+    );
+    let (_, pods_level) = classified(
+        &as_installed,
+        &admin,
+        &format!("/api/v1/namespaces/{ns}/pods"),
+    )
+    .await;
+    assert_ne!(pods_level, "leader-election", "the pods' requests");
+    let dispatched_before = dispatched_for_the_lease(&admin).await;
 
     let kubelet = jobwarden_envtest::kubelet::finish_pods_after_a_second(admin.clone(), &ns);
     run_to_the_end(&admin, &ns, "a-thousand", 1000).await;
@@ -205,6 +288,10 @@ async fn the_leader_keeps_its_lease_through_a_1000_and_a_5000_pod_job() {
         .filter_map(|e| e.message)
         .collect();
     assert_eq!(said, [format!("{holder} became leader")]);
+    assert!(
+        dispatched_for_the_lease(&admin).await > dispatched_before,
+        "no renewal went through {LEASE_FLOW_SCHEMA}"
+    );
     identity.assert_nothing_refused();
     drop(served);
     let _ = std::fs::remove_dir_all(&dir);

@@ -281,6 +281,7 @@ fn the_deploy_checks_hold_for_the_chart_under_other_names() {
         check_service_selects_only_webhook_pods(&r);
         check_rbac_is_least_privilege(&r);
         check_one_image_and_one_policy(&r);
+        check_the_lease_has_the_leader_election_priority_level(&r);
     }
 }
 
@@ -551,4 +552,28 @@ fn a_certificate_secret_of_ones_own_replaces_cert_manager() {
         .find(|o| kind(o) == "Job" && hook_phases(o).contains(&"post-install"))
         .expect("the register Job");
     assert_eq!(job_commands(register).len(), 1);
+}
+
+/// `leaderElection.flowSchema=false`, for clusters where installs may not make FlowSchemas:
+/// the install has none, and nothing else changes.
+#[test]
+fn the_lease_s_flow_schema_can_be_left_out() {
+    let Some(helm) = helm() else { return };
+    for split in ["split=false", "split=true"] {
+        let with = template(helm, RELEASE, NAMESPACE, &[split]);
+        let without = template(
+            helm,
+            RELEASE,
+            NAMESPACE,
+            &[split, "leaderElection.flowSchema=false"],
+        );
+        let mut expected: Vec<Value> = with
+            .into_iter()
+            .filter(|o| kind(o) != "FlowSchema")
+            .collect();
+        expected.sort_by_key(|o| format!("{}/{}", kind(o), name(o)));
+        let mut got = without;
+        got.sort_by_key(|o| format!("{}/{}", kind(o), name(o)));
+        assert_eq!(got, expected, "{split}");
+    }
 }

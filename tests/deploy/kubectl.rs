@@ -25,6 +25,7 @@ fn kubectl_kustomize_renders_what_the_replay_checks() {
     check_service_selects_only_webhook_pods(&rendered);
     check_rbac_is_least_privilege(&rendered);
     check_one_image_and_one_policy(&rendered);
+    check_the_lease_has_the_leader_election_priority_level(&rendered);
 
     // The replay and kustomize agree on every object, but for the ConfigMap name's hash.
     let replay = replayed();

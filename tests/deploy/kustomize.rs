@@ -23,6 +23,7 @@ const KNOWN: [&str; 9] = [
     "replacements",
 ];
 
+/// The kinds deploy/ holds that kube-apiserver serves cluster-scoped.
 pub fn cluster_scoped(kind: &str) -> bool {
     matches!(
         kind,
@@ -31,7 +32,16 @@ pub fn cluster_scoped(kind: &str) -> bool {
             | "ClusterRoleBinding"
             | "MutatingWebhookConfiguration"
             | "ValidatingWebhookConfiguration"
+            | "FlowSchema"
     )
+}
+
+/// kustomize 5 sets the kustomization's namespace on every kind its built-in schema (of an
+/// older Kubernetes) does not know to be cluster-scoped; flowcontrol's v1 FlowSchema came after
+/// it, so it gets one, which kube-apiserver drops (the e2e suites apply deploy/'s FlowSchema as
+/// rendered).
+fn namespaced_by_kustomize(kind: &str) -> bool {
+    !cluster_scoped(kind) || kind == "FlowSchema"
 }
 
 pub fn build(dir: &Path) -> Vec<Value> {
@@ -70,7 +80,10 @@ pub fn build(dir: &Path) -> Vec<Value> {
         }));
     }
     if let Some(ns) = k["namespace"].as_str() {
-        for o in objects.iter_mut().filter(|o| !cluster_scoped(kind(o))) {
+        for o in objects
+            .iter_mut()
+            .filter(|o| namespaced_by_kustomize(kind(o)))
+        {
             o["metadata"]["namespace"] = Value::from(ns);
         }
     }

@@ -122,13 +122,19 @@ pub fn the_serving_certificate<'o>(objects: &'o [Value], ns: &str, service: &str
 }
 
 /// Objects by kind/namespace/name; `normalize` drops the hash kustomize adds to a generated
-/// ConfigMap's name, and the label kustomize may add, so the replay can be compared.
+/// ConfigMap's name, the label kustomize may add, and the namespace it gives a cluster-scoped
+/// kind it does not know (kube-apiserver drops it too), so the renders can be compared.
 pub fn by_identity(objects: &[Value], normalize: bool) -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
     for o in objects {
         let mut o = o.clone();
         if normalize {
             strip_config_map_hash(&mut o);
+            if crate::kustomize::cluster_scoped(kind(&o))
+                && let Some(meta) = o["metadata"].as_object_mut()
+            {
+                meta.remove("namespace");
+            }
         }
         let key = format!(
             "{}/{}/{}",

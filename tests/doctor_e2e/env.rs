@@ -385,14 +385,14 @@ impl Drop for Install {
 }
 
 /// deploy/'s object as installed under `name`: namespaced objects in namespace `name`,
-/// cluster-scoped ones and every reference to them renamed, RBAC subjects and resource names
-/// following.
+/// cluster-scoped ones and every reference to them renamed, RBAC and FlowSchema subjects and
+/// resource names following.
 fn retarget(o: &mut Value, name: &str) {
     let rename = |s: &str| s.replacen("jobwarden", name, 1);
     let kind = o["kind"].as_str().unwrap_or_default().to_owned();
     match kind.as_str() {
         "Namespace" => o["metadata"]["name"] = json!(name),
-        "ClusterRole" | "ClusterRoleBinding" => {
+        "ClusterRole" | "ClusterRoleBinding" | "FlowSchema" => {
             let renamed = rename(o["metadata"]["name"].as_str().unwrap_or_default());
             o["metadata"]["name"] = json!(renamed);
         }
@@ -405,6 +405,13 @@ fn retarget(o: &mut Value, name: &str) {
         }
         for s in o["subjects"].as_array_mut().into_iter().flatten() {
             s["namespace"] = json!(name);
+        }
+    }
+    if kind == "FlowSchema" {
+        for rule in o["spec"]["rules"].as_array_mut().into_iter().flatten() {
+            for s in rule["subjects"].as_array_mut().into_iter().flatten() {
+                s["serviceAccount"]["namespace"] = json!(name);
+            }
         }
     }
     if kind == "ClusterRole" {

@@ -309,6 +309,10 @@ fn everything_healthy_every_check_passes() {
     assert!(problems(&checks).is_empty(), "{:?}", problems(&checks));
     assert!(checks.iter().all(|c| c["status"] == "ok"), "{checks:#?}");
     assert!(message(&checks, "controller Lease").contains(&format!("held by {REPLICA}")));
+    assert!(
+        message(&checks, "Lease priority level")
+            .contains("FlowSchema doctor-healthy-leader-election, priority level leader-election")
+    );
     assert!(message(&checks, "webhook denies through the API server").contains("in its own words"));
 
     // The same as text, as a person reads it.

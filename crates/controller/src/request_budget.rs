@@ -15,7 +15,9 @@
 //! its own with a budget of its own (`client::ControllerClients`), as kube-controller-manager's
 //! does; so have the webhook's TokenReviews and SubjectAccessReviews of `/metrics` scrapes (the
 //! server's client, unlimited), and `/readyz` asks the API server nothing. Nothing a deadline
-//! depends on waits for the syncs.
+//! depends on waits for the syncs. On the API server's side, deploy/'s FlowSchema
+//! (deploy/base/flowschema.yaml) keeps the Lease out of the queue of jobwarden's other requests
+//! too, in kube-apiserver's `leader-election` priority level.
 
 use std::time::Duration;
 

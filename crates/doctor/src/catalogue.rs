@@ -27,6 +27,7 @@ pub const WEBHOOK_NAMES: Kind = kind(Group::PreInstall, "webhook names free");
 
 pub const DEPLOYMENT: Kind = kind(Group::Jobwarden, "Deployment ready");
 pub const LEASE: Kind = kind(Group::Jobwarden, "controller Lease");
+pub const LEASE_PRIORITY: Kind = kind(Group::Jobwarden, "Lease priority level");
 pub const SERVICE_ACCOUNT: Kind = kind(Group::Jobwarden, "ServiceAccount permissions");
 pub const METRICS_READER: Kind = kind(Group::Jobwarden, "metrics reader role");
 
@@ -39,7 +40,7 @@ pub const REFUSED_JOBS: Kind = kind(Group::StoredJobs, "stored Jobs the rules re
 pub const NOBODY_RUNS: Kind = kind(Group::StoredJobs, "Jobs nobody runs");
 
 /// All of them, in the order a run prints them.
-pub const ALL: [Kind; 26] = [
+pub const ALL: [Kind; 27] = [
     API_SERVER_REACHABLE,
     API_SERVER_VERSION,
     CALLER,
@@ -58,6 +59,7 @@ pub const ALL: [Kind; 26] = [
     WEBHOOK_NAMES,
     DEPLOYMENT,
     LEASE,
+    LEASE_PRIORITY,
     SERVICE_ACCOUNT,
     METRICS_READER,
     REGISTRATION,

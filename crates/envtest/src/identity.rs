@@ -16,14 +16,16 @@ use serde_json::{Value, json};
 
 use crate::{ControlPlane, bin_dir, kubectl_program};
 
-/// The kinds of the rendered install that make up jobwarden's identity.
-const IDENTITY_KINDS: [&str; 6] = [
+/// The kinds of the rendered install that make up jobwarden's identity: who it is, what it may
+/// do, and how kube-apiserver's API Priority and Fairness classifies its Lease.
+const IDENTITY_KINDS: [&str; 7] = [
     "Namespace",
     "ServiceAccount",
     "ClusterRole",
     "ClusterRoleBinding",
     "Role",
     "RoleBinding",
+    "FlowSchema",
 ];
 
 /// Tokens last the longest test binary's run; kube-apiserver caps them at its own maximum.
@@ -357,8 +359,8 @@ fn call(event: &Value) -> String {
     call
 }
 
-/// Puts `variant-` before the ServiceAccount's name and every role's and binding's, in the
-/// objects and in the references between them.
+/// Puts `variant-` before the ServiceAccount's name and every role's, binding's and
+/// FlowSchema's, in the objects and in the references between them.
 fn rename(objects: &mut [Value], variant: &str, service_account: &str) {
     let renamed = |name: &str| format!("{variant}-{name}");
     for o in objects.iter_mut() {
@@ -374,6 +376,15 @@ fn rename(objects: &mut [Value], variant: &str, service_account: &str) {
             if let Some(subjects) = o["subjects"].as_array_mut() {
                 for s in subjects.iter_mut().filter(|s| s["name"] == service_account) {
                     s["name"] = json!(renamed(service_account));
+                }
+            }
+        }
+        if kind == "FlowSchema" {
+            for rule in o["spec"]["rules"].as_array_mut().into_iter().flatten() {
+                for s in rule["subjects"].as_array_mut().into_iter().flatten() {
+                    if s["serviceAccount"]["name"] == service_account {
+                        s["serviceAccount"]["name"] = json!(renamed(service_account));
+                    }
                 }
             }
         }

@@ -1,5 +1,5 @@
 //! `doctor` on an installed jobwarden: its Deployments and their ready replicas, the
-//! controller's Lease, the ServiceAccounts' permissions, the metrics reader role; the webhook
+//! controller's Lease and its priority level, the ServiceAccounts' permissions, the metrics reader role; the webhook
 //! configurations against the policy, the webhook answering through the API server, its
 //! certificate; and what `audit` would report. Pure, but for [`crate::read::installed`] which
 //! reads what [`checks`] judges.
@@ -7,6 +7,7 @@
 pub mod certificate;
 pub mod deployment;
 pub mod lease;
+pub mod lease_priority;
 pub mod permissions;
 pub mod registration;
 pub mod stored_jobs;
@@ -16,6 +17,7 @@ use jobwarden_admission::Policy;
 use jobwarden_audit::DEFAULT_STUCK_AFTER;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::flowcontrol::v1::{FlowSchema, PriorityLevelConfiguration};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
@@ -42,6 +44,9 @@ pub struct InstalledObserved {
     pub deployments: Result<Vec<DeploymentView>, String>,
     pub pods: Result<Vec<Pod>, String>,
     pub lease: Result<Option<Lease>, String>,
+    /// The cluster's, for the Lease's priority level.
+    pub flow_schemas: Result<Vec<FlowSchema>, String>,
+    pub priority_levels: Result<Vec<PriorityLevelConfiguration>, String>,
     pub configurations: String,
     pub policy: Result<Policy, String>,
     pub registered: Result<Registered, String>,
@@ -66,6 +71,12 @@ pub fn checks(namespace: &str, o: &InstalledObserved) -> Vec<Check> {
         &o.pods,
         &controllers,
         o.now,
+    ));
+    out.push(lease_priority::lease_priority(
+        namespace,
+        &o.flow_schemas,
+        &o.priority_levels,
+        &controllers,
     ));
     out.extend(
         o.accounts

@@ -1,6 +1,6 @@
 //! What doctor reads of an installed jobwarden: its Deployments (and from the webhook's pod
 //! template, the policy file and serving certificate it mounts), the namespace's pods and the
-//! Lease, the webhook configurations, the two webhook probes, the ServiceAccounts' access
+//! Lease, the FlowSchemas and priority levels, the webhook configurations, the two webhook probes, the ServiceAccounts' access
 //! reviews, the metrics reader role, and every stored Job, counted page by page.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,6 +13,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
+use k8s_openapi::api::flowcontrol::v1::{FlowSchema, PriorityLevelConfiguration};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
@@ -88,6 +89,16 @@ pub async fn read(
         .await
         .map_err(api_error);
     let now = Timestamp::now();
+    let flow_schemas = Api::<FlowSchema>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .map_err(api_error);
+    let priority_levels = Api::<PriorityLevelConfiguration>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .map_err(api_error);
     let registered = registered(cluster, &configurations).await;
     let (denied, admitted) = probe(cluster, &registered).await;
     InstalledObserved {
@@ -105,6 +116,8 @@ pub async fn read(
         deployments,
         pods,
         lease,
+        flow_schemas,
+        priority_levels,
         configurations,
         policy,
         registered,

@@ -6,6 +6,7 @@ mod api_server;
 mod certificate;
 mod installed;
 mod lease;
+mod lease_priority;
 mod pre;
 mod report;
 mod webhook;
