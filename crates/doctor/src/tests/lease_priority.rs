@@ -131,7 +131,7 @@ fn the_lease_priority_level_by_table() {
     // Priority levels unreadable: the Dangling condition still tells.
     let check = lease_priority(
         "jobwarden-system",
-        &schemas(&[deploy.clone()]),
+        &schemas(std::slice::from_ref(&deploy)),
         &Err("forbidden".into()),
         &[&controller],
     );
