@@ -241,13 +241,23 @@ async fn the_leader_keeps_its_lease_through_a_1000_and_a_5000_pod_job() {
     }
     let (holder, transitions) = lease(&admin, &ns).await;
     // The Lease's requests travel in kube-apiserver's leader-election priority level; the
-    // controller's other work does not.
+    // controller's other work does not. kube-apiserver takes up a new FlowSchema from its own
+    // watch: wait until it classifies by it.
     let as_installed = identity.client(&ns).await;
     let lease_path = format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{LEASE}");
-    assert_eq!(
-        classified(&as_installed, &admin, &lease_path).await,
-        (LEASE_FLOW_SCHEMA.to_owned(), "leader-election".to_owned())
-    );
+    let wanted = (LEASE_FLOW_SCHEMA.to_owned(), "leader-election".to_owned());
+    let waited = Instant::now();
+    loop {
+        let got = classified(&as_installed, &admin, &lease_path).await;
+        if got == wanted {
+            break;
+        }
+        assert!(
+            waited.elapsed() < TIMEOUT,
+            "the Lease's GET is classified as {got:?}, not {wanted:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let (_, pods_level) = classified(
         &as_installed,
         &admin,
