@@ -29,8 +29,25 @@ pub(crate) fn fit(text: &str, width: f64, size: f64) -> String {
 pub(crate) struct Look {
     pub fill: &'static str,
     pub stroke: &'static str,
-    /// The pattern's id, when the outcome has one.
-    pub pattern: Option<&'static str>,
+    /// Drawn over `fill`, when the outcome has one.
+    pub pattern: Option<Pattern>,
+}
+
+/// A 6 px tile of `<defs>`: the look's colour with `drawing` in `ink` over it.
+pub(crate) struct Pattern {
+    pub id: &'static str,
+    ink: &'static str,
+    drawing: &'static str,
+    stroke_width: f64,
+}
+
+const fn pattern(id: &'static str, ink: &'static str, drawing: &'static str) -> Option<Pattern> {
+    Some(Pattern {
+        id,
+        ink,
+        drawing,
+        stroke_width: 1.1,
+    })
 }
 
 pub(crate) fn outcome(o: Outcome) -> Look {
@@ -40,30 +57,44 @@ pub(crate) fn outcome(o: Outcome) -> Look {
             stroke: "#00573F",
             pattern: None,
         },
+        // Diagonal stripes.
         Outcome::Failed => Look {
             fill: "#D55E00",
             stroke: "#7A3600",
-            pattern: Some("jwt-failed"),
+            pattern: pattern("jwt-failed", "#7A3600", "M-1,1 l2,-2 M0,6 l6,-6 M5,7 l2,-2"),
         },
+        // Dots, drawn thicker to be seen.
         Outcome::StartTimeout => Look {
             fill: "#E69F00",
             stroke: "#7A5500",
-            pattern: Some("jwt-start-timeout"),
+            pattern: Some(Pattern {
+                id: "jwt-start-timeout",
+                ink: "#7A5500",
+                drawing: "M1.5,1.5 h1 M4.5,4.5 h1",
+                stroke_width: 1.6,
+            }),
         },
+        // Cross-hatch.
         Outcome::Disrupted => Look {
             fill: "#CC79A7",
             stroke: "#6E3A5A",
-            pattern: Some("jwt-disrupted"),
+            pattern: pattern(
+                "jwt-disrupted",
+                "#6E3A5A",
+                "M-1,1 l2,-2 M0,6 l6,-6 M5,7 l2,-2 M-1,5 l2,2 M0,0 l6,6 M5,-1 l2,2",
+            ),
         },
+        // Horizontal lines.
         Outcome::Deleted => Look {
             fill: "#BBBBBB",
             stroke: "#555555",
-            pattern: Some("jwt-deleted"),
+            pattern: pattern("jwt-deleted", "#555555", "M0,1.5 h6 M0,4.5 h6"),
         },
+        // Vertical ticks.
         Outcome::Running => Look {
             fill: "#56B4E9",
             stroke: "#1E6A94",
-            pattern: Some("jwt-running"),
+            pattern: pattern("jwt-running", "#2A86BA", "M1.5,0 v6"),
         },
     }
 }
@@ -72,8 +103,21 @@ pub(crate) fn outcome(o: Outcome) -> Look {
 pub(crate) fn fill(o: Outcome) -> String {
     let look = outcome(o);
     match look.pattern {
-        Some(id) => format!("url(#{id})"),
+        Some(p) => format!("url(#{})", p.id),
         None => look.fill.to_owned(),
+    }
+}
+
+/// A back-off: back-slashes on pale yellow.
+fn backoff() -> Look {
+    Look {
+        fill: "#F6EFA6",
+        stroke: BACKOFF_STROKE,
+        pattern: pattern(
+            "jwt-backoff",
+            BACKOFF_STROKE,
+            "M-1,5 l2,2 M0,0 l6,6 M5,-1 l2,2",
+        ),
     }
 }
 
@@ -83,46 +127,12 @@ pub(crate) const BACKOFF_STROKE: &str = "#8C8500";
 /// The `<defs>`: a pattern per outcome (but success, plain), and the back-off's.
 pub(crate) fn defs(w: &mut Writer) {
     w.open("defs", &[]);
-    // (id, background, ink, the tile's drawing)
-    let patterns: [(&str, &str, &str, &str); 6] = [
-        // Diagonal stripes: failed.
-        (
-            "jwt-failed",
-            "#D55E00",
-            "#7A3600",
-            "M-1,1 l2,-2 M0,6 l6,-6 M5,7 l2,-2",
-        ),
-        // Dots: did not start in time.
-        (
-            "jwt-start-timeout",
-            "#E69F00",
-            "#7A5500",
-            "M1.5,1.5 h1 M4.5,4.5 h1",
-        ),
-        // Cross-hatch: disrupted.
-        (
-            "jwt-disrupted",
-            "#CC79A7",
-            "#6E3A5A",
-            "M-1,1 l2,-2 M0,6 l6,-6 M5,7 l2,-2 M-1,5 l2,2 M0,0 l6,6 M5,-1 l2,2",
-        ),
-        // Horizontal lines: deleted.
-        ("jwt-deleted", "#BBBBBB", "#555555", "M0,1.5 h6 M0,4.5 h6"),
-        // Vertical ticks: still running.
-        ("jwt-running", "#56B4E9", "#2A86BA", "M1.5,0 v6"),
-        // Back-slashes on pale yellow: a back-off.
-        (
-            "jwt-backoff",
-            "#F6EFA6",
-            "#8C8500",
-            "M-1,5 l2,2 M0,0 l6,6 M5,-1 l2,2",
-        ),
-    ];
-    for (id, background, ink, drawing) in patterns {
+    let looks = Outcome::ALL.into_iter().map(outcome).chain([backoff()]);
+    for (background, p) in looks.filter_map(|l| Some((l.fill, l.pattern?))) {
         w.open(
             "pattern",
             &[
-                ("id", id.into()),
+                ("id", p.id.into()),
                 ("patternUnits", "userSpaceOnUse".into()),
                 ("width", 6.0.into()),
                 ("height", 6.0.into()),
@@ -136,13 +146,12 @@ pub(crate) fn defs(w: &mut Writer) {
                 ("fill", background.into()),
             ],
         );
-        let width = if id == "jwt-start-timeout" { 1.6 } else { 1.1 };
         w.empty(
             "path",
             &[
-                ("d", drawing.into()),
-                ("stroke", ink.into()),
-                ("stroke-width", width.into()),
+                ("d", p.drawing.into()),
+                ("stroke", p.ink.into()),
+                ("stroke-width", p.stroke_width.into()),
                 ("stroke-linecap", "round".into()),
                 ("fill", "none".into()),
             ],
