@@ -356,6 +356,16 @@ mod tests {
         );
     }
 
+    /// A client configuration for `app`, served over plain HTTP on a port of its own.
+    async fn serve(app: axum::Router) -> kube::Config {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a port");
+        let url = format!("http://{}", listener.local_addr().expect("an address"));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        kube::Config::new(url.parse().expect("a URL"))
+    }
+
     /// An API server that answers every request with `{}` and notes, in order, each request's
     /// method, path and User-Agent.
     async fn recording_api_server() -> (kube::Config, Arc<Mutex<Vec<String>>>) {
@@ -377,12 +387,7 @@ mod tests {
                 }
             })
         };
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("a port");
-        let url = format!("http://{}", listener.local_addr().expect("an address"));
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        let config = kube::Config::new(url.parse().expect("a URL"));
+        let config = serve(app).await;
         (config, seen)
     }
 
@@ -493,12 +498,7 @@ mod tests {
                 }
             })
         };
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("a port");
-        let url = format!("http://{}", listener.local_addr().expect("an address"));
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        let config = kube::Config::new(url.parse().expect("a URL"));
+        let config = serve(app).await;
         let clients = ControllerClients::new(config, "test", None, Duration::from_secs(10))
             .expect("the clients");
 
