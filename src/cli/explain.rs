@@ -2,7 +2,6 @@
 //! kubeconfig. The reading is `jobwarden_explain::read`, the story `jobwarden_explain::explain`;
 //! this only parses flags, reads the clock and prints.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -125,11 +124,7 @@ async fn explain(args: &ExplainArgs) -> Outcome {
             }
         },
     };
-    let mut stdout = Output::stdout();
-    if let Err(e) = stdout
-        .write_all(out.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
+    if let Err(e) = Output::print(out.as_bytes()) {
         eprintln!("jobwarden explain: cannot write the story: {e}");
         return Outcome::Unreadable;
     }

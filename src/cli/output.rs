@@ -19,6 +19,13 @@ impl Output {
         }
     }
 
+    /// All of `text`, flushed: what a command that prints one piece does.
+    pub fn print(text: &[u8]) -> io::Result<()> {
+        let mut out = Output::stdout();
+        out.write_all(text)?;
+        out.flush()
+    }
+
     fn absorb_closed_pipe<T>(&mut self, result: io::Result<T>, written: T) -> io::Result<T> {
         match result {
             Err(e) if e.kind() == ErrorKind::BrokenPipe => {

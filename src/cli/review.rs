@@ -1,7 +1,6 @@
 //! `jobwarden review`: one AdmissionReview request in, the exact response bytes the webhook
 //! would send out. How an operator reproduces a denial without a cluster.
 
-use std::io::Write;
 use std::path::Path;
 
 use clap::Args;
@@ -49,7 +48,7 @@ pub fn run(args: &ReviewArgs) -> Outcome {
     };
     match Reviewer::new(policy).review(webhook, &body, &Context::default()) {
         Ok(reviewed) => {
-            if Output::stdout().write_all(&reviewed.body).is_err() {
+            if Output::print(&reviewed.body).is_err() {
                 return Outcome::Unreadable;
             }
             if reviewed.allowed {

@@ -3,7 +3,7 @@
 //! (a file, `--pod` flags, a default). Prints the story as text, JSON or an SVG timeline.
 //! Reads files only; never talks to a cluster.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::time::Duration;
 
 use clap::Args;
@@ -145,11 +145,7 @@ pub fn run(args: &SimulateArgs) -> Outcome {
             }
         },
     };
-    let mut stdout = Output::stdout();
-    if let Err(e) = stdout
-        .write_all(out.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
+    if let Err(e) = Output::print(out.as_bytes()) {
         eprintln!("jobwarden simulate: cannot write the story: {e}");
         return Outcome::Unreadable;
     }

@@ -3,7 +3,6 @@
 //! (deploy/webhooks/webhooks.yaml is this output for the default policy; the chart's templates
 //! are held to it by tests/deploy/registration.rs).
 
-use std::io::Write as _;
 use std::path::Path;
 
 use clap::Args;
@@ -72,7 +71,7 @@ pub fn run(args: &WebhooksArgs) -> Outcome {
         }
     };
     let out = format!("{HEADER}{mutating}---\n{validating}");
-    match Output::stdout().write_all(out.as_bytes()) {
+    match Output::print(out.as_bytes()) {
         Ok(()) => Outcome::Ok,
         Err(e) => {
             eprintln!("jobwarden webhooks: {e}");
