@@ -389,28 +389,28 @@ fn the_webhooks_are_registered_after_a_replica_serves_and_removed_first() {
         }
         let granted = grants_by_service_account(&rbac, NAMESPACE);
         let want: BTreeSet<Grant> = [
-            grants(
+            Grant::verbs(
                 Some(NAMESPACE),
                 "apps",
                 "deployments",
                 Some("jobwarden"),
                 &["get", "list", "watch"],
             ),
-            grants(
+            Grant::verbs(
                 Some(NAMESPACE),
                 "cert-manager.io",
                 "certificates",
                 Some("jobwarden-tls"),
                 &["get", "list", "watch"],
             ),
-            grants(
+            Grant::verbs(
                 None,
                 "admissionregistration.k8s.io",
                 "mutatingwebhookconfigurations",
                 Some("jobwarden"),
                 &["get", "list", "watch", "delete"],
             ),
-            grants(
+            Grant::verbs(
                 None,
                 "admissionregistration.k8s.io",
                 "validatingwebhookconfigurations",

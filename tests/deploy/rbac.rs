@@ -16,16 +16,6 @@ pub use jobwarden_doctor::installed::permissions::{
 
 use crate::objects::*;
 
-pub fn grants(
-    namespace: Option<&str>,
-    group: &str,
-    resource: &str,
-    object: Option<&str>,
-    verbs: &[&str],
-) -> Vec<Grant> {
-    Grant::verbs(namespace, group, resource, object, verbs)
-}
-
 /// What the bindings grant each ServiceAccount of `namespace`.
 pub fn grants_by_service_account(
     objects: &[Value],
