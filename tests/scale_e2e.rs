@@ -90,25 +90,29 @@ async fn classified(client: &Client, admin: &Client, path: &str) -> (String, Str
         header("X-Kubernetes-PF-FlowSchema-UID"),
         header("X-Kubernetes-PF-PriorityLevel-UID"),
     );
-    let schema = Api::<FlowSchema>::all(admin.clone())
+    (
+        name_of::<FlowSchema>(admin, schema_uid).await,
+        name_of::<PriorityLevelConfiguration>(admin, level_uid).await,
+    )
+}
+
+/// The name of the cluster-scoped `K` whose uid is `uid`; the uid itself when none has it.
+async fn name_of<K>(admin: &Client, uid: String) -> String
+where
+    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope, DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned,
+{
+    Api::<K>::all(admin.clone())
         .list(&ListParams::default())
         .await
-        .expect("the FlowSchemas")
+        .expect("a list")
         .items
         .into_iter()
-        .find(|s| s.uid().as_deref() == Some(schema_uid.as_str()))
-        .map(|s| s.name_any())
-        .unwrap_or(schema_uid);
-    let level = Api::<PriorityLevelConfiguration>::all(admin.clone())
-        .list(&ListParams::default())
-        .await
-        .expect("the priority levels")
-        .items
-        .into_iter()
-        .find(|l| l.uid().as_deref() == Some(level_uid.as_str()))
-        .map(|l| l.name_any())
-        .unwrap_or(level_uid);
-    (schema, level)
+        .find(|o| o.uid().as_deref() == Some(uid.as_str()))
+        .map(|o| o.name_any())
+        .unwrap_or(uid)
 }
 
 /// How many requests kube-apiserver dispatched under the Lease's FlowSchema.
@@ -121,11 +125,11 @@ async fn dispatched_for_the_lease(admin: &Client) -> f64 {
         .await
         .expect("kube-apiserver's metrics");
     let series = format!("flow_schema=\"{LEASE_FLOW_SCHEMA}\"");
-    text.lines()
-        .filter(|l| l.starts_with("apiserver_flowcontrol_dispatched_requests_total{"))
-        .filter(|l| l.contains(&series))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+    let lease_series: Vec<&str> = text.lines().filter(|l| l.contains(&series)).collect();
+    metric(
+        &lease_series.join("\n"),
+        "apiserver_flowcontrol_dispatched_requests_total",
+    )
 }
 
 /// The Lease's holder and transitions.
