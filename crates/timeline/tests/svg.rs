@@ -5,6 +5,11 @@
 
 use jobwarden_timeline::{Bar, Builder, Moment, MomentKind, Outcome, RuleMark, Timeline, svg};
 
+// How the repository's tests read the SVG, shared with them.
+#[path = "../../../tests/support/svg.rs"]
+mod read;
+use read::{parse, title_of, with_class};
+
 fn bar(pod: &str, index: i32, attempt: u32, start: u64, end: Option<u64>, outcome: Outcome) -> Bar {
     Bar {
         pod: pod.to_owned(),
@@ -58,27 +63,6 @@ fn sample() -> Timeline {
         vec!["Times are since the Job was created.".into()],
         609,
     )
-}
-
-fn parse(svg: &str) -> roxmltree::Document<'_> {
-    roxmltree::Document::parse(svg).expect("the SVG is well-formed XML")
-}
-
-fn with_class<'a>(doc: &'a roxmltree::Document, class: &str) -> Vec<roxmltree::Node<'a, 'a>> {
-    doc.descendants()
-        .filter(|n| {
-            n.attribute("class")
-                .is_some_and(|c| c.split(' ').any(|w| w == class))
-        })
-        .collect()
-}
-
-fn title_of(n: roxmltree::Node) -> String {
-    n.children()
-        .find(|c| c.has_tag_name("title"))
-        .and_then(|t| t.text())
-        .unwrap_or("")
-        .to_owned()
 }
 
 #[test]
