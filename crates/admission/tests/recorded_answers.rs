@@ -38,6 +38,7 @@ fn everything_on() -> Policy {
                 names: Vec::new(),
                 selector: Some(selector),
             },
+            ..Delegation::default()
         },
         ..Policy::default()
     }

@@ -59,6 +59,31 @@ pub fn dns1123_subdomain(s: &str) -> Vec<String> {
     errs
 }
 
+const LABEL_VALUE_MAX: usize = 63;
+const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
+/// Upstream's `IsValidLabelValue`.
+pub fn label_value(v: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if v.len() > LABEL_VALUE_MAX {
+        errs.push(format!("must be no more than {LABEL_VALUE_MAX} characters"));
+    }
+    let b = v.as_bytes();
+    let ok = match (b.first(), b.last()) {
+        (None, _) | (_, None) => true,
+        (Some(f), Some(l)) => {
+            f.is_ascii_alphanumeric()
+                && l.is_ascii_alphanumeric()
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        }
+    };
+    if !ok {
+        errs.push(LABEL_VALUE_MSG.to_owned());
+    }
+    errs
+}
+
 /// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`
 fn is_qualified_name_part(s: &str) -> bool {
     let b = s.as_bytes();

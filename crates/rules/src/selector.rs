@@ -8,30 +8,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use super::field::{BadValue, FieldError, FieldPath};
 use super::{ErrorList, names};
 
-const LABEL_VALUE_MAX: usize = 63;
-const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
-
-fn label_value_errors(v: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if v.len() > LABEL_VALUE_MAX {
-        errs.push(format!("must be no more than {LABEL_VALUE_MAX} characters"));
-    }
-    let b = v.as_bytes();
-    let ok = match (b.first(), b.last()) {
-        (None, _) | (_, None) => true,
-        (Some(f), Some(l)) => {
-            f.is_ascii_alphanumeric()
-                && l.is_ascii_alphanumeric()
-                && b.iter()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-        }
-    };
-    if !ok {
-        errs.push(LABEL_VALUE_MSG.to_owned());
-    }
-    errs
-}
-
 fn label_key_errors(key: &str, path: &FieldPath, errs: &mut ErrorList) {
     for msg in names::qualified_name(key) {
         errs.push(FieldError::invalid(
@@ -47,7 +23,7 @@ pub fn validate(selector: &LabelSelector, path: &FieldPath) -> ErrorList {
     let labels_path = path.child("matchLabels");
     for (k, v) in selector.match_labels.iter().flatten() {
         label_key_errors(k, &labels_path, &mut errs);
-        for msg in label_value_errors(v) {
+        for msg in names::label_value(v) {
             errs.push(FieldError::invalid(
                 &labels_path,
                 BadValue::Str(v.clone()),
@@ -77,7 +53,7 @@ pub fn validate(selector: &LabelSelector, path: &FieldPath) -> ErrorList {
         }
         label_key_errors(&e.key, &p.child("key"), &mut errs);
         for (j, v) in values.iter().enumerate() {
-            for msg in label_value_errors(v) {
+            for msg in names::label_value(v) {
                 errs.push(FieldError::invalid(
                     &p.child("values").index(j),
                     BadValue::Str(v.clone()),

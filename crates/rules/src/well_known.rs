@@ -4,6 +4,9 @@
 
 /// jobwarden's own controller: the default `spec.managedBy` value its reconcile loop runs.
 pub const JOBWARDEN_CONTROLLER_NAME: &str = "jobwarden.io/job-controller";
+/// jobwarden's dispatcher: the default `spec.managedBy` value of the Jobs it sends to worker
+/// clusters (the policy's `dispatch.controllerName`).
+pub const DISPATCHER_NAME: &str = "jobwarden.io/dispatcher";
 /// The built-in Job controller's reserved name: a Job naming it is run by the built-in one.
 pub const BUILT_IN_CONTROLLER_NAME: &str = "kubernetes.io/job-controller";
 /// The `coordination.k8s.io` Lease jobwarden's replicas elect their leader with, in the
@@ -59,3 +62,19 @@ pub const REASON_MAX_FAILED_INDEXES_EXCEEDED: &str = "MaxFailedIndexesExceeded";
 pub const MESSAGE_MAX_FAILED_INDEXES_EXCEEDED: &str =
     "Job has exceeded the specified maximal number of failed indexes";
 pub const REASON_SUCCESS_POLICY: &str = "SuccessPolicy";
+
+/// The dispatcher's record on the user's Job: the worker its copy runs on, written before the
+/// copy is made; only that worker's copy may write the Job's status.
+pub const WORKER_ANNOTATION: &str = "jobwarden.io/worker";
+/// A Job's own narrowing of the workers it may run on: `east,west`.
+pub const WORKERS_ANNOTATION: &str = "jobwarden.io/workers";
+/// What happens to a Job whose worker is lost: `Redispatch` (the default), `Wait` or `Fail`.
+pub const ON_WORKER_LOST_ANNOTATION: &str = "jobwarden.io/on-worker-lost";
+/// When the dispatcher first saw the Job's worker lost (RFC 3339), written on the Job so that
+/// a new leader takes up the clock where the old one left it; removed when the worker answers.
+pub const WORKER_LOST_SINCE_ANNOTATION: &str = "jobwarden.io/worker-lost-since";
+/// On every copy: the UID of the user's Job it is a copy of. A Job on a worker without it,
+/// or with another, is not the dispatcher's copy of that Job, and is never touched.
+pub const ORIGIN_UID_LABEL: &str = "jobwarden.io/origin-uid";
+/// On every copy: which management cluster made it (several may share a worker).
+pub const ORIGIN_LABEL: &str = "jobwarden.io/origin";

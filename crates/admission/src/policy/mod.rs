@@ -11,6 +11,10 @@ use serde::Deserialize;
 
 use crate::wire::UserInfo;
 
+pub mod dispatch;
+
+pub use dispatch::{Dispatch, Worker, WorkerSource};
+
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Policy {
@@ -23,8 +27,11 @@ pub struct Policy {
     pub resume: Identities,
     /// Namespaces whose new Jobs the mutating webhook creates suspended.
     pub suspend_on_create: NamespaceMatch,
-    /// New Jobs the mutating webhook hands to jobwarden's controller (`spec.managedBy`).
+    /// New Jobs the mutating webhook hands to jobwarden's controller or its dispatcher
+    /// (`spec.managedBy`).
     pub delegate: Delegation,
+    /// The worker clusters the dispatcher sends its Jobs to.
+    pub dispatch: Dispatch,
 }
 
 /// Which new Jobs without a `spec.managedBy` get jobwarden's controller name in it, so that the
@@ -36,6 +43,9 @@ pub struct Delegation {
     pub jobs_naming_rules: bool,
     /// Every Job in these namespaces.
     pub namespaces: NamespaceMatch,
+    /// Every Job in these namespaces goes to the dispatcher instead (it takes precedence over
+    /// the two above), so that a team's manifests run on the worker clusters unchanged.
+    pub dispatch_namespaces: NamespaceMatch,
 }
 
 impl Default for Policy {
@@ -46,6 +56,7 @@ impl Default for Policy {
             resume: Identities::default(),
             suspend_on_create: NamespaceMatch::default(),
             delegate: Delegation::default(),
+            dispatch: Dispatch::default(),
         }
     }
 }
@@ -113,7 +124,9 @@ pub struct Forbidden(pub String);
 impl Policy {
     /// Whether a namespace selector needs the namespaces' labels (the server then watches them).
     pub fn needs_namespace_labels(&self) -> bool {
-        self.suspend_on_create.selector.is_some() || self.delegate.namespaces.selector.is_some()
+        self.suspend_on_create.selector.is_some()
+            || self.delegate.namespaces.selector.is_some()
+            || self.delegate.dispatch_namespaces.selector.is_some()
     }
 
     /// What serde cannot see: values that would otherwise never match anything. Empty when the
@@ -136,6 +149,10 @@ impl Policy {
         for (root, matcher) in [
             ("suspendOnCreate.selector", &self.suspend_on_create),
             ("delegate.namespaces.selector", &self.delegate.namespaces),
+            (
+                "delegate.dispatchNamespaces.selector",
+                &self.delegate.dispatch_namespaces,
+            ),
         ] {
             if let Some(sel) = &matcher.selector {
                 problems.extend(
@@ -144,6 +161,13 @@ impl Policy {
                         .map(ToString::to_string),
                 );
             }
+        }
+        problems.extend(self.dispatch.problems(&self.controller_name));
+        if !self.delegate.dispatch_namespaces.is_empty() && !self.dispatch.is_enabled() {
+            problems.push(
+                "delegate.dispatchNamespaces: the dispatcher has no workers (dispatch.workers): their Jobs would wait forever"
+                    .to_owned(),
+            );
         }
         problems
     }
@@ -196,12 +220,18 @@ impl Policy {
         warnings
     }
 
+    /// jobwarden's two controllers and the built-in one: a Job naming one of them is run.
     fn is_known_controller(&self, managed_by: &str) -> bool {
-        managed_by == self.controller_name || managed_by == BUILT_IN_CONTROLLER_NAME
+        managed_by == self.controller_name
+            || managed_by == BUILT_IN_CONTROLLER_NAME
+            || (self.dispatch.is_enabled() && managed_by == self.dispatch.controller_name)
     }
 
     fn allowed_list(&self) -> String {
         let mut all: Vec<&str> = vec![self.controller_name.as_str(), BUILT_IN_CONTROLLER_NAME];
+        if self.dispatch.is_enabled() {
+            all.push(self.dispatch.controller_name.as_str());
+        }
         all.extend(self.allowed_managed_by.iter().map(String::as_str));
         all.iter()
             .map(|a| format!("{a:?}"))

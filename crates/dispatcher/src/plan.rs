@@ -1,0 +1,583 @@
+//! The dispatcher's decision for one user's Job, as the Job controller's `plan` is for a Job:
+//! `plan(settings, job, workers, now) -> Plan`, a pure function of what the caches show; the
+//! executor carries the steps out in order and stops at the first that fails.
+//!
+//! The rules it keeps:
+//! * **The record comes first.** A Job's worker is written on it (`jobwarden.io/worker`)
+//!   before its copy is made there, and a copy found by its origin UID is adopted, so a
+//!   restart or a change of leader never makes a second copy.
+//! * **Only the recorded worker's copy** is mirrored onto the Job, is patched and may be
+//!   deleted by this plan; copies elsewhere are the fence's (`fence`).
+//! * **A Job whose copy exists on a worker that answers never moves.** A lost worker's Jobs
+//!   keep their place for `workerLostSeconds`, counted from the time written on each Job
+//!   (`jobwarden.io/worker-lost-since`), then follow their `jobwarden.io/on-worker-lost`.
+//! * **The copy is deleted only once the Job shows how it ended**, and never before a
+//!   TTL could take the Job: the copy carries none.
+
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use serde_json::Value;
+
+use jobwarden_events::EventRecord;
+use jobwarden_rules::well_known::{
+    ON_WORKER_LOST_ANNOTATION, REASON_DEADLINE_EXCEEDED, WORKER_ANNOTATION,
+    WORKER_LOST_SINCE_ANNOTATION, WORKERS_ANNOTATION,
+};
+
+use crate::copy;
+use crate::placement::{self, Named, Placement, Reach, Unfit, WorkerFacts};
+use crate::status::{self, Refused};
+
+/// The reason of a Job the dispatcher fails because its worker was lost.
+pub const REASON_WORKER_LOST: &str = "WorkerLost";
+
+/// What a Job does once its worker has been lost for `workerLostSeconds`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnWorkerLost {
+    /// Another worker runs it (the default).
+    Redispatch,
+    /// It stays, and goes on when its worker answers again.
+    Wait,
+    /// It fails with the reason `WorkerLost`.
+    Fail,
+}
+
+impl OnWorkerLost {
+    pub const VALUES: [&str; 3] = ["Redispatch", "Wait", "Fail"];
+
+    /// The annotation's value; absent or unknown is the default (the webhook refuses an
+    /// unknown one).
+    pub fn parse(value: Option<&str>) -> OnWorkerLost {
+        match value.map(str::trim) {
+            Some("Wait") => OnWorkerLost::Wait,
+            Some("Fail") => OnWorkerLost::Fail,
+            _ => OnWorkerLost::Redispatch,
+        }
+    }
+}
+
+/// What the dispatcher runs with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// The `jobwarden.io/origin` value of this cluster's copies.
+    pub origin: String,
+    /// How long a lost worker's Jobs keep their place.
+    pub worker_lost: Duration,
+}
+
+/// One configured worker, as the dispatcher sees it now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerState<'a> {
+    pub name: &'a str,
+    pub local: bool,
+    pub reach: Reach,
+    /// Its copies are listed since it last answered, and its stale copies deleted: it may be
+    /// acted on. A worker that answers but is not ready is waited for.
+    pub ready: bool,
+    /// The policy lets it take Jobs of this Job's namespace.
+    pub takes_namespace: bool,
+    /// This Job's namespace exists there; `None` while not known.
+    pub has_namespace: Option<bool>,
+    /// The dispatcher's unfinished Jobs placed there.
+    pub load: usize,
+}
+
+/// One user's Job and what the caches hold of it.
+#[derive(Debug, Clone, Copy)]
+pub struct JobView<'a> {
+    pub user: &'a Value,
+    /// Its copy on the recorded worker, by origin UID.
+    pub copy: Option<&'a Value>,
+    /// Workers holding a copy of it (by origin UID), for a Job whose record is missing.
+    pub copies_on: &'a [&'a str],
+    /// Workers found unfit for it by trying (a Job of its name there that is not its copy).
+    pub avoid: &'a [(&'a str, Unfit)],
+}
+
+/// Why a copy is deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteReason {
+    /// The Job shows how its copy ended.
+    Finished,
+    /// The dispatcher failed the Job (its worker was lost, or its deadline passed).
+    JobFailed,
+    /// The user's Job is being deleted.
+    JobDeleted,
+}
+
+impl DeleteReason {
+    pub fn label(self) -> &'static str {
+        match self {
+            DeleteReason::Finished => "finished",
+            DeleteReason::JobFailed => "job_failed",
+            DeleteReason::JobDeleted => "job_deleted",
+        }
+    }
+}
+
+/// One thing to do, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Write `jobwarden.io/worker: to` on the user's Job, replacing `replacing` (a test of the
+    /// value it replaces keeps two writers from both winning), and remove the lost-since mark.
+    Record {
+        to: String,
+        replacing: Option<String>,
+    },
+    /// Create `copy` on `worker`.
+    Create {
+        worker: String,
+        copy: Value,
+    },
+    /// Patch the copy's spec.
+    PatchCopy {
+        worker: String,
+        patch: json_patch::Patch,
+    },
+    /// Write the copy's status on the user's Job (a `jobs/status` merge patch).
+    Mirror {
+        worker: String,
+        patch: Value,
+    },
+    DeleteCopy {
+        worker: String,
+        uid: String,
+        reason: DeleteReason,
+    },
+    /// Write when the Job's worker was first seen lost.
+    MarkLost {
+        since: Timestamp,
+    },
+    /// The worker answers again: remove the mark.
+    ClearLost,
+    /// Fail the user's Job (a `jobs/status` merge patch).
+    Fail {
+        reason: &'static str,
+        patch: Value,
+    },
+    Event(EventRecord),
+}
+
+/// Why a Job waits, for `explain`, the metrics and the one Event said per change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Waiting {
+    /// No worker can take it.
+    NoWorker(String),
+    /// Its worker is lost; it keeps its place until `until`.
+    WorkerLost { worker: String, until: Timestamp },
+    /// Its worker is lost and it waits for it (`Wait`).
+    ForWorker { worker: String },
+    /// Its worker is being connected to, or its copies listed.
+    Connecting { worker: String },
+}
+
+impl Waiting {
+    /// The sentence an Event and `explain` say.
+    pub fn message(&self) -> String {
+        match self {
+            Waiting::NoWorker(why) => why.clone(),
+            Waiting::WorkerLost { worker, until } => format!(
+                "worker {worker} does not answer; the Job keeps its place there until {until} (dispatch.workerLostSeconds), then follows {ON_WORKER_LOST_ANNOTATION}"
+            ),
+            Waiting::ForWorker { worker } => format!(
+                "worker {worker} does not answer; the Job waits for it ({ON_WORKER_LOST_ANNOTATION}: Wait)"
+            ),
+            Waiting::Connecting { worker } => {
+                format!("waiting for worker {worker}'s copies to be listed")
+            }
+        }
+    }
+
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Waiting::NoWorker(_) => "NoWorker",
+            Waiting::WorkerLost { .. } | Waiting::ForWorker { .. } => "WorkerLost",
+            Waiting::Connecting { .. } => "Connecting",
+        }
+    }
+}
+
+/// The decision for one Job.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    pub steps: Vec<Step>,
+    pub waiting: Option<Waiting>,
+    /// Look again at this time even if nothing changes (a lost worker's grace, a deadline).
+    pub recheck_at: Option<Timestamp>,
+    /// A mirror write the status rules refuse (a bug, or a worker at another version).
+    pub refused: Option<Refused>,
+}
+
+impl Plan {
+    fn step(mut self, step: Step) -> Plan {
+        self.steps.push(step);
+        self
+    }
+
+    fn waiting(mut self, waiting: Waiting) -> Plan {
+        self.waiting = Some(waiting);
+        self
+    }
+}
+
+fn annotation<'v>(job: &'v Value, key: &str) -> Option<&'v str> {
+    job.get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+}
+
+fn event(warning: bool, reason: &str, message: String) -> Step {
+    Step::Event(EventRecord {
+        warning,
+        reason: reason.to_owned(),
+        message,
+    })
+}
+
+/// The decision for `job` among `workers` at `now`.
+pub fn plan(
+    settings: &Settings,
+    job: JobView<'_>,
+    workers: &[WorkerState<'_>],
+    now: Timestamp,
+) -> Plan {
+    let user = job.user;
+    let recorded = annotation(user, WORKER_ANNOTATION);
+    let worker = recorded.and_then(|r| workers.iter().find(|w| w.name == r));
+
+    if user.pointer("/metadata/deletionTimestamp").is_some() {
+        return match ready_copy(worker, job.copy) {
+            Some((w, uid)) => Plan::default().step(delete(w, uid, DeleteReason::JobDeleted)),
+            None => Plan::default(),
+        };
+    }
+    if worker.is_some_and(|w| w.local) {
+        // jobwarden's own Job controller runs it here.
+        return Plan::default();
+    }
+    if let Some(ended) = status::terminal_condition(user) {
+        return match ready_copy(worker, job.copy) {
+            Some((w, uid)) => {
+                let reason = match job.copy.and_then(status::terminal_condition) {
+                    Some(copy_ended) if copy_ended == ended => DeleteReason::Finished,
+                    // Still running, or ended otherwise: the Job was failed here.
+                    _ => DeleteReason::JobFailed,
+                };
+                Plan::default().step(delete(w, uid, reason))
+            }
+            None => Plan::default(),
+        };
+    }
+    let Some(recorded) = recorded else {
+        return unrecorded(settings, job, workers, now);
+    };
+    if job.copy.is_none() && job.avoid.iter().any(|(w, _)| *w == recorded) {
+        // Creating the copy there failed for good (a Job of its name that is not its copy, no
+        // such namespace): no copy of it is there, so it may move.
+        return place_and_create(settings, job, workers, &[], Some(recorded), now);
+    }
+    match worker {
+        Some(w) if w.reach == Reach::Answers && w.ready => on_answering(settings, job, w, now),
+        Some(w) if w.reach == Reach::Answers || w.reach == Reach::Connecting => deadline_or(
+            user,
+            now,
+            Plan::default().waiting(Waiting::Connecting {
+                worker: recorded.to_owned(),
+            }),
+        ),
+        // Lost, refused, or no longer configured: all the same to the Job.
+        _ => on_lost(settings, job, recorded, workers, now),
+    }
+}
+
+/// The recorded worker's name and its copy's UID, when the worker may be acted on.
+fn ready_copy<'a>(
+    worker: Option<&WorkerState<'a>>,
+    copy: Option<&'a Value>,
+) -> Option<(&'a str, &'a str)> {
+    let worker = worker.filter(|w| w.ready && w.reach == Reach::Answers)?;
+    let uid = copy?.pointer("/metadata/uid")?.as_str()?;
+    Some((worker.name, uid))
+}
+
+fn delete(worker: &str, uid: &str, reason: DeleteReason) -> Step {
+    Step::DeleteCopy {
+        worker: worker.to_owned(),
+        uid: uid.to_owned(),
+        reason,
+    }
+}
+
+/// A Job without a record: adopt a copy found by its origin UID, or place it.
+fn unrecorded(
+    settings: &Settings,
+    job: JobView<'_>,
+    workers: &[WorkerState<'_>],
+    now: Timestamp,
+) -> Plan {
+    // The record was lost (written over by someone) while a copy runs: adopt that copy.
+    if let Some(found) = job.copies_on.iter().min() {
+        return Plan::default().step(Step::Record {
+            to: (*found).to_owned(),
+            replacing: None,
+        });
+    }
+    place_and_create(settings, job, workers, &[], None, now)
+}
+
+/// Chooses a worker for the Job (leaving out `avoid`), records it, and creates the copy.
+fn place_and_create(
+    settings: &Settings,
+    job: JobView<'_>,
+    workers: &[WorkerState<'_>],
+    avoid: &[(&str, Unfit)],
+    replacing: Option<&str>,
+    now: Timestamp,
+) -> Plan {
+    let user = job.user;
+    let named = Named::parse(annotation(user, WORKERS_ANNOTATION));
+    let facts: Vec<WorkerFacts<'_>> = workers
+        .iter()
+        .map(|w| WorkerFacts {
+            name: w.name,
+            // A worker whose copies are not listed yet cannot be told to hold no copy.
+            reach: match &w.reach {
+                Reach::Answers if !w.ready => Reach::Connecting,
+                reach => reach.clone(),
+            },
+            takes_namespace: w.takes_namespace,
+            has_namespace: if w.local { Some(true) } else { w.has_namespace },
+            load: w.load,
+        })
+        .collect();
+    let mut all_avoid: Vec<(&str, Unfit)> = job.avoid.to_vec();
+    all_avoid.extend(avoid.iter().cloned());
+    match placement::place(&named, &facts, &all_avoid) {
+        Placement::To(to) => {
+            let mut plan = Plan::default().step(Step::Record {
+                to: to.to_owned(),
+                replacing: replacing.map(str::to_owned),
+            });
+            let local = workers.iter().any(|w| w.name == to && w.local);
+            if !local {
+                match copy::copy_of(user, &settings.origin) {
+                    Ok(copy) => plan.steps.push(Step::Create {
+                        worker: to.to_owned(),
+                        copy,
+                    }),
+                    Err(e) => {
+                        return Plan::default()
+                            .waiting(Waiting::NoWorker(format!("the Job cannot be copied: {e}")));
+                    }
+                }
+            }
+            plan
+        }
+        Placement::Nowhere(reasons) => deadline_or(
+            user,
+            now,
+            Plan::default().waiting(Waiting::NoWorker(placement::nowhere_message(
+                &named, &reasons,
+            ))),
+        ),
+    }
+}
+
+/// The recorded worker answers and its copies are listed.
+fn on_answering(
+    settings: &Settings,
+    job: JobView<'_>,
+    worker: &WorkerState<'_>,
+    now: Timestamp,
+) -> Plan {
+    let user = job.user;
+    let mut plan = Plan::default();
+    if annotation(user, WORKER_LOST_SINCE_ANNOTATION).is_some() {
+        plan.steps.push(Step::ClearLost);
+        plan.steps.push(event(
+            false,
+            "WorkerAnswers",
+            format!("worker {} answers again; the Job stays there", worker.name),
+        ));
+    }
+    let Some(copy) = job.copy else {
+        // No copy yet: the record was written and the copy not made (a restart between the
+        // two), or the copy was deleted on the worker by someone else: make it.
+        let Ok(copy) = copy::copy_of(user, &settings.origin) else {
+            return plan;
+        };
+        if has_run(user) {
+            plan.steps.push(event(
+                true,
+                "CopyMissing",
+                format!(
+                    "the Job's copy on worker {} is gone; making it again",
+                    worker.name
+                ),
+            ));
+        }
+        plan.steps.push(Step::Create {
+            worker: worker.name.to_owned(),
+            copy,
+        });
+        return deadline_or(user, now, plan);
+    };
+    if let Some(patch) = copy::spec_patch(user, copy) {
+        plan.steps.push(Step::PatchCopy {
+            worker: worker.name.to_owned(),
+            patch,
+        });
+    }
+    match status::mirror(user, copy) {
+        Ok(Some(patch)) => plan.steps.push(Step::Mirror {
+            worker: worker.name.to_owned(),
+            patch,
+        }),
+        Ok(None) => {}
+        Err(refused) => plan.refused = Some(refused),
+    }
+    plan
+}
+
+/// Whether the user's Job shows a copy ran (a start, a counted pod, a condition).
+fn has_run(user: &Value) -> bool {
+    let status = user.get("status");
+    let set = |k: &str| status.and_then(|s| s.get(k)).is_some_and(|v| !v.is_null());
+    ["startTime", "succeeded", "failed", "conditions"]
+        .iter()
+        .any(|k| set(k))
+}
+
+/// The recorded worker is lost (or refused, or gone from the policy).
+fn on_lost(
+    settings: &Settings,
+    job: JobView<'_>,
+    worker: &str,
+    workers: &[WorkerState<'_>],
+    now: Timestamp,
+) -> Plan {
+    let user = job.user;
+    let written =
+        annotation(user, WORKER_LOST_SINCE_ANNOTATION).and_then(|t| t.parse::<Timestamp>().ok());
+    let since = written.unwrap_or(now);
+    let until = since
+        .checked_add(settings.worker_lost)
+        .unwrap_or(Timestamp::MAX);
+    let mut plan = Plan::default();
+    if written.is_none() {
+        plan.steps.push(Step::MarkLost { since });
+        plan.steps.push(event(
+            true,
+            "WorkerLost",
+            format!(
+                "worker {worker} does not answer; the Job keeps its place there until {until} (dispatch.workerLostSeconds)"
+            ),
+        ));
+    }
+    if now < until {
+        plan.recheck_at = Some(until);
+        return deadline_or(
+            user,
+            now,
+            plan.waiting(Waiting::WorkerLost {
+                worker: worker.to_owned(),
+                until,
+            }),
+        );
+    }
+    match OnWorkerLost::parse(annotation(user, ON_WORKER_LOST_ANNOTATION)) {
+        OnWorkerLost::Wait => deadline_or(
+            user,
+            now,
+            plan.waiting(Waiting::ForWorker {
+                worker: worker.to_owned(),
+            }),
+        ),
+        OnWorkerLost::Fail => {
+            let message = format!(
+                "worker {worker} did not answer for {}s (dispatch.workerLostSeconds); {ON_WORKER_LOST_ANNOTATION} is Fail",
+                settings.worker_lost.as_secs()
+            );
+            fail(user, REASON_WORKER_LOST, &message, now, plan)
+        }
+        OnWorkerLost::Redispatch => {
+            // Past the grace the mark is written: `plan` holds no step, only what it waits for.
+            let mut moved = place_and_create(
+                settings,
+                job,
+                workers,
+                &[(worker, Unfit::LostBefore)],
+                Some(worker),
+                now,
+            );
+            if let Some(Step::Record { to, .. }) = moved.steps.first() {
+                let message = format!(
+                    "worker {worker} did not answer since {since}; the Job moved to worker {to}"
+                );
+                moved.steps.push(event(true, "Redispatched", message));
+            }
+            moved
+        }
+    }
+}
+
+/// `plan`, unless the Job's `activeDeadlineSeconds` passed before any copy of it started: then
+/// it fails with `DeadlineExceeded`, as upstream's controller fails a Job that never ran in
+/// time. The deadline counts from the Job's creation, as no copy ever started it (a suspended
+/// Job's deadline does not run).
+fn deadline_or(user: &Value, now: Timestamp, plan: Plan) -> Plan {
+    let started = user
+        .pointer("/status/startTime")
+        .is_some_and(|v| !v.is_null());
+    let suspended = user.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
+    let deadline = user
+        .pointer("/spec/activeDeadlineSeconds")
+        .and_then(Value::as_i64)
+        .and_then(|s| u64::try_from(s).ok());
+    let created = user
+        .pointer("/metadata/creationTimestamp")
+        .and_then(Value::as_str)
+        .and_then(|t| t.parse::<Timestamp>().ok());
+    let (false, false, Some(seconds), Some(created)) = (started, suspended, deadline, created)
+    else {
+        return plan;
+    };
+    let Some(ends) = created.checked_add(Duration::from_secs(seconds)).ok() else {
+        return plan;
+    };
+    if now < ends {
+        let mut plan = plan;
+        plan.recheck_at = Some(plan.recheck_at.map_or(ends, |at| at.min(ends)));
+        return plan;
+    }
+    fail(
+        user,
+        REASON_DEADLINE_EXCEEDED,
+        "Job was active longer than specified deadline",
+        now,
+        plan,
+    )
+}
+
+/// Fails the Job with `reason`; what `plan` said before stays (the marks), its waiting goes.
+fn fail(user: &Value, reason: &'static str, message: &str, now: Timestamp, plan: Plan) -> Plan {
+    let mut plan = plan;
+    plan.waiting = None;
+    plan.recheck_at = None;
+    match status::failed(user, reason, message, now) {
+        Ok(Some(patch)) => {
+            plan.steps.push(Step::Fail { reason, patch });
+            plan.steps.push(event(true, reason, message.to_owned()));
+        }
+        Ok(None) => {}
+        Err(refused) => plan.refused = Some(refused),
+    }
+    plan
+}
+
+#[cfg(test)]
+mod tests;

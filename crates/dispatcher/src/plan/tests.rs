@@ -1,0 +1,475 @@
+//! The dispatcher's decisions, one scenario a test: a user's Job described in a line, the
+//! workers in another, the steps expected in a third.
+
+use serde_json::json;
+
+use super::*;
+
+const NOW: &str = "2026-11-27T10:10:00Z";
+
+fn now() -> Timestamp {
+    NOW.parse().expect("a time")
+}
+
+fn settings() -> Settings {
+    Settings {
+        origin: "mgmt".to_owned(),
+        worker_lost: Duration::from_secs(20),
+    }
+}
+
+/// A user's Job: created at 10:00, not suspended, no status.
+struct UserJob(Value);
+
+impl UserJob {
+    fn new() -> UserJob {
+        UserJob(json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "train", "namespace": "ml", "uid": "u-1", "resourceVersion": "5",
+                         "creationTimestamp": "2026-11-27T10:00:00Z", "annotations": {}},
+            "spec": {"managedBy": "jobwarden.io/dispatcher", "completions": 1, "parallelism": 1,
+                     "suspend": false,
+                     "template": {"spec": {"restartPolicy": "Never",
+                                           "containers": [{"name": "c", "image": "busybox"}]}}},
+            "status": {},
+        }))
+    }
+
+    fn annotated(mut self, key: &str, value: &str) -> UserJob {
+        self.0["metadata"]["annotations"][key] = json!(value);
+        self
+    }
+
+    fn on(self, worker: &str) -> UserJob {
+        self.annotated("jobwarden.io/worker", worker)
+    }
+
+    fn lost_since(self, at: &str) -> UserJob {
+        self.annotated("jobwarden.io/worker-lost-since", at)
+    }
+
+    fn status(mut self, status: Value) -> UserJob {
+        self.0["status"] = status;
+        self
+    }
+
+    fn spec(mut self, key: &str, value: Value) -> UserJob {
+        self.0["spec"][key] = value;
+        self
+    }
+
+    fn deleting(mut self) -> UserJob {
+        self.0["metadata"]["deletionTimestamp"] = json!(NOW);
+        self
+    }
+}
+
+/// Its copy as the worker stores it, with `status`.
+fn copy_of(user: &UserJob, status: Value) -> Value {
+    let mut copy = copy::copy_of(&user.0, "mgmt").expect("a copy");
+    copy["metadata"]["uid"] = json!("c-1");
+    copy["status"] = status;
+    copy
+}
+
+fn worker(name: &str, load: usize) -> WorkerState<'_> {
+    WorkerState {
+        name,
+        local: false,
+        reach: Reach::Answers,
+        ready: true,
+        takes_namespace: true,
+        has_namespace: Some(true),
+        load,
+    }
+}
+
+fn lost(name: &str) -> WorkerState<'_> {
+    WorkerState {
+        reach: Reach::Lost,
+        ..worker(name, 0)
+    }
+}
+
+fn run(user: &UserJob, copy: Option<&Value>, workers: &[WorkerState<'_>]) -> Plan {
+    plan(
+        &settings(),
+        JobView {
+            user: &user.0,
+            copy,
+            copies_on: &[],
+            avoid: &[],
+        },
+        workers,
+        now(),
+    )
+}
+
+/// The steps' kinds and targets, for one-line expectations.
+fn kinds(plan: &Plan) -> Vec<String> {
+    plan.steps
+        .iter()
+        .map(|s| match s {
+            Step::Record { to, replacing } => match replacing {
+                Some(from) => format!("record {to} (was {from})"),
+                None => format!("record {to}"),
+            },
+            Step::Create { worker, .. } => format!("create on {worker}"),
+            Step::PatchCopy { worker, .. } => format!("patch copy on {worker}"),
+            Step::Mirror { worker, .. } => format!("mirror from {worker}"),
+            Step::DeleteCopy { worker, reason, .. } => {
+                format!("delete copy on {worker}: {}", reason.label())
+            }
+            Step::MarkLost { since } => format!("mark lost since {since}"),
+            Step::ClearLost => "clear lost".to_owned(),
+            Step::Fail { reason, .. } => format!("fail: {reason}"),
+            Step::Event(e) => format!("event {}", e.reason),
+        })
+        .collect()
+}
+
+#[test]
+fn a_new_job_is_recorded_on_the_least_loaded_worker_then_copied() {
+    let plan = run(
+        &UserJob::new(),
+        None,
+        &[worker("east", 3), worker("west", 1)],
+    );
+    assert_eq!(kinds(&plan), ["record west", "create on west"]);
+    let Some(Step::Create { copy, .. }) = plan.steps.get(1) else {
+        panic!("a create")
+    };
+    assert_eq!(
+        copy["metadata"]["labels"]["jobwarden.io/origin-uid"],
+        json!("u-1")
+    );
+    assert_eq!(plan.waiting, None);
+}
+
+#[test]
+fn the_local_worker_is_only_recorded() {
+    let local = WorkerState {
+        local: true,
+        has_namespace: None,
+        ..worker("here", 0)
+    };
+    let plan = run(&UserJob::new(), None, &[worker("east", 2), local.clone()]);
+    assert_eq!(kinds(&plan), ["record here"]);
+    // Once recorded there, jobwarden's Job controller runs it: nothing for the dispatcher.
+    let plan = run(
+        &UserJob::new().on("here"),
+        None,
+        &[worker("east", 2), local],
+    );
+    assert_eq!(kinds(&plan), Vec::<String>::new());
+}
+
+#[test]
+fn a_job_with_no_candidate_waits_and_says_why() {
+    let plan = run(&UserJob::new(), None, &[lost("east")]);
+    assert!(plan.steps.is_empty());
+    assert_eq!(
+        plan.waiting.map(|w| w.message()),
+        Some("no worker can take the Job now: east: it does not answer".to_owned())
+    );
+}
+
+#[test]
+fn a_job_whose_deadline_passes_before_any_copy_started_fails() {
+    let user = UserJob::new().spec("activeDeadlineSeconds", json!(60));
+    let plan = run(&user, None, &[lost("east")]);
+    assert_eq!(
+        kinds(&plan),
+        ["fail: DeadlineExceeded", "event DeadlineExceeded"]
+    );
+    assert_eq!(plan.waiting, None);
+    // Before the deadline it waits, and looks again when it passes.
+    let user = UserJob::new().spec("activeDeadlineSeconds", json!(3600));
+    let plan = run(&user, None, &[lost("east")]);
+    assert!(plan.steps.is_empty());
+    assert_eq!(
+        plan.recheck_at,
+        Some("2026-11-27T11:00:00Z".parse().expect("a time"))
+    );
+    // A suspended Job's deadline does not run.
+    let user = UserJob::new()
+        .spec("activeDeadlineSeconds", json!(60))
+        .spec("suspend", json!(true));
+    assert!(run(&user, None, &[lost("east")]).steps.is_empty());
+}
+
+#[test]
+fn a_recorded_job_without_a_copy_gets_one_where_it_is_recorded() {
+    let plan = run(
+        &UserJob::new().on("east"),
+        None,
+        &[worker("east", 9), worker("west", 0)],
+    );
+    assert_eq!(kinds(&plan), ["create on east"]);
+}
+
+#[test]
+fn a_copy_that_vanished_after_it_ran_is_made_again_with_a_warning() {
+    let user = UserJob::new()
+        .on("east")
+        .status(json!({"active": 1, "startTime": "2026-11-27T10:00:01Z"}));
+    let plan = run(&user, None, &[worker("east", 0)]);
+    assert_eq!(kinds(&plan), ["event CopyMissing", "create on east"]);
+}
+
+#[test]
+fn the_copys_status_is_mirrored_and_its_spec_follows_the_job() {
+    let user = UserJob::new().on("east");
+    let copy = copy_of(
+        &user,
+        json!({"active": 1, "startTime": "2026-11-27T10:00:01Z"}),
+    );
+    let plan = run(&user, Some(&copy), &[worker("east", 0)]);
+    assert_eq!(kinds(&plan), ["mirror from east"]);
+
+    let suspended = UserJob::new().on("east").spec("suspend", json!(true));
+    let plan = run(&suspended, Some(&copy), &[worker("east", 0)]);
+    assert_eq!(kinds(&plan), ["patch copy on east", "mirror from east"]);
+}
+
+#[test]
+fn a_mirror_the_rules_refuse_is_reported_not_written() {
+    let user = UserJob::new().on("east");
+    let copy = copy_of(
+        &user,
+        json!({"succeeded": 1, "startTime": "2026-11-27T10:00:01Z",
+               "completionTime": "2026-11-27T10:00:09Z",
+               "conditions": [{"type": "Complete", "status": "True"}]}),
+    );
+    let plan = run(&user, Some(&copy), &[worker("east", 0)]);
+    assert!(plan.steps.is_empty());
+    assert!(plan.refused.is_some());
+}
+
+fn complete() -> Value {
+    json!({"succeeded": 1, "startTime": "2026-11-27T10:00:01Z",
+           "completionTime": "2026-11-27T10:00:09Z",
+           "conditions": [{"type": "SuccessCriteriaMet", "status": "True"},
+                          {"type": "Complete", "status": "True"}]})
+}
+
+#[test]
+fn the_copy_goes_once_the_job_shows_how_it_ended() {
+    let running = UserJob::new().on("east");
+    let copy = copy_of(&running, complete());
+    // First the Job shows it...
+    assert_eq!(
+        kinds(&run(&running, Some(&copy), &[worker("east", 0)])),
+        ["mirror from east"]
+    );
+    // ...then the copy goes.
+    let done = UserJob::new().on("east").status(complete());
+    assert_eq!(
+        kinds(&run(&done, Some(&copy), &[worker("east", 0)])),
+        ["delete copy on east: finished"]
+    );
+    // And nothing is left to do.
+    assert!(run(&done, None, &[worker("east", 0)]).steps.is_empty());
+}
+
+#[test]
+fn a_job_failed_here_takes_its_running_copy_down() {
+    let failed = UserJob::new().on("east").status(json!({
+        "startTime": "2026-11-27T10:00:01Z",
+        "conditions": [{"type": "FailureTarget", "status": "True"},
+                       {"type": "Failed", "status": "True", "reason": "WorkerLost"}]}));
+    let copy = copy_of(&failed, json!({"active": 1}));
+    assert_eq!(
+        kinds(&run(&failed, Some(&copy), &[worker("east", 0)])),
+        ["delete copy on east: job_failed"]
+    );
+    // Not while the worker is lost: the fence of its return, or the next sync, does it then.
+    assert!(run(&failed, Some(&copy), &[lost("east")]).steps.is_empty());
+}
+
+#[test]
+fn a_deleted_job_takes_its_copy_with_it() {
+    let user = UserJob::new().on("east").deleting();
+    let copy = copy_of(&user, json!({"active": 1}));
+    assert_eq!(
+        kinds(&run(&user, Some(&copy), &[worker("east", 0)])),
+        ["delete copy on east: job_deleted"]
+    );
+}
+
+#[test]
+fn a_lost_worker_is_marked_and_its_job_keeps_its_place_for_the_grace() {
+    let user = UserJob::new().on("east");
+    let copy = copy_of(&user, json!({"active": 1}));
+    let plan = run(&user, Some(&copy), &[lost("east"), worker("west", 0)]);
+    assert_eq!(
+        kinds(&plan),
+        [
+            format!("mark lost since {NOW}"),
+            "event WorkerLost".to_owned()
+        ]
+    );
+    assert_eq!(
+        plan.recheck_at,
+        Some("2026-11-27T10:10:20Z".parse().expect("a time"))
+    );
+    assert!(matches!(plan.waiting, Some(Waiting::WorkerLost { .. })));
+
+    // The clock is the one written on the Job, whoever reads it.
+    let marked = UserJob::new().on("east").lost_since("2026-11-27T10:09:50Z");
+    let plan = run(&marked, None, &[lost("east"), worker("west", 0)]);
+    assert!(plan.steps.is_empty());
+    assert_eq!(
+        plan.recheck_at,
+        Some("2026-11-27T10:10:10Z".parse().expect("a time"))
+    );
+}
+
+#[test]
+fn after_the_grace_each_job_follows_its_choice() {
+    let past = |choice: Option<&str>| {
+        let user = UserJob::new().on("east").lost_since("2026-11-27T10:09:00Z");
+        match choice {
+            Some(c) => user.annotated("jobwarden.io/on-worker-lost", c),
+            None => user,
+        }
+    };
+    let workers = [lost("east"), worker("west", 5)];
+    assert_eq!(
+        kinds(&run(&past(None), None, &workers)),
+        [
+            "record west (was east)",
+            "create on west",
+            "event Redispatched"
+        ]
+    );
+    assert_eq!(
+        kinds(&run(&past(Some("Redispatch")), None, &workers)),
+        [
+            "record west (was east)",
+            "create on west",
+            "event Redispatched"
+        ]
+    );
+    let waits = run(&past(Some("Wait")), None, &workers);
+    assert!(waits.steps.is_empty());
+    assert!(matches!(waits.waiting, Some(Waiting::ForWorker { .. })));
+    assert_eq!(
+        kinds(&run(&past(Some("Fail")), None, &workers)),
+        ["fail: WorkerLost", "event WorkerLost"]
+    );
+    // With nowhere to go, a Redispatch Job waits (and its worker may come back).
+    let alone = run(&past(None), None, &[lost("east")]);
+    assert!(alone.steps.is_empty());
+    assert!(matches!(alone.waiting, Some(Waiting::NoWorker(_))));
+}
+
+#[test]
+fn a_worker_that_answers_again_keeps_its_jobs() {
+    let user = UserJob::new().on("east").lost_since("2026-11-27T10:09:55Z");
+    let copy = copy_of(
+        &user,
+        json!({"active": 1, "startTime": "2026-11-27T10:00:01Z"}),
+    );
+    assert_eq!(
+        kinds(&run(&user, Some(&copy), &[worker("east", 0)])),
+        ["clear lost", "event WorkerAnswers", "mirror from east"]
+    );
+}
+
+#[test]
+fn a_worker_not_yet_listed_is_waited_for() {
+    let connecting = WorkerState {
+        ready: false,
+        ..worker("east", 0)
+    };
+    let plan = run(&UserJob::new().on("east"), None, std::slice::from_ref(&connecting));
+    assert!(plan.steps.is_empty());
+    assert!(matches!(plan.waiting, Some(Waiting::Connecting { .. })));
+    // Nor is a new Job placed there before its copies are listed.
+    let plan = run(&UserJob::new(), None, &[connecting, worker("west", 3)]);
+    assert_eq!(kinds(&plan), ["record west", "create on west"]);
+}
+
+#[test]
+fn a_worker_gone_from_the_policy_counts_as_lost() {
+    let plan = run(&UserJob::new().on("gone"), None, &[worker("east", 0)]);
+    assert_eq!(
+        kinds(&plan),
+        [
+            format!("mark lost since {NOW}"),
+            "event WorkerLost".to_owned()
+        ]
+    );
+}
+
+#[test]
+fn a_copy_found_without_a_record_is_adopted_not_made_again() {
+    let user = UserJob::new();
+    let plan = plan(
+        &settings(),
+        JobView {
+            user: &user.0,
+            copy: None,
+            copies_on: &["west"],
+            avoid: &[],
+        },
+        &[worker("east", 0), worker("west", 3)],
+        now(),
+    );
+    assert_eq!(kinds(&plan), ["record west"]);
+}
+
+#[test]
+fn a_worker_holding_another_job_of_the_name_is_passed_over() {
+    let user = UserJob::new();
+    let avoid = [("east", Unfit::HoldsAnotherJob)];
+    let plan = plan(
+        &settings(),
+        JobView {
+            user: &user.0,
+            copy: None,
+            copies_on: &[],
+            avoid: &avoid,
+        },
+        &[worker("east", 0), worker("west", 3)],
+        now(),
+    );
+    assert_eq!(kinds(&plan), ["record west", "create on west"]);
+}
+
+#[test]
+fn a_recorded_worker_found_holding_another_job_gives_the_job_up() {
+    let user = UserJob::new().on("east");
+    let avoid = [("east", Unfit::HoldsAnotherJob)];
+    let plan = plan(
+        &settings(),
+        JobView {
+            user: &user.0,
+            copy: None,
+            copies_on: &[],
+            avoid: &avoid,
+        },
+        &[worker("east", 0), worker("west", 3)],
+        now(),
+    );
+    assert_eq!(kinds(&plan), ["record west (was east)", "create on west"]);
+}
+
+#[test]
+fn the_jobs_own_worker_list_is_honoured() {
+    let user = UserJob::new().annotated("jobwarden.io/workers", "east");
+    let plan = run(&user, None, &[worker("east", 9), worker("west", 0)]);
+    assert_eq!(kinds(&plan), ["record east", "create on east"]);
+}
+
+#[test]
+fn on_worker_lost_reads_its_three_values() {
+    assert_eq!(OnWorkerLost::parse(None), OnWorkerLost::Redispatch);
+    assert_eq!(OnWorkerLost::parse(Some("Wait")), OnWorkerLost::Wait);
+    assert_eq!(OnWorkerLost::parse(Some(" Fail ")), OnWorkerLost::Fail);
+    assert_eq!(
+        OnWorkerLost::parse(Some("Redispatch")),
+        OnWorkerLost::Redispatch
+    );
+}
