@@ -20,9 +20,9 @@ use k8s_openapi::jiff::Timestamp;
 use tokio::sync::Notify;
 
 use crate::cluster_api::{ApiError, ClusterApi};
-use crate::event_queue::{DropLog, EventQueue, Pushed};
 use crate::metrics::{ControllerMetrics, DroppedLabels};
 use jobwarden_events::{EventRecord, JobRef};
+use jobwarden_runtime::events::queue::{DropLog, EventQueue, Pushed};
 
 /// Who writes the queued Events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

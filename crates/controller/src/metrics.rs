@@ -7,7 +7,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use std::sync::atomic::AtomicU64;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SyncLabels {
@@ -43,17 +42,6 @@ pub struct DroppedLabels {
     pub reason: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct LeaderLossLabels {
-    /// `renew_deadline` (no renewal within the renew deadline), `conflict` (another replica
-    /// holds the Lease) or `released` (given up on shutdown, or when the loop ended).
-    pub reason: String,
-    /// `answering` when the API server answered another of the controller's requests after
-    /// the last renewal (the Lease was lost while the API server worked: jobwarden's own
-    /// fault), `silent` otherwise (an outage, or a network cut).
-    pub api_server: String,
-}
-
 /// Handles to every metric; cheap to clone (each is an `Arc` inside).
 #[derive(Clone, Debug)]
 pub struct ControllerMetrics {
@@ -65,9 +53,6 @@ pub struct ControllerMetrics {
     pub jobs_managed: Gauge,
     pub foreign_jobs_seen: Counter,
     pub rejected_status_writes: Counter,
-    pub leader: Gauge,
-    pub leader_losses: Family<LeaderLossLabels, Counter>,
-    pub leader_last_renewal_seconds: Gauge<f64, AtomicU64>,
     pub cached_pods: Gauge,
     pub events_dropped: Family<DroppedLabels, Counter>,
     pub events_queued: Gauge,
@@ -85,9 +70,6 @@ impl Default for ControllerMetrics {
             jobs_managed: Gauge::default(),
             foreign_jobs_seen: Counter::default(),
             rejected_status_writes: Counter::default(),
-            leader: Gauge::default(),
-            leader_losses: Family::default(),
-            leader_last_renewal_seconds: Gauge::default(),
             cached_pods: Gauge::default(),
             events_dropped: Family::default(),
             events_queued: Gauge::default(),
@@ -95,10 +77,15 @@ impl Default for ControllerMetrics {
     }
 }
 
+/// The prefix of the controller's metrics. The leadership metrics (`jobwarden_runtime`'s
+/// `LeaderMetrics`) are served under it too: they were the controller's before the runtime
+/// held them, and dashboards and alerts read them by these names.
+pub const METRICS_PREFIX: &str = "jobwarden_controller";
+
 /// Registers the controller's metrics under `jobwarden_controller_` and returns their handles.
 pub fn register_metrics(registry: &mut Registry) -> ControllerMetrics {
     let m = ControllerMetrics::default();
-    let r = registry.sub_registry_with_prefix("jobwarden_controller");
+    let r = registry.sub_registry_with_prefix(METRICS_PREFIX);
     r.register("syncs", "Job syncs, by result", m.syncs.clone());
     r.register(
         "sync_duration_seconds",
@@ -134,33 +121,6 @@ pub fn register_metrics(registry: &mut Registry) -> ControllerMetrics {
         "rejected_status_writes",
         "Planned status writes refused because they break the status rules (a bug)",
         m.rejected_status_writes.clone(),
-    );
-    r.register(
-        "leader",
-        "1 while this replica holds the Lease",
-        m.leader.clone(),
-    );
-    r.register(
-        "leader_losses",
-        "Times this replica stopped leading, by reason (renew_deadline, conflict, released) and \
-         whether the API server answered the controller's other requests since the last renewal \
-         (api_server: answering or silent)",
-        m.leader_losses.clone(),
-    );
-    // Served at 0 from the start, so that an alert's increase() sees the first loss.
-    for reason in ["renew_deadline", "conflict", "released"] {
-        for api_server in ["answering", "silent"] {
-            let _series = m.leader_losses.get_or_create(&LeaderLossLabels {
-                reason: reason.to_owned(),
-                api_server: api_server.to_owned(),
-            });
-        }
-    }
-    r.register(
-        "leader_last_renewal_seconds",
-        "How long the last successful acquisition or renewal of the Lease took (its read and \
-         its write); the leader steps down when none succeeds within the renew deadline",
-        m.leader_last_renewal_seconds.clone(),
     );
     r.register(
         "cached_pods",
