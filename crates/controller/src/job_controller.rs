@@ -2,7 +2,7 @@
 //! cache, and what the controller remembers between syncs (expectations, the Jobs' event
 //! buckets). Claims the Job's pods (`claiming`), plans, applies, keeps the expectations in step
 //! with the writes it made, and hands its events to the event outbox without waiting for them
-//! to be written (`event_outbox`). Every read is a cache read but claiming's (a GET before
+//! to be written (the runtime's `events::outbox`). Every read is a cache read but claiming's (a GET before
 //! adopting, a labelled LIST for a `manualSelector` Job). The kube wiring
 //! (`reconcile`), the scale benchmark and the tests all drive this same type.
 
@@ -18,7 +18,6 @@ use kube::runtime::watcher;
 use crate::backoff::BackoffRecord;
 use crate::claiming::{Claiming, SelectorLists};
 use crate::cluster_api::ClusterApi;
-use crate::event_outbox::{Delivery, EventOutbox};
 use crate::events::pods_message;
 use crate::executor::{self, Applied, ApplyError};
 use crate::expectations::{EXPECTATIONS_TIMEOUT, Expectations};
@@ -33,6 +32,7 @@ use jobwarden_rules::well_known::{
     REASON_SUCCESS_POLICY,
 };
 use jobwarden_runtime::events::limiter::EventLimiter;
+use jobwarden_runtime::events::outbox::{Delivery, EventOutbox};
 use jobwarden_runtime::job_cache::CachedJob;
 
 /// How many deleted Jobs' uids are remembered, so their orphaned pods are released without
@@ -104,7 +104,7 @@ impl<A: ClusterApi> JobController<A> {
             pods: PodCache::default(),
             selector_lists: SelectorLists::default(),
             memory: Mutex::default(),
-            events_out: EventOutbox::new(Delivery::Inline, metrics.clone()),
+            events_out: EventOutbox::new(Delivery::Inline, metrics.events.clone()),
             metrics,
         }
     }
@@ -113,7 +113,7 @@ impl<A: ClusterApi> JobController<A> {
     /// not by each sync before it returns.
     pub fn with_event_writer(self) -> Self {
         JobController {
-            events_out: EventOutbox::new(Delivery::Background, self.metrics.clone()),
+            events_out: EventOutbox::new(Delivery::Background, self.metrics.events.clone()),
             ..self
         }
     }

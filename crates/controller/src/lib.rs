@@ -42,13 +42,13 @@
 //!    `per_index`, and over them all `plan` and its steps; `status_patch` (the write a status
 //!    becomes), `events` (the words of a sync's pod Events), `expectations`, `adoption` (which
 //!    pods a Job claims).
-//! 2. Acting: `cluster_api` (the writes, as a trait; `kube_api` the real one), `executor`
-//!    (applies a plan, checking each status write against the rules first), `pod_cache`,
-//!    `orphans` (a pure decision, and the release it leads to), `claiming` (the pods a sync
-//!    claims: adoption and release, and the labelled list of a `manualSelector` Job's pods),
-//!    `event_outbox` (the queue a sync leaves its Events in, and their writer),
-//!    `job_controller` (syncs one Job from the caches), `reconcile` (the loop; no sync before
-//!    both caches have listed).
+//! 2. Acting: `cluster_api` (the writes, as a trait, and the runtime's `EventWriter`;
+//!    `kube_api` the real one), `executor` (applies a plan, checking each status write against
+//!    the rules first), `pod_cache`, `orphans` (a pure decision, and the release it leads to),
+//!    `claiming` (the pods a sync claims: adoption and release, and the labelled list of a
+//!    `manualSelector` Job's pods), `job_controller` (syncs one Job from the caches, its
+//!    Events through the runtime's outbox), `reconcile` (the loop; no sync before both caches
+//!    have listed).
 //! 3. This file wires them for one term; `metrics`.
 //!
 //! The fake cluster (`jobwarden-fake-cluster`) and the simulator (`jobwarden-simulator`) stand
@@ -68,7 +68,6 @@ pub mod backoff;
 mod claiming;
 pub mod cluster_api;
 pub mod conditions;
-mod event_outbox;
 mod events;
 pub mod executor;
 mod expectations;

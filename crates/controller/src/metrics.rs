@@ -8,6 +8,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use jobwarden_runtime::events::metrics::EventMetrics;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SyncLabels {
     /// `success`, `conflict` (lost an optimistic-concurrency race) or `error`.
@@ -34,14 +36,6 @@ pub struct StartTimeoutLabels {
     pub reason: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct DroppedLabels {
-    /// `rate_limited` (the Job's event spam filter), `queue_full` (the oldest pending Event
-    /// made room for a newer one), `not_leading` (pending when the Lease was lost) or
-    /// `stopped` (pending when the controller stopped and its drain ran out of time).
-    pub reason: String,
-}
-
 /// Handles to every metric; cheap to clone (each is an `Arc` inside).
 #[derive(Clone, Debug)]
 pub struct ControllerMetrics {
@@ -54,8 +48,8 @@ pub struct ControllerMetrics {
     pub foreign_jobs_seen: Counter,
     pub rejected_status_writes: Counter,
     pub cached_pods: Gauge,
-    pub events_dropped: Family<DroppedLabels, Counter>,
-    pub events_queued: Gauge,
+    /// `events_dropped` and `events_queued`, the runtime's Event outbox's.
+    pub events: EventMetrics,
 }
 
 impl Default for ControllerMetrics {
@@ -71,8 +65,7 @@ impl Default for ControllerMetrics {
             foreign_jobs_seen: Counter::default(),
             rejected_status_writes: Counter::default(),
             cached_pods: Gauge::default(),
-            events_dropped: Family::default(),
-            events_queued: Gauge::default(),
+            events: EventMetrics::default(),
         }
     }
 }
@@ -127,25 +120,10 @@ pub fn register_metrics(registry: &mut Registry) -> ControllerMetrics {
         "Pods in the watch cache (every pod with a Job uid label)",
         m.cached_pods.clone(),
     );
-    r.register(
-        "events_dropped",
-        "Events not written, by reason: the Job's event rate limit spent (rate_limited), the \
-         oldest pending Event dropped for a newer one (queue_full), the Lease lost \
-         (not_leading), or the controller stopped before writing them (stopped)",
-        m.events_dropped.clone(),
-    );
-    // Each reason served from the start at 0: an alert on its increase sees the first drops.
-    for reason in ["rate_limited", "queue_full", "not_leading", "stopped"] {
-        let _series = m.events_dropped.get_or_create(&DroppedLabels {
-            reason: reason.to_owned(),
-        });
+    ControllerMetrics {
+        events: EventMetrics::register(r),
+        ..m
     }
-    r.register(
-        "events_queued",
-        "Events waiting to be written (they wait for request budget the syncs leave)",
-        m.events_queued.clone(),
-    );
-    m
 }
 
 #[cfg(test)]

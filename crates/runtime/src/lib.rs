@@ -48,7 +48,10 @@
 //! * [`client`]: clients that name their component, a work client within a request budget of
 //!   its own, Event writes after the rest ([`client::work_client`], one per API server), and a
 //!   controller's pair of work and Lease clients ([`client::ControllerClients`]).
-//! * [`events`]: the per-Job Event spam filter and the queue Events wait in.
+//! * [`events`]: Event writing for any controller: the outbox a sync leaves its Events in
+//!   ([`events::outbox::EventOutbox`]: bounded, repeats merged, written apart from the syncs
+//!   or inline, counted in [`events::metrics::EventMetrics`]) through the controller's
+//!   [`events::EventWriter`], and the per-Job spam filter ([`events::limiter::EventLimiter`]).
 //! * [`job_cache::CachedJob`]: a Job as a watch cache keeps it, its JSON text.
 //! * [`error_chain`]: an error with its causes, on one line.
 //!
@@ -56,10 +59,11 @@
 //!
 //! From the ground up; a module imports only those on its own layer or below.
 //!
-//! 1. `error_chain`; `job_cache`; `events/` (`limiter`, `queue`); `client/` (the clients, and
-//!    `request_budget`, the pure token bucket with two priorities their budget keeps);
-//!    `leader/` (the election, its `tests`; `events`, who leads said on the Lease; `metrics`,
-//!    who leads counted, over `client`'s `Answers`).
+//! 1. `error_chain`; `job_cache`; `events/` (the `EventWriter` trait; `limiter`, `queue`,
+//!    `metrics`, and over them `outbox`); `client/` (the clients, and `request_budget`, the
+//!    pure token bucket with two priorities their budget keeps); `leader/` (the election, its
+//!    `tests`; `events`, who leads said on the Lease; `metrics`, who leads counted, over
+//!    `client`'s `Answers`).
 //! 2. `election`: the election with its Events and metrics, running a task each term.
 
 pub mod client;

@@ -97,10 +97,6 @@ impl EventQueue {
         self.pending.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.pending.is_empty()
-    }
-
     /// Empties the queue; returns how many events it held.
     pub fn clear(&mut self) -> usize {
         let n = self.pending.len();
