@@ -104,8 +104,9 @@ fn scrape(server: &DevServer) -> String {
     body
 }
 
-/// What `serve` registers where the reconcile loop runs: the controller's and the audit's
-/// metrics, through the functions serve's controller hook calls, each family with one series.
+/// What `serve` registers where the reconcile loop runs: the controller's, the leadership's and
+/// the audit's metrics, through the functions serve's controller hook calls, each family with
+/// one series.
 fn controller_exposition() -> String {
     use jobwarden_audit::metrics::{EventLabels, ViolationLabels};
     use jobwarden_controller::metrics::{
@@ -113,6 +114,9 @@ fn controller_exposition() -> String {
     };
     let mut registry = prometheus_client::registry::Registry::default();
     let c = jobwarden_controller::register_metrics(&mut registry);
+    jobwarden_runtime::leader::metrics::LeaderMetrics::register(
+        registry.sub_registry_with_prefix(jobwarden_controller::METRICS_PREFIX),
+    );
     let a = jobwarden_audit::register_metrics(&mut registry);
     c.syncs
         .get_or_create(&SyncLabels {

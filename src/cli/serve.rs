@@ -2,15 +2,19 @@
 //! its Job cache) handed to it as a hook, so the server crate never depends on the controller
 //! crate. Here the process connects to the cluster: each face gets a client of its own, named in
 //! its User-Agent, the controller's with a client-side request rate limit (and its Lease one
-//! apart from it: `ControllerClients`).
+//! apart from it: `ControllerClients`). Here too the controllers are composed: one Lease (the
+//! runtime's `Election`), and in each term of leadership every controller's task.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use jobwarden_audit::{AuditConfig, KubeEventSink, PeriodicAudit};
-use jobwarden_controller::client::{self, ControllerClients, RateLimit};
-use jobwarden_controller::job_cache::CachedJob;
 use jobwarden_events::EventReporter;
+use jobwarden_runtime::Election;
+use jobwarden_runtime::client::{self, ControllerClients, RateLimit};
+use jobwarden_runtime::job_cache::CachedJob;
+use jobwarden_runtime::leader::Term;
+use jobwarden_runtime::leader::metrics::LeaderMetrics;
 use jobwarden_server::{ControllerError, ControllerHook, ControllerStart, ServeArgs};
 use kube::runtime::reflector::Store;
 use serde_json::Value;
@@ -158,6 +162,11 @@ async fn cluster_config(server: &ServeArgs) -> Option<kube::Config> {
 fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook {
     Box::new(move |start: ControllerStart<'_>| {
         let metrics = jobwarden_controller::register_metrics(start.registry);
+        let leader_metrics = LeaderMetrics::register(
+            start
+                .registry
+                .sub_registry_with_prefix(jobwarden_controller::METRICS_PREFIX),
+        );
         let audit_metrics = jobwarden_audit::register_metrics(start.registry);
         let policy = start.policy;
         let shutdown = start.shutdown;
@@ -214,14 +223,42 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
                     let _ = stopped.wait_for(|s| *s).await;
                 }));
             }
-            let result = jobwarden_controller::run_sharing_jobs(
-                clients,
-                controller_config,
-                metrics,
-                shutdown,
-                jobs_tx,
-            )
-            .await;
+            let election = Election {
+                client: clients.leader_election,
+                lease: controller_config.lease(),
+                component: name,
+                answers: clients.answers,
+                metrics: leader_metrics,
+            };
+            let result = election
+                .run(shutdown, |term: Term| {
+                    // The leader's Job cache is the audit's while the term lasts.
+                    let withdrawn = {
+                        let (stop, jobs) = (term.stop.clone(), jobs_tx.clone());
+                        async move {
+                            stop.await;
+                            jobs.send_replace(None);
+                        }
+                    };
+                    let job_controller = jobwarden_controller::run_term(
+                        &client,
+                        &controller_config,
+                        &metrics,
+                        term,
+                        {
+                            let jobs = jobs_tx.clone();
+                            move |store| {
+                                jobs.send_replace(Some(store));
+                            }
+                        },
+                    );
+                    // Every controller of this process leads in the same term: another's task
+                    // joins here, and the term ends once all have stopped.
+                    async move {
+                        tokio::join!(job_controller, withdrawn);
+                    }
+                })
+                .await;
             let _ = stop_audit.send(true);
             result.map_err(ControllerError::from)
         })

@@ -20,11 +20,11 @@ use k8s_openapi::jiff::Timestamp;
 use crate::adoption::{Claim, Claimant, claim};
 use crate::cluster_api::{ApiError, ClusterApi};
 use crate::executor::ApplyError;
-use crate::job_cache::CachedJob;
 use crate::plan::PodRef;
 use crate::pod_cache::PodCache;
 use crate::pods::CachedPod;
 use jobwarden_events::JobRef;
+use jobwarden_runtime::job_cache::CachedJob;
 
 /// How long a `manualSelector` Job's listed pods are taken as known: the resync period of
 /// upstream's shared informers is of this order.

@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use jobwarden_events::{EventRecord, JobRef, Seen};
+use jobwarden_events::JobRef;
+use jobwarden_runtime::events::{EventWriteError, EventWriter};
 use kube::core::Status;
 use serde_json::Value;
 
@@ -57,6 +58,17 @@ impl ApiError {
     }
 }
 
+/// An Event write refused because this replica no longer leads is the outbox's cue to stop;
+/// any other failure is logged as the API's answer.
+impl From<ApiError> for EventWriteError {
+    fn from(e: ApiError) -> EventWriteError {
+        match e {
+            ApiError::NotLeading => EventWriteError::NotLeading,
+            other => EventWriteError::Failed(Box::new(other)),
+        }
+    }
+}
+
 impl From<kube::Error> for ApiError {
     fn from(e: kube::Error) -> ApiError {
         match e {
@@ -75,7 +87,9 @@ pub struct LiveJob {
     pub deleting: bool,
 }
 
-pub trait ClusterApi: Send + Sync {
+/// The writes a sync makes; its Events go through the runtime's `EventWriter`, which every
+/// cluster API also is.
+pub trait ClusterApi: EventWriter + Send + Sync {
     /// A merge patch of `jobs/status` carrying `metadata.resourceVersion` as a precondition.
     fn patch_job_status(
         &self,
@@ -141,14 +155,6 @@ pub trait ClusterApi: Send + Sync {
         namespace: &str,
         pod: &PodRef,
         job_uid: &str,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send;
-    /// Best effort: a lost event loses no state. `seen` says how often it happened (identical
-    /// events merged while they waited) and when.
-    fn create_event(
-        &self,
-        job: &JobRef,
-        event: &EventRecord,
-        seen: Seen,
     ) -> impl Future<Output = Result<(), ApiError>> + Send;
 }
 
@@ -227,14 +233,5 @@ impl<T: ClusterApi> ClusterApi for std::sync::Arc<T> {
         job_uid: &str,
     ) -> impl Future<Output = Result<(), ApiError>> + Send {
         (**self).release_pod(namespace, pod, job_uid)
-    }
-
-    fn create_event(
-        &self,
-        job: &JobRef,
-        event: &EventRecord,
-        seen: Seen,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send {
-        (**self).create_event(job, event, seen)
     }
 }

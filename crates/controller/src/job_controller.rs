@@ -2,7 +2,7 @@
 //! cache, and what the controller remembers between syncs (expectations, the Jobs' event
 //! buckets). Claims the Job's pods (`claiming`), plans, applies, keeps the expectations in step
 //! with the writes it made, and hands its events to the event outbox without waiting for them
-//! to be written (`event_outbox`). Every read is a cache read but claiming's (a GET before
+//! to be written (the runtime's `events::outbox`). Every read is a cache read but claiming's (a GET before
 //! adopting, a labelled LIST for a `manualSelector` Job). The kube wiring
 //! (`reconcile`), the scale benchmark and the tests all drive this same type.
 
@@ -18,11 +18,9 @@ use kube::runtime::watcher;
 use crate::backoff::BackoffRecord;
 use crate::claiming::{Claiming, SelectorLists};
 use crate::cluster_api::ClusterApi;
-use crate::event_outbox::{Delivery, EventOutbox};
-use crate::events::{EventLimiter, pods_message};
+use crate::events::pods_message;
 use crate::executor::{self, Applied, ApplyError};
 use crate::expectations::{EXPECTATIONS_TIMEOUT, Expectations};
-use crate::job_cache::CachedJob;
 use crate::metrics::{
     ControllerMetrics, CreatedLabels, FinishedLabels, StartTimeoutLabels, SyncLabels,
 };
@@ -33,6 +31,9 @@ use jobwarden_rules::well_known::{
     INDEXED, NON_INDEXED, REASON_COMPLETIONS_REACHED, REASON_POD_FAILURE_POLICY,
     REASON_SUCCESS_POLICY,
 };
+use jobwarden_runtime::events::limiter::EventLimiter;
+use jobwarden_runtime::events::outbox::{Delivery, EventOutbox};
+use jobwarden_runtime::job_cache::CachedJob;
 
 /// How many deleted Jobs' uids are remembered, so their orphaned pods are released without
 /// asking the API server whether the Job is gone.
@@ -103,7 +104,7 @@ impl<A: ClusterApi> JobController<A> {
             pods: PodCache::default(),
             selector_lists: SelectorLists::default(),
             memory: Mutex::default(),
-            events_out: EventOutbox::new(Delivery::Inline, metrics.clone()),
+            events_out: EventOutbox::new(Delivery::Inline, metrics.events.clone()),
             metrics,
         }
     }
@@ -112,7 +113,7 @@ impl<A: ClusterApi> JobController<A> {
     /// not by each sync before it returns.
     pub fn with_event_writer(self) -> Self {
         JobController {
-            events_out: EventOutbox::new(Delivery::Background, self.metrics.clone()),
+            events_out: EventOutbox::new(Delivery::Background, self.metrics.events.clone()),
             ..self
         }
     }
@@ -491,8 +492,28 @@ pub fn metric_reason(finish: &Finish) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::metric_reason;
+    use super::{SyncError, metric_reason};
+    use crate::cluster_api::ApiError;
+    use crate::executor::ApplyError;
     use crate::plan::Finish;
+    use jobwarden_runtime::error_chain;
+
+    /// A sync's errors keep their cause as `source` and never repeat it, so a log line's
+    /// chain names each once.
+    #[test]
+    fn each_cause_is_printed_once() {
+        let error = SyncError::from(ApplyError::Api {
+            step: "writing status",
+            source: ApiError::Conflict,
+        });
+        assert_eq!(
+            error_chain(&error),
+            "writing status: conflict: the object changed since it was read"
+        );
+        let encode = serde_json::from_str::<u8>("x").unwrap_err();
+        let text = format!("cannot encode the status patch: {encode}");
+        assert_eq!(error_chain(&ApplyError::Encode(encode)), text);
+    }
 
     fn label(succeeded: bool, reason: &str) -> String {
         let finish = Finish {

@@ -24,6 +24,7 @@ use crate::plan::{PodRef, PodStartFailure};
 use crate::pods::CachedPod;
 use jobwarden_events::{EventRecord, EventReporter, JobRef, Seen, record_repeated_job_event};
 use jobwarden_rules::well_known::{CONTROLLER_UID_LABEL, TRACKING_FINALIZER};
+use jobwarden_runtime::events::{EventWriteError, EventWriter};
 
 pub struct KubeApi {
     client: Client,
@@ -214,13 +215,15 @@ impl ClusterApi for KubeApi {
         }});
         self.patch_pod(namespace, &pod.name, patch).await
     }
+}
 
-    async fn create_event(
+impl EventWriter for KubeApi {
+    async fn write_event(
         &self,
         job: &JobRef,
         event: &EventRecord,
         seen: Seen,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), EventWriteError> {
         self.may_write()?;
         let reporter = EventReporter {
             component: self.controller_name.clone(),
@@ -228,6 +231,6 @@ impl ClusterApi for KubeApi {
         };
         record_repeated_job_event(&self.client, job, event, &reporter, seen)
             .await
-            .map_err(ApiError::from)
+            .map_err(|e| ApiError::from(e).into())
     }
 }

@@ -1,13 +1,15 @@
 //! jobwarden's companion Job controller: it runs every Job whose `spec.managedBy` equals its
 //! controller name (KEP-4368), doing the whole lifecycle the built-in Job controller skips for
 //! such Jobs: creating pods, counting their outcomes exactly once through a tracking finalizer,
-//! and writing a status that keeps upstream's status-transition rules.
+//! and writing a status that keeps upstream's status-transition rules. What it shares with
+//! jobwarden's other controllers (leader election, the clients and their request budgets, the
+//! Job cache's view of a Job, Event writing) is `jobwarden-runtime`'s.
 //!
 //! # Public API
 //!
 //! ```no_run
 //! # async fn serve(kube_config: kube::Config) -> Result<(), Box<dyn std::error::Error>> {
-//! use jobwarden_controller::client::{ControllerClients, RateLimit};
+//! use jobwarden_runtime::client::{ControllerClients, RateLimit};
 //! let mut registry = prometheus_client::registry::Registry::default();
 //! let metrics = jobwarden_controller::register_metrics(&mut registry);
 //! let config = jobwarden_controller::ControllerConfig {
@@ -22,12 +24,12 @@
 //! # }
 //! ```
 //!
-//! * [`run`]: acquires the Lease, runs the reconcile loop while leading, stops it (and every
-//!   write at once) when the Lease cannot be renewed within the renew deadline, and on
-//!   `shutdown` drains in-flight syncs and releases the Lease.
-//! * [`client::ControllerClients`]: the kube clients the controller should use: its own
-//!   User-Agent and a client-side request rate limit for its work, and a client of its own
-//!   for the Lease, so that a renewal never queues behind the syncs.
+//! * [`run_term`]: the controller's task for one term of leadership (a
+//!   `jobwarden_runtime::leader::Term`): the reconcile loop from fresh caches, every write
+//!   fenced by the term's flag, stopped (its syncs drained, its Events written) when the term
+//!   ends. `serve` runs it under the runtime's `Election`, beside any other controller's task.
+//! * [`run`]: the same under a Lease of its own, acquired and released here: the controller
+//!   alone, as its end-to-end tests run it.
 //! * [`plan::plan`]: the pure heart, `plan(job, pods, now, config, in_flight) -> Plan`.
 //!
 //! # Layout
@@ -38,19 +40,16 @@
 //!    pod matches) at the bottom, `pod_view` (one sync's view of a pod: the pod and the rule it
 //!    matches) above both, then `backoff`, `conditions`, `pod_template`, `success_policy`,
 //!    `per_index`, and over them all `plan` and its steps; `status_patch` (the write a status
-//!    becomes), `events` (the per-Job spam filter), `event_queue` (the Events waiting to be
-//!    written: bounded, repeats merged), `request_budget` (one token bucket for every request,
-//!    Event writes after the syncs'), `expectations`, `adoption` (which pods a Job claims).
-//! 2. Acting: `cluster_api` (the writes, as a trait; `kube_api` the real one), `executor`
-//!    (applies a plan, checking each status write against the rules first), the caches
-//!    (`job_cache`, `pod_cache`), `orphans` (a pure decision, and the release it leads to),
+//!    becomes), `events` (the words of a sync's pod Events), `expectations`, `adoption` (which
+//!    pods a Job claims).
+//! 2. Acting: `cluster_api` (the writes, as a trait, and the runtime's `EventWriter`;
+//!    `kube_api` the real one), `executor` (applies a plan, checking each status write against
+//!    the rules first), `pod_cache`, `orphans` (a pure decision, and the release it leads to),
 //!    `claiming` (the pods a sync claims: adoption and release, and the labelled list of a
-//!    `manualSelector` Job's pods), `event_outbox` (the queue a sync leaves its Events in, and
-//!    their writer), `job_controller` (syncs one Job from the caches), `reconcile` (the loop;
-//!    no sync before both caches have listed), `leader` (the Lease, with client-go's leader
-//!    election), `leader_events` (who leads, said on the Lease).
-//! 3. This file wires them; `client` makes the kube clients, the work's requests within
-//!    `request_budget` and the Lease's apart from them; `metrics`.
+//!    `manualSelector` Job's pods), `job_controller` (syncs one Job from the caches, its
+//!    Events through the runtime's outbox), `reconcile` (the loop; no sync before both caches
+//!    have listed).
+//! 3. This file wires them for one term; `metrics`.
 //!
 //! The fake cluster (`jobwarden-fake-cluster`) and the simulator (`jobwarden-simulator`) stand
 //! above this crate and are never imported by it: the public modules are what the binary, they
@@ -67,20 +66,13 @@
 mod adoption;
 pub mod backoff;
 mod claiming;
-pub mod client;
 pub mod cluster_api;
 pub mod conditions;
-mod error_chain;
-mod event_outbox;
-mod event_queue;
 mod events;
 pub mod executor;
 mod expectations;
-pub mod job_cache;
 pub mod job_controller;
 mod kube_api;
-pub mod leader;
-mod leader_events;
 pub mod metrics;
 mod orphans;
 pub mod per_index;
@@ -91,7 +83,6 @@ mod pod_template;
 pub mod pod_view;
 pub mod pods;
 pub mod reconcile;
-mod request_budget;
 mod status_patch;
 pub mod success_policy;
 
@@ -106,21 +97,19 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::reflector::Store;
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
-use tokio::sync::watch;
 
-pub use error_chain::error_chain;
-pub use metrics::{ControllerMetrics, register_metrics};
+pub use metrics::{ControllerMetrics, METRICS_PREFIX, register_metrics};
 
-use crate::client::{Answers, ControllerClients};
-use crate::job_cache::CachedJob;
 use crate::job_controller::JobController;
 use crate::kube_api::KubeApi;
-use crate::leader::Leadership;
-use crate::leader_events::LeaderEvents;
-use crate::metrics::LeaderLossLabels;
 use crate::plan::PlanConfig;
 use crate::reconcile::{LoopConfig, Sources};
 use jobwarden_rules::well_known::CONTROLLER_UID_LABEL;
+use jobwarden_runtime::Election;
+use jobwarden_runtime::client::ControllerClients;
+use jobwarden_runtime::job_cache::CachedJob;
+use jobwarden_runtime::leader::metrics::LeaderMetrics;
+use jobwarden_runtime::leader::{LeaseSettings, SettingsError, Term};
 
 /// How the controller runs. `Default` gives upstream-like values and the controller name
 /// `jobwarden.io/job-controller`; set `identity` to something unique per replica (the pod name).
@@ -160,120 +149,81 @@ impl Default for ControllerConfig {
     }
 }
 
-/// Acquires the Lease, runs the reconcile loop while leading, and releases the Lease once
-/// `shutdown` resolves and in-flight syncs are done.
+impl ControllerConfig {
+    /// The Lease this configuration names, and this replica in it.
+    pub fn lease(&self) -> LeaseSettings {
+        LeaseSettings {
+            namespace: self.lease_namespace.clone(),
+            name: self.lease_name.clone(),
+            identity: self.identity.clone(),
+            lease_duration: self.lease_duration,
+            renew_deadline: self.renew_deadline,
+            retry_period: self.retry_period,
+        }
+    }
+}
+
+/// The Job controller alone under its own Lease: acquires it, runs the reconcile loop in each
+/// term ([`run_term`]), and releases it once `shutdown` resolves and in-flight syncs are done.
+/// Its leadership is counted nowhere; `serve` composes the same election itself, with the
+/// leadership metrics registered.
 pub async fn run(
     clients: ControllerClients,
     config: ControllerConfig,
     metrics: ControllerMetrics,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), leader::SettingsError> {
-    run_sharing_jobs(clients, config, metrics, shutdown, watch::Sender::new(None)).await
-}
-
-/// [`run`], publishing the Job cache in `jobs` while leading and once it has synced (`None`
-/// otherwise): the in-process audit reads it, and lists nothing of its own.
-pub async fn run_sharing_jobs(
-    clients: ControllerClients,
-    config: ControllerConfig,
-    metrics: ControllerMetrics,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-    jobs: watch::Sender<Option<Store<CachedJob>>>,
-) -> Result<(), leader::SettingsError> {
-    let lease = leader::LeaseSettings {
-        namespace: config.lease_namespace.clone(),
-        name: config.lease_name.clone(),
-        identity: config.identity.clone(),
-        lease_duration: config.lease_duration,
-        renew_deadline: config.renew_deadline,
-        retry_period: config.retry_period,
+) -> Result<(), SettingsError> {
+    let election = Election {
+        client: clients.leader_election,
+        lease: config.lease(),
+        component: config.controller_name.clone(),
+        answers: clients.answers,
+        metrics: LeaderMetrics::default(),
     };
-    let ControllerClients {
-        work: client,
-        leader_election,
-        answers,
-    } = clients;
-    let said = LeaderEvents::new(leader_election.clone(), &config);
-    leader::lead_in_cluster(
-        leader_election,
-        lease,
-        shutdown,
-        |change| {
-            observe_leadership(&metrics, &answers, change);
-            match change {
-                Leadership::Started => said.say("became leader"),
-                Leadership::Renewed { .. } => {}
-                Leadership::Stopped { .. } => {
-                    jobs.send_replace(None);
-                    said.say("stopped leading");
-                }
-            }
-        },
-        |term: leader::Term| {
-            // Each term starts from fresh caches: a new leader lists what the old one watched.
-            // Its writes are fenced by the term's flag: once the Lease is lost, none goes out.
-            let controller = Arc::new(
-                JobController::new(
-                    KubeApi::new(client.clone(), &config.controller_name, &config.identity)
-                        .fenced(term.leading),
-                    PlanConfig {
-                        controller_name: config.controller_name.clone(),
-                        ..PlanConfig::default()
-                    },
-                    metrics.clone(),
-                )
-                .with_event_writer(),
-            );
-            let loop_config = LoopConfig {
-                concurrency: config.concurrent_syncs,
-                batch_period: config.batch_period,
-            };
-            reconcile::run_loop(
-                controller,
-                kube_sources(&client),
-                Arc::new(k8s_openapi::jiff::Timestamp::now),
-                loop_config,
-                term.stop,
-                {
-                    let jobs = jobs.clone();
-                    move |store| {
-                        jobs.send_replace(Some(store));
-                    }
-                },
-            )
-        },
-    )
-    .await
+    let client = clients.work;
+    election
+        .run(shutdown, |term| {
+            run_term(&client, &config, &metrics, term, |_| {})
+        })
+        .await
 }
 
-/// What a leadership change does to the metrics.
-fn observe_leadership(metrics: &ControllerMetrics, answers: &Answers, change: Leadership) {
-    match change {
-        Leadership::Started => {
-            metrics.leader.set(1);
-        }
-        Leadership::Renewed { took } => {
-            metrics.leader_last_renewal_seconds.set(took.as_secs_f64());
-        }
-        Leadership::Stopped {
-            reason,
-            last_renewed,
-        } => {
-            metrics.leader.set(0);
-            let api_server = if answers.since(last_renewed) {
-                "answering"
-            } else {
-                "silent"
-            };
-            metrics
-                .leader_losses
-                .get_or_create(&LeaderLossLabels {
-                    reason: reason.label().to_owned(),
-                    api_server: api_server.to_owned(),
-                })
-                .inc();
-        }
-    }
+/// The Job controller's task for one term of leadership: its reconcile loop over `client`
+/// until the term's stop, then the drain of its syncs and Events. Each term starts from fresh
+/// caches (a new leader lists what the old one watched), and its writes are fenced by the
+/// term's flag: once the Lease is lost, none goes out. `on_synced` is handed the Job cache once
+/// it holds every Job (the in-process audit reads it).
+pub fn run_term(
+    client: &Client,
+    config: &ControllerConfig,
+    metrics: &ControllerMetrics,
+    term: Term,
+    on_synced: impl FnOnce(Store<CachedJob>) + Send + 'static,
+) -> impl Future<Output = ()> + Send + 'static {
+    let controller = Arc::new(
+        JobController::new(
+            KubeApi::new(client.clone(), &config.controller_name, &config.identity)
+                .fenced(term.leading),
+            PlanConfig {
+                controller_name: config.controller_name.clone(),
+                ..PlanConfig::default()
+            },
+            metrics.clone(),
+        )
+        .with_event_writer(),
+    );
+    let loop_config = LoopConfig {
+        concurrency: config.concurrent_syncs,
+        batch_period: config.batch_period,
+    };
+    reconcile::run_loop(
+        controller,
+        kube_sources(client),
+        Arc::new(k8s_openapi::jiff::Timestamp::now),
+        loop_config,
+        term.stop,
+        on_synced,
+    )
 }
 
 /// The watches: every Job (the cache keeps each as its JSON text without `managedFields`), and

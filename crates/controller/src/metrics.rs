@@ -7,7 +7,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use std::sync::atomic::AtomicU64;
+
+use jobwarden_runtime::events::metrics::EventMetrics;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SyncLabels {
@@ -35,25 +36,6 @@ pub struct StartTimeoutLabels {
     pub reason: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct DroppedLabels {
-    /// `rate_limited` (the Job's event spam filter), `queue_full` (the oldest pending Event
-    /// made room for a newer one), `not_leading` (pending when the Lease was lost) or
-    /// `stopped` (pending when the controller stopped and its drain ran out of time).
-    pub reason: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct LeaderLossLabels {
-    /// `renew_deadline` (no renewal within the renew deadline), `conflict` (another replica
-    /// holds the Lease) or `released` (given up on shutdown, or when the loop ended).
-    pub reason: String,
-    /// `answering` when the API server answered another of the controller's requests after
-    /// the last renewal (the Lease was lost while the API server worked: jobwarden's own
-    /// fault), `silent` otherwise (an outage, or a network cut).
-    pub api_server: String,
-}
-
 /// Handles to every metric; cheap to clone (each is an `Arc` inside).
 #[derive(Clone, Debug)]
 pub struct ControllerMetrics {
@@ -65,12 +47,9 @@ pub struct ControllerMetrics {
     pub jobs_managed: Gauge,
     pub foreign_jobs_seen: Counter,
     pub rejected_status_writes: Counter,
-    pub leader: Gauge,
-    pub leader_losses: Family<LeaderLossLabels, Counter>,
-    pub leader_last_renewal_seconds: Gauge<f64, AtomicU64>,
     pub cached_pods: Gauge,
-    pub events_dropped: Family<DroppedLabels, Counter>,
-    pub events_queued: Gauge,
+    /// `events_dropped` and `events_queued`, the runtime's Event outbox's.
+    pub events: EventMetrics,
 }
 
 impl Default for ControllerMetrics {
@@ -85,20 +64,21 @@ impl Default for ControllerMetrics {
             jobs_managed: Gauge::default(),
             foreign_jobs_seen: Counter::default(),
             rejected_status_writes: Counter::default(),
-            leader: Gauge::default(),
-            leader_losses: Family::default(),
-            leader_last_renewal_seconds: Gauge::default(),
             cached_pods: Gauge::default(),
-            events_dropped: Family::default(),
-            events_queued: Gauge::default(),
+            events: EventMetrics::default(),
         }
     }
 }
 
+/// The prefix of the controller's metrics. The leadership metrics (`jobwarden_runtime`'s
+/// `LeaderMetrics`) are served under it too: they were the controller's before the runtime
+/// held them, and dashboards and alerts read them by these names.
+pub const METRICS_PREFIX: &str = "jobwarden_controller";
+
 /// Registers the controller's metrics under `jobwarden_controller_` and returns their handles.
 pub fn register_metrics(registry: &mut Registry) -> ControllerMetrics {
     let m = ControllerMetrics::default();
-    let r = registry.sub_registry_with_prefix("jobwarden_controller");
+    let r = registry.sub_registry_with_prefix(METRICS_PREFIX);
     r.register("syncs", "Job syncs, by result", m.syncs.clone());
     r.register(
         "sync_duration_seconds",
@@ -136,56 +116,14 @@ pub fn register_metrics(registry: &mut Registry) -> ControllerMetrics {
         m.rejected_status_writes.clone(),
     );
     r.register(
-        "leader",
-        "1 while this replica holds the Lease",
-        m.leader.clone(),
-    );
-    r.register(
-        "leader_losses",
-        "Times this replica stopped leading, by reason (renew_deadline, conflict, released) and \
-         whether the API server answered the controller's other requests since the last renewal \
-         (api_server: answering or silent)",
-        m.leader_losses.clone(),
-    );
-    // Served at 0 from the start, so that an alert's increase() sees the first loss.
-    for reason in ["renew_deadline", "conflict", "released"] {
-        for api_server in ["answering", "silent"] {
-            let _series = m.leader_losses.get_or_create(&LeaderLossLabels {
-                reason: reason.to_owned(),
-                api_server: api_server.to_owned(),
-            });
-        }
-    }
-    r.register(
-        "leader_last_renewal_seconds",
-        "How long the last successful acquisition or renewal of the Lease took (its read and \
-         its write); the leader steps down when none succeeds within the renew deadline",
-        m.leader_last_renewal_seconds.clone(),
-    );
-    r.register(
         "cached_pods",
         "Pods in the watch cache (every pod with a Job uid label)",
         m.cached_pods.clone(),
     );
-    r.register(
-        "events_dropped",
-        "Events not written, by reason: the Job's event rate limit spent (rate_limited), the \
-         oldest pending Event dropped for a newer one (queue_full), the Lease lost \
-         (not_leading), or the controller stopped before writing them (stopped)",
-        m.events_dropped.clone(),
-    );
-    // Each reason served from the start at 0: an alert on its increase sees the first drops.
-    for reason in ["rate_limited", "queue_full", "not_leading", "stopped"] {
-        let _series = m.events_dropped.get_or_create(&DroppedLabels {
-            reason: reason.to_owned(),
-        });
+    ControllerMetrics {
+        events: EventMetrics::register(r),
+        ..m
     }
-    r.register(
-        "events_queued",
-        "Events waiting to be written (they wait for request budget the syncs leave)",
-        m.events_queued.clone(),
-    );
-    m
 }
 
 #[cfg(test)]

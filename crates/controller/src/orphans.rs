@@ -13,9 +13,9 @@ use std::sync::Arc;
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::cluster_api::ClusterApi;
-use crate::job_cache::CachedJob;
 use crate::plan::PodRef;
 use crate::pods::CachedPod;
+use jobwarden_runtime::job_cache::CachedJob;
 
 #[derive(Debug, Clone)]
 pub struct OrphanCandidate {

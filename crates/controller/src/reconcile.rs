@@ -22,11 +22,11 @@ use tokio::sync::mpsc;
 use tokio_util::time::DelayQueue;
 
 use crate::cluster_api::ClusterApi;
-use crate::error_chain::error_chain;
-use crate::job_cache::CachedJob;
 use crate::job_controller::{JobController, SyncError};
 use crate::orphans::{self, Orphan, OrphanCandidate};
 use crate::pod_cache::PodObservation;
+use jobwarden_runtime::error_chain;
+use jobwarden_runtime::job_cache::CachedJob;
 
 /// A safety net: look at every managed Job at least this often even if no event arrives.
 const RESYNC: Duration = Duration::from_secs(300);

@@ -18,12 +18,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jobwarden_controller::ControllerMetrics;
-use jobwarden_controller::job_cache::CachedJob;
 use jobwarden_controller::job_controller::JobController;
 use jobwarden_controller::plan::PlanConfig;
 use jobwarden_fake_cluster::{
     InMemoryCluster, LoopRunConfig, Outcome, Request, SeenPod, run_until_finished,
 };
+use jobwarden_runtime::job_cache::CachedJob;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::{reflector, watcher};

@@ -1,5 +1,5 @@
-//! The in-memory cluster as a `ClusterApi`: each call counted as a request (verb, resource), or
-//! failed once the crash budget is spent.
+//! The in-memory cluster as a `ClusterApi` (and the runtime's `EventWriter`): each call
+//! counted as a request (verb, resource), or failed once the crash budget is spent.
 
 use std::future::{Ready, ready};
 
@@ -12,6 +12,7 @@ use jobwarden_controller::cluster_api::{ApiError, ClusterApi, LiveJob};
 use jobwarden_controller::plan::{PodRef, PodStartFailure};
 use jobwarden_controller::pods::CachedPod;
 use jobwarden_events::{EventRecord, JobRef, Seen};
+use jobwarden_runtime::events::{EventWriteError, EventWriter};
 
 impl InMemoryCluster {
     /// One request, answered at once: the in-memory API server has no network to wait on.
@@ -113,16 +114,19 @@ impl ClusterApi for InMemoryCluster {
     ) -> impl Future<Output = Result<(), ApiError>> + Send {
         self.answer("patch", "pods", |s| s.release_pod(namespace, pod, job_uid))
     }
+}
 
-    fn create_event(
+impl EventWriter for InMemoryCluster {
+    fn write_event(
         &self,
         job: &JobRef,
         event: &EventRecord,
         seen: Seen,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send {
-        self.answer("create", "events", |s| {
+    ) -> impl Future<Output = Result<(), EventWriteError>> + Send {
+        let answer = self.answer("create", "events", |s| {
             s.create_event(job, event, seen.count);
             Ok(())
-        })
+        });
+        ready(answer.into_inner().map_err(EventWriteError::from))
     }
 }

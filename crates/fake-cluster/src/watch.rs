@@ -14,7 +14,7 @@ use kube::runtime::watcher;
 use serde::de::DeserializeOwned;
 
 use super::{Change, InMemoryCluster, Resource};
-use jobwarden_controller::job_cache::CachedJob;
+use jobwarden_runtime::job_cache::CachedJob;
 
 /// Events fetched per read of the log.
 const BATCH: usize = 256;

@@ -115,7 +115,7 @@ async fn events_are_written_apart_from_the_syncs_and_all_by_a_graceful_stop() {
     .await;
     assert!(report.finished);
     // The writer wrote every Event the syncs queued, the last ones while the loop stopped.
-    assert_eq!(report.metrics.events_queued.get(), 0);
+    assert_eq!(report.metrics.events.events_queued.get(), 0);
     let events = cluster.with(|s| s.events.clone());
     for (_, name) in &jobs {
         let reasons: Vec<&str> = events

@@ -381,7 +381,7 @@ impl Run<'_> {
                 Ok(report) => report,
                 Err(e) if e.is_conflict() => continue,
                 Err(e) => {
-                    let message = jobwarden_controller::error_chain(&e);
+                    let message = jobwarden_runtime::error_chain(&e);
                     if self.last_error.as_ref() != Some(&message) {
                         self.last_error = Some(message.clone());
                         observer.steps.push(Step {

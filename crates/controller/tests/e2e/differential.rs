@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::{StreamExt as _, TryStreamExt as _};
-use jobwarden_controller::client::ControllerClients;
 use jobwarden_controller::{ControllerConfig, ControllerMetrics};
 use jobwarden_envtest::ControlPlane;
+use jobwarden_runtime::client::ControllerClients;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};

@@ -2,7 +2,7 @@
 //! precondition of every write (a stale one is a conflict, never a lost write), a Lease that
 //! exists cannot be created again, and a write leaves the Lease's labels alone.
 
-use jobwarden_controller::leader::{KubeLeaseStore, LeaseError, LeaseStore};
+use jobwarden_runtime::leader::{KubeLeaseStore, LeaseError, LeaseStore};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use jobwarden_controller::client::ControllerClients;
-use jobwarden_controller::leader::SettingsError;
 use jobwarden_controller::{ControllerConfig, ControllerMetrics};
 use jobwarden_envtest::{ControlPlane, Installed};
+use jobwarden_runtime::client::ControllerClients;
+use jobwarden_runtime::leader::SettingsError;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};

@@ -11,10 +11,15 @@
 //! clock. Every write carries the resourceVersion read as a precondition, so of two replicas
 //! racing for a free Lease one wins and the other gets a conflict.
 
+pub mod events;
+pub mod metrics;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use futures::FutureExt as _;
+use futures::future::Shared;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
@@ -176,14 +181,16 @@ impl LeaseStore for KubeLeaseStore {
 
 /// What a term of leadership is handed: when to stop, and a flag that is `true` only while
 /// this replica may act. Every write the task makes checks the flag first, so a leader that
-/// lost its Lease stops writing at once, syncs in flight included.
+/// lost its Lease stops writing at once, syncs in flight included. A clone is the same term:
+/// the tasks of several controllers that lead together each take one.
+#[derive(Clone)]
 pub struct Term {
     pub stop: Stop,
     pub leading: Arc<AtomicBool>,
 }
 
-/// Resolves on shutdown or when leadership is lost.
-pub type Stop = std::pin::Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
+/// Resolves on shutdown or when leadership is lost, in every clone at once.
+pub type Stop = Shared<std::pin::Pin<Box<dyn Future<Output = ()> + Send + Sync>>>;
 
 /// The election's memory of the Lease: the record as last seen and when it was seen to change.
 struct Elector<'a, S> {
@@ -538,9 +545,10 @@ fn stop_or_lost(mut stop: watch::Receiver<bool>, mut lost: watch::Receiver<bool>
         }
         let _ = tx.send(());
     });
-    Box::pin(async move {
+    let stop: std::pin::Pin<Box<dyn Future<Output = ()> + Send + Sync>> = Box::pin(async move {
         let _ = rx.await;
-    })
+    });
+    stop.shared()
 }
 
 #[cfg(test)]

@@ -7,9 +7,9 @@
 //! Not mirrored from the correlator: patching the count of an Event already written (that
 //! would cost a PATCH, and remembering written Events), and `EventAggregator`'s "(combined
 //! from similar events)" for more than 10 events of one reason with different messages in 10
-//! minutes: a sync already writes its pods' creations and deletions as one event naming them
-//! (`events::pods_message`), and the per-Job spam filter (`events::EventLimiter`) bounds the
-//! rest. Pure: the caller passes the time.
+//! minutes: the Job controller already writes a sync's pod creations and deletions as one event
+//! naming them, and the per-Job spam filter (`limiter::EventLimiter`) bounds the rest. Pure:
+//! the caller passes the time.
 
 use std::collections::VecDeque;
 use std::time::Duration;

@@ -5,8 +5,11 @@
 //! and `--kube-api-burst`: one budget for all its requests, Event writes after the syncs'
 //! (`request_budget`).
 //!
-//! The controller has two ([`ControllerClients`]), as kube-controller-manager has: one for its
-//! work and one for its Lease alone, so that a renewal never waits behind the syncs' queue.
+//! A controller has two ([`ControllerClients`]), as kube-controller-manager has: one for its
+//! work and one for its Lease alone, so that a renewal never waits behind the syncs' queue. A
+//! work client alone ([`work_client`]) serves any other API server a controller works on.
+
+mod request_budget;
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,7 +26,7 @@ use tower::buffer::Buffer;
 use tower::limit::ConcurrencyLimitLayer;
 use tower::{BoxError, Layer, Service, ServiceExt as _};
 
-use crate::request_budget::{Budget, Priority, priority_of};
+use request_budget::{Budget, Priority, priority_of};
 
 /// A client-side request limit: at most `burst` requests at once, and `qps` per second on
 /// average.
@@ -122,16 +125,10 @@ impl ControllerClients {
         limit: Option<RateLimit>,
         renew_deadline: Duration,
     ) -> Result<ControllerClients, ClientError> {
-        let answers = Answers::default();
-        let limit = limit.filter(|l| l.qps > 0.0 && l.burst > 0);
-        let work = ClientBuilder::try_from(named(config.clone(), component)?)
-            .map_err(ClientError::Build)?
-            .with_layer(&answers.layer())
-            .with_layer(&ConcurrencyLimitLayer::new(MAX_IN_FLIGHT));
-        let work = match limit {
-            Some(limit) => work.with_layer(&PriorityLimitLayer::new(limit)).build(),
-            None => work.build(),
-        };
+        let WorkClient {
+            client: work,
+            answers,
+        } = work_client(config.clone(), component, limit)?;
         let mut lease_config = config;
         // client-go: `config.Timeout = renewDeadline / 2`, at least a second; counted from
         // when the request is sent, not from when its pooled connection went idle.
@@ -148,6 +145,35 @@ impl ControllerClients {
             answers,
         })
     }
+}
+
+/// A client for a controller's work on one API server, and when that server last answered it.
+#[derive(Clone)]
+pub struct WorkClient {
+    pub client: Client,
+    pub answers: Answers,
+}
+
+/// A work client for `config`: its requests name `component`, at most [`MAX_IN_FLIGHT`] of them
+/// wait for their answers at once, and they keep to a budget of their own, `limit` (none when
+/// `None`), Event writes after the others. Each call makes a new budget: one per API server
+/// (a controller's own cluster, or each cluster it works on), never shared with another's.
+pub fn work_client(
+    config: kube::Config,
+    component: &str,
+    limit: Option<RateLimit>,
+) -> Result<WorkClient, ClientError> {
+    let answers = Answers::default();
+    let limit = limit.filter(|l| l.qps > 0.0 && l.burst > 0);
+    let client = ClientBuilder::try_from(named(config, component)?)
+        .map_err(ClientError::Build)?
+        .with_layer(&answers.layer())
+        .with_layer(&ConcurrencyLimitLayer::new(MAX_IN_FLIGHT));
+    let client = match limit {
+        Some(limit) => client.with_layer(&PriorityLimitLayer::new(limit)).build(),
+        None => client.build(),
+    };
+    Ok(WorkClient { client, answers })
 }
 
 /// When the API server last answered a request (with any status: an answer is an answer), on
@@ -463,7 +489,7 @@ mod tests {
         }
     }
 
-    /// The work client's requests in flight never pass [`MAX_IN_FLIGHT`], and a watch, whose
+    /// A work client's requests in flight never pass [`MAX_IN_FLIGHT`], and a watch, whose
     /// answer streams on, holds no slot once its headers came.
     #[tokio::test]
     async fn at_most_max_in_flight_requests_wait_for_answers_at_once() {
@@ -499,13 +525,12 @@ mod tests {
             })
         };
         let config = serve(app).await;
-        let clients = ControllerClients::new(config, "test", None, Duration::from_secs(10))
-            .expect("the clients");
+        let work = work_client(config, "test", None).expect("the client");
 
         let mut watch = Request::new(Body::empty());
         *watch.uri_mut() = "/api/v1/pods?watch=true".parse().unwrap_or_default();
-        let watching = clients.work.send(watch).await.expect("the watch answers");
-        let requests = pod_creates(&clients.work, 100);
+        let watching = work.client.send(watch).await.expect("the watch answers");
+        let requests = pod_creates(&work.client, 100);
         while held.now.load(Ordering::SeqCst) < MAX_IN_FLIGHT {
             tokio::task::yield_now().await;
         }

@@ -12,10 +12,10 @@ use kube::{Api, Client};
 
 use jobwarden_events::{EventRecord, EventReporter, Seen, record_event};
 
-use crate::ControllerConfig;
+use super::LeaseSettings;
 
 /// What [`LeaderEvents::say`] needs: the Lease's client and where the Lease is.
-pub(crate) struct LeaderEvents {
+pub struct LeaderEvents {
     client: Client,
     namespace: String,
     lease: String,
@@ -23,20 +23,22 @@ pub(crate) struct LeaderEvents {
 }
 
 impl LeaderEvents {
-    pub(crate) fn new(client: Client, config: &ControllerConfig) -> LeaderEvents {
+    /// Events on the Lease of `lease`, reported by `component` (the controller's name) and
+    /// the Lease's identity of this replica.
+    pub fn new(client: Client, lease: &LeaseSettings, component: &str) -> LeaderEvents {
         LeaderEvents {
             client,
-            namespace: config.lease_namespace.clone(),
-            lease: config.lease_name.clone(),
+            namespace: lease.namespace.clone(),
+            lease: lease.name.clone(),
             reporter: EventReporter {
-                component: config.controller_name.clone(),
-                instance: config.identity.clone(),
+                component: component.to_owned(),
+                instance: lease.identity.clone(),
             },
         }
     }
 
     /// Writes `<identity> <what>` on the Lease, in a task of its own.
-    pub(crate) fn say(&self, what: &str) {
+    pub fn say(&self, what: &str) {
         let (client, namespace, lease) = (
             self.client.clone(),
             self.namespace.clone(),

@@ -1,10 +1,11 @@
-//! Where a sync leaves its Events: the bounded queue (`event_queue`) and its writer. A sync
-//! pushes without waiting; the writer drains the queue through the cluster API, one Event at a
-//! time. Against kube-apiserver each write waits for a spare token of the client's budget
-//! (`request_budget`), so Events never delay a sync's request. Two deliveries:
+//! Where a sync leaves its Events: the bounded queue (`queue`) and its writer. A sync pushes
+//! without waiting; the writer drains the queue through the controller's [`EventWriter`], one
+//! Event at a time. Against kube-apiserver each write waits for a spare token of the client's
+//! budget (`client::request_budget`), so Events never delay a sync's request. Two deliveries:
 //!
-//! * `Background`: a writer task ([`EventOutbox::run_writer`], run beside the syncs by
-//!   `reconcile::run_loop`) writes as Events come, and on stop writes what is left within the loop's drain.
+//! * `Background`: a writer task ([`EventOutbox::run_writer`], run beside the syncs by the
+//!   controller's loop) writes as Events come, and on stop writes what is left within the
+//!   loop's drain.
 //! * `Inline`: the sync that pushed writes the queue out before it returns. The in-memory
 //!   cluster has no rate limit to share, and its tests and `jobwarden simulate` read each
 //!   sync's Events right after it, in a deterministic order.
@@ -19,9 +20,9 @@ use std::time::Instant;
 use k8s_openapi::jiff::Timestamp;
 use tokio::sync::Notify;
 
-use crate::cluster_api::{ApiError, ClusterApi};
-use crate::event_queue::{DropLog, EventQueue, Pushed};
-use crate::metrics::{ControllerMetrics, DroppedLabels};
+use super::metrics::{DroppedLabels, EventMetrics};
+use super::queue::{DropLog, EventQueue, Pushed};
+use super::{EventWriteError, EventWriter};
 use jobwarden_events::{EventRecord, JobRef};
 
 /// Who writes the queued Events.
@@ -39,11 +40,11 @@ pub struct EventOutbox {
     wake: Notify,
     drops: Mutex<DropLog>,
     origin: Instant,
-    metrics: ControllerMetrics,
+    metrics: EventMetrics,
 }
 
 impl EventOutbox {
-    pub fn new(delivery: Delivery, metrics: ControllerMetrics) -> Self {
+    pub fn new(delivery: Delivery, metrics: EventMetrics) -> Self {
         EventOutbox {
             delivery,
             queue: Mutex::default(),
@@ -114,16 +115,16 @@ impl EventOutbox {
 
     /// Writes the next pending Event; `None` when there was none. A refusal because this
     /// replica no longer leads empties the queue: nothing more may be written.
-    async fn write_next<A: ClusterApi>(&self, api: &A) -> Option<bool> {
+    async fn write_next<W: EventWriter>(&self, writer: &W) -> Option<bool> {
         let next = {
             let mut queue = self.queue();
             let next = queue.pop();
             self.set_queued(&queue);
             next
         }?;
-        match api.create_event(&next.job, &next.record, next.seen).await {
+        match writer.write_event(&next.job, &next.record, next.seen).await {
             Ok(()) => Some(true),
-            Err(ApiError::NotLeading) => {
+            Err(EventWriteError::NotLeading) => {
                 let left = {
                     let mut queue = self.queue();
                     let left = queue.clear();
@@ -141,9 +142,9 @@ impl EventOutbox {
     }
 
     /// Writes every pending Event; returns how many were written.
-    pub async fn write_pending<A: ClusterApi>(&self, api: &A) -> usize {
+    pub async fn write_pending<W: EventWriter>(&self, writer: &W) -> usize {
         let mut written = 0;
-        while let Some(ok) = self.write_next(api).await {
+        while let Some(ok) = self.write_next(writer).await {
             written += usize::from(ok);
         }
         written
@@ -152,7 +153,7 @@ impl EventOutbox {
     /// The writer task: writes Events as they are queued until `stop` resolves, then what is
     /// left (the caller bounds how long that may take). With inline delivery the syncs write
     /// their own: nothing to do.
-    pub async fn run_writer<A: ClusterApi>(&self, api: &A, stop: impl Future<Output = ()>) {
+    pub async fn run_writer<W: EventWriter>(&self, writer: &W, stop: impl Future<Output = ()>) {
         if self.delivery == Delivery::Inline {
             return;
         }
@@ -162,11 +163,11 @@ impl EventOutbox {
                 biased;
                 () = &mut stop => break,
                 () = self.wake.notified() => {
-                    self.write_pending(api).await;
+                    self.write_pending(writer).await;
                 }
             }
         }
-        self.write_pending(api).await;
+        self.write_pending(writer).await;
     }
 }
 
@@ -182,7 +183,7 @@ impl Drop for EventOutbox {
 mod tests {
     use super::*;
 
-    fn dropped(metrics: &ControllerMetrics, reason: &str) -> u64 {
+    fn dropped(metrics: &EventMetrics, reason: &str) -> u64 {
         metrics
             .events_dropped
             .get_or_create(&DroppedLabels {
@@ -191,21 +192,76 @@ mod tests {
             .get()
     }
 
-    #[test]
-    fn events_left_when_the_controller_goes_are_counted() {
-        let metrics = ControllerMetrics::default();
-        let outbox = EventOutbox::new(Delivery::Background, metrics.clone());
-        let job = JobRef {
+    fn job() -> JobRef {
+        JobRef {
             namespace: "ns".to_owned(),
             name: "j".to_owned(),
             uid: "u".to_owned(),
-        };
-        let record = |reason: &str| EventRecord {
+        }
+    }
+
+    fn record(reason: &str) -> EventRecord {
+        EventRecord {
             warning: false,
             reason: reason.to_owned(),
             message: "m".to_owned(),
+        }
+    }
+
+    /// A writer that writes until it is told this replica no longer leads, and notes what it
+    /// was asked to write.
+    #[derive(Default)]
+    struct Fenced {
+        leading_for: Mutex<usize>,
+        asked: Mutex<Vec<String>>,
+    }
+
+    impl EventWriter for Fenced {
+        async fn write_event(
+            &self,
+            _job: &JobRef,
+            event: &EventRecord,
+            _seen: jobwarden_events::Seen,
+        ) -> Result<(), EventWriteError> {
+            self.asked
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(event.reason.clone());
+            let mut left = self.leading_for.lock().unwrap_or_else(|e| e.into_inner());
+            if *left == 0 {
+                return Err(EventWriteError::NotLeading);
+            }
+            *left -= 1;
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_write_refused_for_not_leading_drops_every_queued_event() {
+        let metrics = EventMetrics::default();
+        let outbox = EventOutbox::new(Delivery::Inline, metrics.clone());
+        let writer = Fenced {
+            leading_for: Mutex::new(1),
+            ..Fenced::default()
         };
         let now = Timestamp::UNIX_EPOCH;
+        outbox.push(&job(), vec![record("A"), record("B"), record("C")], now);
+        assert_eq!(outbox.write_pending(&writer).await, 1);
+        let asked = writer
+            .asked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        assert_eq!(asked, ["A", "B"], "nothing is tried once refused");
+        assert_eq!(dropped(&metrics, "not_leading"), 2);
+        assert_eq!(metrics.events_queued.get(), 0);
+    }
+
+    #[test]
+    fn events_left_when_the_controller_goes_are_counted() {
+        let metrics = EventMetrics::default();
+        let outbox = EventOutbox::new(Delivery::Background, metrics.clone());
+        let (job, now) = (job(), Timestamp::UNIX_EPOCH);
         outbox.push(&job, vec![record("A"), record("B"), record("A")], now);
         assert_eq!(metrics.events_queued.get(), 2, "the repeat merged");
         drop(outbox);
