@@ -93,6 +93,38 @@ pub struct ControllerArgs {
         default_value_t = 2
     )]
     pub leader_elect_retry_period_seconds: u64,
+
+    /// Dispatched Jobs the dispatcher syncs at once (when the policy's dispatch.workers names
+    /// any worker).
+    #[arg(long, env = "JOBWARDEN_DISPATCH_CONCURRENT_SYNCS", default_value_t = 10,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub dispatch_concurrent_syncs: u16,
+
+    /// Requests per second the dispatcher sends the management cluster on average (a budget
+    /// of its own, apart from the Job controller's); 0 for none.
+    #[arg(long, env = "JOBWARDEN_DISPATCH_KUBE_API_QPS", default_value_t = 50.0)]
+    pub dispatch_kube_api_qps: f64,
+
+    /// Requests the dispatcher may send the management cluster at once above its average.
+    #[arg(long, env = "JOBWARDEN_DISPATCH_KUBE_API_BURST", default_value_t = 100)]
+    pub dispatch_kube_api_burst: u32,
+
+    /// Requests per second the dispatcher sends each worker cluster on average (each worker a
+    /// budget of its own: a slow worker never takes another's); 0 for none.
+    #[arg(
+        long,
+        env = "JOBWARDEN_DISPATCH_WORKER_KUBE_API_QPS",
+        default_value_t = 50.0
+    )]
+    pub dispatch_worker_kube_api_qps: f64,
+
+    /// Requests the dispatcher may send a worker at once above its average.
+    #[arg(
+        long,
+        env = "JOBWARDEN_DISPATCH_WORKER_KUBE_API_BURST",
+        default_value_t = 100
+    )]
+    pub dispatch_worker_kube_api_burst: u32,
 }
 
 pub fn run(command: ServeCommand) -> Outcome {
@@ -168,6 +200,16 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
                 .sub_registry_with_prefix(jobwarden_controller::METRICS_PREFIX),
         );
         let audit_metrics = jobwarden_audit::register_metrics(start.registry);
+        let dispatch_metrics = start.policy.dispatch.is_enabled().then(|| {
+            let workers: Vec<&str> = start
+                .policy
+                .dispatch
+                .workers
+                .iter()
+                .map(|w| w.name.as_str())
+                .collect();
+            jobwarden_dispatcher::register_metrics(start.registry, &workers)
+        });
         let policy = start.policy;
         let shutdown = start.shutdown;
         Box::pin(async move {
@@ -177,6 +219,10 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
                 burst: args.kube_api_burst,
             };
             let renew_deadline = Duration::from_secs(args.leader_elect_renew_deadline_seconds);
+            let dispatcher = match dispatch_metrics {
+                Some(metrics) => Some(Dispatcher::new(config.clone(), &args, &policy, metrics)?),
+                None => None,
+            };
             let clients = ControllerClients::new(config, &name, Some(limit), renew_deadline)?;
             let client = clients.work.clone();
             let controller_config = jobwarden_controller::ControllerConfig {
@@ -240,6 +286,10 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
                             jobs.send_replace(None);
                         }
                     };
+                    let dispatching = dispatcher.as_ref().map(|d| {
+                        let namespace = client.default_namespace().to_owned();
+                        d.run_term(namespace, &controller_config.identity, &term)
+                    });
                     let job_controller = jobwarden_controller::run_term(
                         &client,
                         &controller_config,
@@ -255,7 +305,12 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
                     // Every controller of this process leads in the same term: another's task
                     // joins here, and the term ends once all have stopped.
                     async move {
-                        tokio::join!(job_controller, withdrawn);
+                        let dispatching = async {
+                            if let Some(d) = dispatching {
+                                d.await;
+                            }
+                        };
+                        tokio::join!(job_controller, dispatching, withdrawn);
                     }
                 })
                 .await;
@@ -263,4 +318,66 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
             result.map_err(ControllerError::from)
         })
     })
+}
+
+/// The dispatcher, when the policy names workers: its own client for the management cluster
+/// (a budget apart from the Job controller's), and what each term runs it with.
+struct Dispatcher {
+    client: kube::Client,
+    config: jobwarden_dispatcher::DispatchConfig,
+    metrics: jobwarden_dispatcher::DispatchMetrics,
+}
+
+impl Dispatcher {
+    fn new(
+        config: kube::Config,
+        args: &ControllerArgs,
+        policy: &jobwarden_admission::Policy,
+        metrics: jobwarden_dispatcher::DispatchMetrics,
+    ) -> Result<Dispatcher, client::ClientError> {
+        let dispatch = policy.dispatch.clone();
+        let work = client::work_client(
+            config,
+            &dispatch.controller_name,
+            Some(RateLimit {
+                qps: args.dispatch_kube_api_qps,
+                burst: args.dispatch_kube_api_burst,
+            }),
+        )?;
+        Ok(Dispatcher {
+            client: work.client,
+            config: jobwarden_dispatcher::DispatchConfig {
+                dispatch,
+                namespace: String::new(),
+                identity: String::new(),
+                concurrency: args.dispatch_concurrent_syncs,
+                worker_limit: Some(RateLimit {
+                    qps: args.dispatch_worker_kube_api_qps,
+                    burst: args.dispatch_worker_kube_api_burst,
+                }),
+            },
+            metrics,
+        })
+    }
+
+    /// The dispatcher's task for one term, its Secrets read in `namespace`.
+    fn run_term(
+        &self,
+        namespace: String,
+        identity: &str,
+        term: &Term,
+    ) -> impl Future<Output = ()> + Send + use<> {
+        let config = jobwarden_dispatcher::DispatchConfig {
+            namespace,
+            identity: identity.to_owned(),
+            ..self.config.clone()
+        };
+        jobwarden_dispatcher::run_term(
+            self.client.clone(),
+            config,
+            self.metrics.clone(),
+            term.leading.clone(),
+            term.stop.clone(),
+        )
+    }
 }

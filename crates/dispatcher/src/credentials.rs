@@ -10,6 +10,8 @@ use kube::config::{Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
 /// Why a kubeconfig is refused; `label()` is the metric's `reason`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RefusalReason {
+    /// There is no kubeconfig to read (no Secret, no key, no file).
+    Missing,
     Unreadable,
     NoContext,
     NoServer,
@@ -26,7 +28,8 @@ pub enum RefusalReason {
 }
 
 impl RefusalReason {
-    pub const ALL: [RefusalReason; 13] = [
+    pub const ALL: [RefusalReason; 14] = [
+        RefusalReason::Missing,
         RefusalReason::Unreadable,
         RefusalReason::NoContext,
         RefusalReason::NoServer,
@@ -44,6 +47,7 @@ impl RefusalReason {
 
     pub fn label(self) -> &'static str {
         match self {
+            RefusalReason::Missing => "missing",
             RefusalReason::Unreadable => "unreadable",
             RefusalReason::NoContext => "no_context",
             RefusalReason::NoServer => "no_server",

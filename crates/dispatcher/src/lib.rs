@@ -1,18 +1,45 @@
 //! jobwarden's dispatcher (KEP-4368's manager-worker layout): a Job created in this, the
 //! management cluster, with `spec.managedBy: jobwarden.io/dispatcher` runs as a copy on a
-//! worker cluster, and the copy's status is mirrored back onto it.
+//! worker cluster, and the copy's status is mirrored back onto it. The worker's own Job
+//! controller runs the copy; the dispatcher never touches pods there, nor any Job it did not
+//! create.
+//!
+//! ```text
+//!  management cluster                                 worker clusters (their own Job controller)
+//!  user's Job (managedBy: dispatcher) ── place ──▶ annotation jobwarden.io/worker: east (first)
+//!         ▲                                    └──▶ copy: same ns/name, no managedBy,
+//!         │ status (mirrored, fenced)                  labels jobwarden.io/origin-uid, origin
+//!         └──────────── watch (origin label) ◀───────── copy's status, written by the worker
+//! ```
 //!
 //! # Layout
 //!
-//! Deciding, pure: `copy` (the copy built from the user's Job, recognised by its origin UID,
-//! and the spec patch that keeps it in line), `status` (the copy's status mirrored, or a
-//! failure of the dispatcher's own, each held to the Job status rules), `placement` (which
-//! worker), `credentials` (a worker's kubeconfig judged), `fence` (which copies on a worker
-//! must go), and over them `plan` (the decision for one Job).
+//! 1. Deciding, pure: `copy` (the copy built from the user's Job, recognised by its origin UID,
+//!    and the spec patch that keeps it in line), `status` (the copy's status mirrored, or a
+//!    failure of the dispatcher's own, each held to the Job status rules), `placement` (which
+//!    worker), `credentials` (a worker's kubeconfig judged), `fence` (which copies on a worker
+//!    must go), `loads` (unfinished Jobs per worker), and over them `plan` (the decision for
+//!    one Job).
+//! 2. Acting: `api` (the calls, fenced by leadership), `credential_source` (a worker's
+//!    kubeconfig as it changes), `namespace_labels`, `worker_link` (one worker: its client,
+//!    copies, reach and fence), `sync` (one Job: its view gathered, its plan carried out),
+//!    `run` (the loop of one term of leadership).
+//! 3. `metrics`.
 
+pub mod api;
 pub mod copy;
+pub mod credential_source;
 pub mod credentials;
 pub mod fence;
+pub mod loads;
+pub mod metrics;
+pub mod namespace_labels;
 pub mod placement;
 pub mod plan;
+pub mod run;
 pub mod status;
+pub mod sync;
+pub mod worker_link;
+
+pub use metrics::{DispatchMetrics, register_metrics};
+pub use run::{DispatchConfig, run_term};

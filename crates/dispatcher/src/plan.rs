@@ -107,7 +107,7 @@ pub enum DeleteReason {
 }
 
 impl DeleteReason {
-    pub fn label(self) -> &'static str {
+    pub const fn label(self) -> &'static str {
         match self {
             DeleteReason::Finished => "finished",
             DeleteReason::JobFailed => "job_failed",

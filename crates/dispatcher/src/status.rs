@@ -155,7 +155,7 @@ pub fn failed(
 }
 
 /// The merge patch of `jobs/status` from `old` to `new` (`None` when equal), with the stored
-/// resourceVersion as its precondition, once the rules accept the new status.
+/// resourceVersion as its precondition, once the rules accept the status it leaves.
 fn written(
     user: &Value,
     old: &Map<String, Value>,
@@ -164,10 +164,9 @@ fn written(
     if *old == new {
         return Ok(None);
     }
+    let changes = merge_diff(&Value::Object(old.clone()), &Value::Object(new));
     let mut proposed = user.clone();
-    if let Some(object) = proposed.as_object_mut() {
-        object.insert("status".to_owned(), Value::Object(new.clone()));
-    }
+    json_patch::merge(&mut proposed, &json!({"status": changes}));
     let (Ok(before), Ok(after)) = (JobObject::parse(user), JobObject::parse(&proposed)) else {
         return Err(Refused {
             errors: ErrorList::new(),
@@ -177,54 +176,80 @@ fn written(
     if !errors.is_empty() {
         return Err(Refused { errors });
     }
-    let mut changes = Map::new();
-    for (field, value) in &new {
-        if old.get(field) != Some(value) {
-            changes.insert(field.clone(), value.clone());
-        }
-    }
-    for field in old.keys() {
-        if !new.contains_key(field) {
-            changes.insert(field.clone(), Value::Null);
-        }
-    }
     let resource_version = user
         .pointer("/metadata/resourceVersion")
         .cloned()
         .unwrap_or(Value::Null);
     Ok(Some(json!({
         "metadata": {"resourceVersion": resource_version},
-        "status": Value::Object(changes),
+        "status": changes,
     })))
 }
 
-/// The copy's conditions, then those of the user's Job the copy has no word on: conditions of
-/// other types than the Job API's, and the sticky ones that are true.
+/// The JSON merge patch (RFC 7386) that turns `old` into `new`: a member gone is sent as null,
+/// an object changed is sent as its own merge patch, anything else whole. (`{}` sent for an
+/// emptied `uncountedTerminatedPods` would merge into nothing, and leave the pods it listed.)
+fn merge_diff(old: &Value, new: &Value) -> Value {
+    match (old, new) {
+        (Value::Object(o), Value::Object(n)) => {
+            let mut patch = Map::new();
+            for (k, v) in n {
+                match o.get(k) {
+                    Some(was) if was == v => {}
+                    Some(was @ Value::Object(_)) if v.is_object() => {
+                        patch.insert(k.clone(), merge_diff(was, v));
+                    }
+                    _ => {
+                        patch.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            for k in o.keys() {
+                if !n.contains_key(k) {
+                    patch.insert(k.clone(), Value::Null);
+                }
+            }
+            Value::Object(patch)
+        }
+        _ => new.clone(),
+    }
+}
+
+/// The copy's conditions in its order (where a sticky one is true on the user's Job, as it is
+/// written there), then those of the user's Job the copy has no word on: conditions of types
+/// other than the Job API's, and the sticky ones that are true.
 fn merged_conditions(user: &[Value], copy: &[Value]) -> Vec<Value> {
     let type_of = |c: &Value| c.get("type").and_then(Value::as_str).map(str::to_owned);
-    let true_on = |list: &[Value], t: &str| {
-        list.iter().any(|c| {
-            c.get("type").and_then(Value::as_str) == Some(t)
-                && c.get("status").and_then(Value::as_str) == Some("True")
-        })
+    let sticky_on_user = |t: &str| {
+        STICKY_CONDITIONS
+            .contains(&t)
+            .then(|| {
+                user.iter().find(|c| {
+                    c.get("type").and_then(Value::as_str) == Some(t)
+                        && c.get("status").and_then(Value::as_str) == Some("True")
+                })
+            })
+            .flatten()
     };
     let mut merged: Vec<Value> = copy
         .iter()
-        .filter(|c| {
-            // A sticky condition true on the user's Job is kept as it is written there.
-            type_of(c)
-                .is_none_or(|t| !(STICKY_CONDITIONS.contains(&t.as_str()) && true_on(user, &t)))
+        .map(|c| match type_of(c).as_deref().and_then(sticky_on_user) {
+            Some(kept) => kept.clone(),
+            None => c.clone(),
         })
-        .cloned()
         .collect();
     for c in user {
         let Some(t) = type_of(c) else { continue };
+        if merged
+            .iter()
+            .any(|m| type_of(m).as_deref() == Some(t.as_str()))
+        {
+            continue;
+        }
         let kept = if JOB_CONDITION_TYPES.contains(&t.as_str()) {
-            STICKY_CONDITIONS.contains(&t.as_str()) && true_on(user, &t)
+            sticky_on_user(&t).is_some()
         } else {
-            !copy
-                .iter()
-                .any(|d| type_of(d).as_deref() == Some(t.as_str()))
+            true
         };
         if kept {
             merged.push(c.clone());

@@ -383,7 +383,11 @@ fn a_worker_not_yet_listed_is_waited_for() {
         ready: false,
         ..worker("east", 0)
     };
-    let plan = run(&UserJob::new().on("east"), None, std::slice::from_ref(&connecting));
+    let plan = run(
+        &UserJob::new().on("east"),
+        None,
+        std::slice::from_ref(&connecting),
+    );
     assert!(plan.steps.is_empty());
     assert!(matches!(plan.waiting, Some(Waiting::Connecting { .. })));
     // Nor is a new Job placed there before its copies are listed.

@@ -41,6 +41,34 @@ fn a_running_copy_is_mirrored_with_the_stored_version_as_precondition() {
     );
 }
 
+/// The user's Job after the patch, as the API server merges it.
+fn applied(user: &Value, patch: &Value) -> Value {
+    let mut job = user.clone();
+    json_patch::merge(&mut job, patch);
+    job
+}
+
+#[test]
+fn the_patch_leaves_exactly_the_copys_status() {
+    // Seen on a real worker: the last pods counted, `uncountedTerminatedPods` emptied. A
+    // merge patch of `{}` would have left the two UIDs there.
+    let user = job(
+        false,
+        json!({
+        "startTime": T0, "ready": 0, "terminating": 0,
+        "uncountedTerminatedPods": {"succeeded": ["p1", "p2"]},
+        "conditions": [cond("SuccessCriteriaMet", "True", T1)]}),
+    );
+    let done = json!({
+        "startTime": T0, "completionTime": T1, "succeeded": 2, "ready": 0, "terminating": 0,
+        "uncountedTerminatedPods": {},
+        "conditions": [cond("SuccessCriteriaMet", "True", T1), cond("Complete", "True", T1)]});
+    let patch = mirror(&user, &job(false, done.clone()))
+        .expect("accepted")
+        .expect("a write");
+    assert_eq!(applied(&user, &patch)["status"], done);
+}
+
 #[test]
 fn a_status_already_shown_needs_no_write() {
     let status = json!({"active": 1, "startTime": T0});

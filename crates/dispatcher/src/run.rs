@@ -1,0 +1,404 @@
+//! The dispatcher's loop for one term of leadership: the management cluster's dispatched Jobs
+//! watched (every Job, kept only when `spec.managedBy` names the dispatcher: the field cannot
+//! be selected on, and it never changes), a link to each worker (credentials, copies, reach),
+//! and kube-runtime's applier scheduling the syncs: never two of one Job at once, at most
+//! `concurrency` at a time, wakes merged. A copy's change wakes its Job at once. Beside them:
+//! the collector, which deletes copies whose Job is gone (also when jobwarden was down at the
+//! delete), and the Event writer.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::{Stream, StreamExt as _};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::jiff::Timestamp;
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::controller::{self, Action};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use jobwarden_admission::policy::Dispatch;
+use jobwarden_events::EventReporter;
+use jobwarden_rules::well_known::WORKER_ANNOTATION;
+use jobwarden_runtime::client::RateLimit;
+use jobwarden_runtime::events::outbox::{Delivery, EventOutbox};
+
+use crate::api;
+use crate::loads::Loads;
+use crate::metrics::DispatchMetrics;
+use crate::namespace_labels::NamespaceLabels;
+use crate::placement::Reach;
+use crate::plan::Settings;
+use crate::sync::{Dispatcher, SyncError};
+use crate::worker_link::{self, Link, LinkContext, Wake};
+use jobwarden_runtime::job_cache::CachedJob;
+
+/// How often the collector looks at every copy of every ready worker.
+pub const COLLECT_EVERY: Duration = Duration::from_secs(30);
+const RETRY: Duration = Duration::from_secs(5);
+const RETRY_CONFLICT: Duration = Duration::from_millis(500);
+/// How long the Events left at the end of a term may take to be written.
+const EVENT_DRAIN: Duration = Duration::from_secs(5);
+
+/// How the dispatcher runs.
+#[derive(Debug, Clone)]
+pub struct DispatchConfig {
+    pub dispatch: Dispatch,
+    /// jobwarden's namespace: the kubeconfig Secrets are there.
+    pub namespace: String,
+    /// This replica, as Events name it.
+    pub identity: String,
+    /// Jobs synced at once.
+    pub concurrency: u16,
+    /// Each worker's request budget (its own client's).
+    pub worker_limit: Option<RateLimit>,
+}
+
+/// Runs the dispatcher until `stop` resolves, on the management cluster through `management`
+/// (a work client with a budget of its own). Every write checks `leading` first.
+pub async fn run_term(
+    management: Client,
+    config: DispatchConfig,
+    metrics: DispatchMetrics,
+    leading: Arc<AtomicBool>,
+    stop: impl Future<Output = ()> + Send + 'static,
+) {
+    let stop = futures::future::FutureExt::shared(Box::pin(stop));
+    let origin = tokio::select! {
+        origin = origin(&management, &config.dispatch) => origin,
+        () = stop.clone() => return,
+    };
+    tracing::info!(%origin, workers = config.dispatch.workers.len(), "dispatching");
+    let dispatch = &config.dispatch;
+    let (store, writer) = reflector::store::<CachedJob>();
+    let (wake_tx, mut wake_rx) = mpsc::unbounded_channel::<Wake>();
+    let pending = Arc::new(Mutex::new(HashMap::new()));
+    let reporter = EventReporter {
+        component: dispatch.controller_name.clone(),
+        instance: config.identity.clone(),
+    };
+    let api = api::Management::new(management.clone(), leading.clone(), reporter);
+    let links: Vec<Arc<Link>> = dispatch
+        .workers
+        .iter()
+        .cloned()
+        .map(|w| Arc::new(Link::new(w)))
+        .collect();
+    let link_ctx = Arc::new(LinkContext {
+        management: api.clone(),
+        namespace: config.namespace.clone(),
+        origin: origin.clone(),
+        component: dispatch.controller_name.clone(),
+        worker_limit: config.worker_limit,
+        wakes: wake_tx.clone(),
+        metrics: metrics.clone(),
+        jobs: store.clone(),
+        pending: pending.clone(),
+        leading: leading.clone(),
+    });
+    let selector_needed = links.iter().any(|l| l.namespaces().selector.is_some());
+    let dispatcher = Arc::new(Dispatcher {
+        settings: Settings {
+            origin: origin.clone(),
+            worker_lost: Duration::from_secs(dispatch.worker_lost_seconds),
+        },
+        links: links.clone(),
+        management: api.clone(),
+        metrics: metrics.clone(),
+        namespace_labels: NamespaceLabels::new(management.clone(), selector_needed),
+        loads: Mutex::new(Loads::default()),
+        avoid: Mutex::default(),
+        waiting: Mutex::default(),
+        pending,
+        events: EventOutbox::new(Delivery::Background, metrics.events.clone()),
+        limiter: Mutex::default(),
+    });
+
+    let mut beside = JoinSet::new();
+    for link in &links {
+        beside.spawn(link.clone().supervise(link_ctx.clone()));
+    }
+    beside.spawn(collector(links.clone(), link_ctx.clone()));
+    beside.spawn(gauges(dispatcher.clone()));
+    let (applied, stopped_applying) = tokio::sync::oneshot::channel::<()>();
+    let writing = {
+        let dispatcher = dispatcher.clone();
+        tokio::spawn(async move {
+            let stopped = async {
+                let _ = stopped_applying.await;
+            };
+            dispatcher
+                .events
+                .run_writer(&dispatcher.management, stopped)
+                .await;
+        })
+    };
+
+    let job_wakes = {
+        let name = dispatch.controller_name.clone();
+        let dispatcher = dispatcher.clone();
+        let links = links.clone();
+        let link_ctx = link_ctx.clone();
+        let jobs = watcher(
+            Api::<CachedJob>::all(management.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff()
+        .filter_map(move |event| futures::future::ready(ours(event, &name)));
+        reflector::reflector(writer, jobs).flat_map(move |event| {
+            let wakes = match event {
+                Ok(e) => job_event(&dispatcher, &links, &link_ctx, e),
+                Err(error) => {
+                    tracing::warn!(%error, "watching the dispatched Jobs");
+                    Vec::new()
+                }
+            };
+            futures::stream::iter(wakes)
+        })
+    };
+    let worker_wakes = {
+        let (store, dispatcher) = (store.clone(), dispatcher.clone());
+        futures::stream::poll_fn(move |cx| wake_rx.poll_recv(cx))
+            .flat_map(move |wake| futures::stream::iter(wake_refs(&store, &dispatcher, wake)))
+    };
+    let queue = until(
+        futures::stream::select(job_wakes, worker_wakes),
+        stop.clone(),
+    )
+    .map(Ok::<_, Infallible>);
+
+    controller::applier(
+        |job: Arc<CachedJob>, ctx: Arc<Dispatcher>| {
+            Box::pin(async move {
+                let outcome = ctx.sync(&job, Timestamp::now()).await?;
+                Ok::<_, SyncError>(Action::requeue(outcome.requeue_after))
+            })
+        },
+        |job: Arc<CachedJob>, error: &SyncError, _ctx: Arc<Dispatcher>| {
+            if error.is_conflict() {
+                Action::requeue(RETRY_CONFLICT)
+            } else {
+                tracing::warn!(
+                    namespace = job.namespace(),
+                    job = job.name(),
+                    error = jobwarden_runtime::error_chain(error),
+                    "dispatch sync failed; retrying"
+                );
+                Action::requeue(RETRY)
+            }
+        },
+        dispatcher.clone(),
+        store,
+        queue,
+        controller::Config::default().concurrency(config.concurrency),
+    )
+    .for_each(|result| async move {
+        if let Err(e) = result {
+            tracing::trace!(error = %e, "dispatch request");
+        }
+    })
+    .await;
+    beside.abort_all();
+    // The writer writes what is left, for a bounded time (fenced writes fail at once).
+    let _ = applied.send(());
+    if tokio::time::timeout(EVENT_DRAIN, writing).await.is_err() {
+        tracing::warn!("Events left unwritten at the end of the term");
+    }
+}
+
+/// `dispatch.origin`, else the UID of this cluster's `kube-system` namespace (retried until
+/// the API server answers).
+async fn origin(client: &Client, dispatch: &Dispatch) -> String {
+    if !dispatch.origin.is_empty() {
+        return dispatch.origin.clone();
+    }
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    loop {
+        match namespaces.get_metadata("kube-system").await {
+            Ok(ns) => {
+                if let Some(uid) = ns.metadata.uid {
+                    return uid;
+                }
+            }
+            Err(error) => tracing::warn!(%error, "reading kube-system's UID, the dispatch origin"),
+        }
+        tokio::time::sleep(RETRY).await;
+    }
+}
+
+/// The watch event, if it is about a dispatched Job (or the list's bounds).
+fn ours(
+    event: Result<watcher::Event<CachedJob>, watcher::Error>,
+    name: &str,
+) -> Option<Result<watcher::Event<CachedJob>, watcher::Error>> {
+    match &event {
+        Ok(watcher::Event::Apply(j) | watcher::Event::InitApply(j) | watcher::Event::Delete(j))
+            if !j.is_managed_by(name) =>
+        {
+            None
+        }
+        _ => Some(event),
+    }
+}
+
+fn job_ref(job: &CachedJob) -> ObjectRef<CachedJob> {
+    ObjectRef::new(job.name()).within(job.namespace())
+}
+
+fn recorded(job: &CachedJob) -> Option<String> {
+    job.value()
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(WORKER_ANNOTATION))
+        .and_then(|w| w.as_str())
+        .map(str::to_owned)
+}
+
+/// What a watch event of the management cluster wakes, and what it changes in the counts.
+fn job_event(
+    dispatcher: &Dispatcher,
+    links: &[Arc<Link>],
+    ctx: &Arc<LinkContext>,
+    event: watcher::Event<CachedJob>,
+) -> Vec<ObjectRef<CachedJob>> {
+    match event {
+        watcher::Event::Apply(job) | watcher::Event::InitApply(job) => {
+            if let Ok(mut loads) = dispatcher.loads.lock() {
+                loads.observe(job.uid(), recorded(&job).as_deref(), job.finished);
+            }
+            vec![job_ref(&job)]
+        }
+        watcher::Event::Delete(job) => {
+            dispatcher.forget(job.uid());
+            // Its copies go now, not at the collector's next pass.
+            for link in links {
+                if let (Some(api), Some(copy)) =
+                    (link.api(), link.cached(job.namespace(), job.name()))
+                {
+                    let (ctx, name) = (ctx.clone(), link.name().to_owned());
+                    tokio::spawn(async move {
+                        if let Err(error) =
+                            worker_link::collect(&ctx, &name, &api, &copy.value()).await
+                        {
+                            tracing::warn!(worker = name, %error, "deleting the copy of a deleted Job");
+                        }
+                    });
+                }
+            }
+            Vec::new()
+        }
+        watcher::Event::InitDone => {
+            // Jobs deleted while the watch was down sent no Delete.
+            let present: std::collections::HashSet<String> = ctx
+                .jobs
+                .state()
+                .iter()
+                .map(|j| j.uid().to_owned())
+                .collect();
+            if let Ok(mut loads) = dispatcher.loads.lock() {
+                loads.retain(&|uid| present.contains(uid));
+            }
+            Vec::new()
+        }
+        watcher::Event::Init => Vec::new(),
+    }
+}
+
+/// The Jobs a worker's wake concerns: those recorded there, and those not placed or waiting.
+fn wake_refs(
+    store: &Store<CachedJob>,
+    dispatcher: &Dispatcher,
+    wake: Wake,
+) -> Vec<ObjectRef<CachedJob>> {
+    match wake {
+        Wake::Job { namespace, name } => vec![ObjectRef::new(&name).within(&namespace)],
+        Wake::Worker(worker) => {
+            let waiting: std::collections::HashSet<String> = dispatcher
+                .waiting
+                .lock()
+                .map(|w| w.keys().cloned().collect())
+                .unwrap_or_default();
+            store
+                .state()
+                .iter()
+                .filter(|j| !j.finished || recorded(j).as_deref() == Some(worker.as_str()))
+                .filter(|j| match recorded(j) {
+                    Some(w) => w == worker || waiting.contains(j.uid()),
+                    None => true,
+                })
+                .map(|j| job_ref(j))
+                .collect()
+        }
+    }
+}
+
+/// Every [`COLLECT_EVERY`], each ready worker's copies judged: those whose Job is gone or moved
+/// are deleted.
+async fn collector(links: Vec<Arc<Link>>, ctx: Arc<LinkContext>) {
+    let mut ticks = tokio::time::interval(COLLECT_EVERY);
+    loop {
+        ticks.tick().await;
+        for link in &links {
+            let Some(api) = link.api().filter(|_| link.is_ready()) else {
+                continue;
+            };
+            for copy in link.all_cached() {
+                if let Err(error) =
+                    worker_link::collect(&ctx, link.name(), &api, &copy.value()).await
+                {
+                    tracing::warn!(worker = link.name(), %error, "collecting copies");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The gauges that count: workers by state, Jobs by worker.
+async fn gauges(dispatcher: Arc<Dispatcher>) {
+    let mut ticks = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        ticks.tick().await;
+        let mut states: HashMap<&str, i64> = HashMap::new();
+        for link in &dispatcher.links {
+            let state = match link.reach() {
+                Reach::Answers if link.is_ready() => "answering",
+                Reach::Answers | Reach::Connecting => "connecting",
+                Reach::Lost => "lost",
+                Reach::Refused(_) => "refused",
+            };
+            *states.entry(state).or_default() += 1;
+        }
+        let states: Vec<(&str, i64)> = states.into_iter().collect();
+        dispatcher.metrics.worker_states(&states);
+        if let Ok(loads) = dispatcher.loads.lock() {
+            for link in &dispatcher.links {
+                dispatcher
+                    .metrics
+                    .set_jobs(link.name(), loads.load(link.name()));
+            }
+            dispatcher.metrics.set_jobs("", loads.unplaced());
+        }
+    }
+}
+
+/// The stream, ended and dropped once `stop` resolves: dropping it lets go of the Job cache's
+/// writer, which the applier waits on during start-up.
+fn until<S: Stream + Send + 'static>(
+    stream: S,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> impl Stream<Item = S::Item> + Send {
+    let state = (Some(Box::pin(stream)), Box::pin(stop));
+    futures::stream::unfold(state, |(stream, mut stop)| async move {
+        let mut stream = stream?;
+        tokio::select! {
+            () = &mut stop => None,
+            item = stream.next() => item.map(|i| (i, (Some(stream), stop))),
+        }
+    })
+}

@@ -1,0 +1,434 @@
+//! One sync of one user's Job: what the caches show gathered into the plan's view, the plan
+//! made, and its steps carried out in order (the executor), stopping at the first that fails.
+//! Short on purpose: every decision is `plan`'s.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use jobwarden_events::{EventRecord, JobRef};
+use jobwarden_rules::well_known::WORKER_ANNOTATION;
+use jobwarden_runtime::events::limiter::EventLimiter;
+use jobwarden_runtime::events::outbox::EventOutbox;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::Value;
+
+use crate::api::{self, ApiError};
+use crate::copy;
+use crate::loads::Loads;
+use crate::metrics::DispatchMetrics;
+use crate::namespace_labels::NamespaceLabels;
+use crate::placement::{Reach, Unfit};
+use crate::plan::{self, JobView, Plan, Settings, Step, Waiting, WorkerState};
+use crate::worker_link::Link;
+use jobwarden_runtime::job_cache::CachedJob;
+
+/// Look at every dispatched Job at least this often.
+pub const RESYNC: Duration = Duration::from_secs(300);
+
+/// Why a sync stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error("writing to the API server")]
+    Api(#[from] ApiError),
+    #[error("worker {0} is not connected")]
+    NotConnected(String),
+}
+
+impl SyncError {
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, SyncError::Api(ApiError::Conflict))
+    }
+}
+
+/// What a sync leads to: when to look again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    pub requeue_after: Duration,
+}
+
+/// Everything a sync reads and writes through.
+pub struct Dispatcher {
+    pub settings: Settings,
+    pub links: Vec<Arc<Link>>,
+    pub management: api::Management,
+    pub metrics: DispatchMetrics,
+    pub namespace_labels: NamespaceLabels,
+    pub loads: Mutex<Loads>,
+    /// Workers found unfit for a Job by trying, by the Job's UID.
+    pub avoid: Mutex<HashMap<String, Vec<(String, Unfit)>>>,
+    /// What each waiting Job was last said to wait for (one Event per change).
+    pub waiting: Mutex<HashMap<String, Waiting>>,
+    /// When a copy's change arrived and is not yet mirrored, by `ns/name`.
+    pub pending: Arc<Mutex<HashMap<String, Instant>>>,
+    /// Where syncs leave their Events; a writer task sends them within the budget.
+    pub events: EventOutbox,
+    /// Upstream's per-object spam filter.
+    pub limiter: Mutex<EventLimiter>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn resource_version(job: &Value) -> &str {
+    job.pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+impl Dispatcher {
+    pub fn link(&self, name: &str) -> Option<&Arc<Link>> {
+        self.links.iter().find(|l| l.name() == name)
+    }
+
+    fn say(&self, job: &JobRef, warning: bool, reason: &str, message: String) {
+        let record = EventRecord {
+            warning,
+            reason: reason.to_owned(),
+            message,
+        };
+        let now = Timestamp::now();
+        match lock(&self.limiter).admit(&job.uid, record, now) {
+            Some(record) => self.events.push(job, vec![record], now),
+            None => self.events.dropped("rate_limited", 1),
+        }
+    }
+
+    /// Syncs the user's Job `job` at `now`.
+    pub async fn sync(&self, job: &CachedJob, now: Timestamp) -> Result<Outcome, SyncError> {
+        let started = Instant::now();
+        let result = self.sync_inner(job, now).await;
+        self.metrics
+            .sync_duration
+            .observe(started.elapsed().as_secs_f64());
+        self.metrics.synced(match &result {
+            Ok(_) => "success",
+            Err(e) if e.is_conflict() => "conflict",
+            Err(_) => "error",
+        });
+        result
+    }
+
+    async fn sync_inner(&self, job: &CachedJob, now: Timestamp) -> Result<Outcome, SyncError> {
+        let user = job.value();
+        let (ns, name, uid) = (job.namespace(), job.name(), job.uid());
+        let origin = &self.settings.origin;
+        let recorded = user
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(WORKER_ANNOTATION))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let copy_on = |link: &Link| {
+            link.cached(ns, name)
+                .map(|c| c.value())
+                .filter(|c| copy::is_copy_of(c, uid, origin))
+        };
+        let copy = recorded
+            .as_deref()
+            .and_then(|r| self.link(r))
+            .filter(|l| !l.is_local())
+            .and_then(|l| copy_on(l));
+        let copies_on: Vec<&str> = if recorded.is_none() {
+            self.links
+                .iter()
+                .filter(|l| !l.is_local() && l.is_ready() && copy_on(l).is_some())
+                .map(|l| l.name())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let avoid_owned: Vec<(String, Unfit)> =
+            lock(&self.avoid).get(uid).cloned().unwrap_or_default();
+        let avoid: Vec<(&str, Unfit)> = avoid_owned
+            .iter()
+            .map(|(w, why)| (w.as_str(), why.clone()))
+            .collect();
+        let placing = match recorded.as_deref().and_then(|r| self.link(r)) {
+            None => true,
+            Some(l) => !l.is_ready() || avoid.iter().any(|(w, _)| *w == l.name()),
+        };
+        let workers = self.worker_states(ns, placing).await;
+        let plan = plan::plan(
+            &self.settings,
+            JobView {
+                user: &user,
+                copy: copy.as_ref(),
+                copies_on: &copies_on,
+                avoid: &avoid,
+            },
+            &workers,
+            now,
+        );
+        let job_ref = JobRef {
+            namespace: ns.to_owned(),
+            name: name.to_owned(),
+            uid: uid.to_owned(),
+        };
+        self.note_waiting(&job_ref, plan.waiting.as_ref());
+        if let Some(refused) = &plan.refused {
+            self.metrics.mirrored("refused");
+            tracing::error!(namespace = ns, job = name, error = %refused, "the copy's status breaks the Job status rules; not written");
+        }
+        let mirrors = plan.steps.iter().any(|s| matches!(s, Step::Mirror { .. }));
+        let requeue_after = plan
+            .recheck_at
+            .and_then(|at| at.duration_since(now).try_into().ok())
+            .map_or(RESYNC, |d: Duration| d.min(RESYNC));
+        let outcome = self.carry_out(&job_ref, user, plan).await?;
+        if !mirrors {
+            // The change that woke this sync needed no mirror: nothing is pending.
+            lock(&self.pending).remove(&format!("{ns}/{name}"));
+        }
+        Ok(outcome.unwrap_or(Outcome { requeue_after }))
+    }
+
+    /// What each worker is for this Job. Whether it has the Job's namespace is asked only when
+    /// the Job is being placed.
+    async fn worker_states(&self, ns: &str, placing: bool) -> Vec<WorkerState<'_>> {
+        let labels = self.namespace_labels.get(ns).await;
+        let loads: Vec<usize> = {
+            let loads = lock(&self.loads);
+            self.links.iter().map(|l| loads.load(l.name())).collect()
+        };
+        let mut states = Vec::with_capacity(self.links.len());
+        for (link, load) in self.links.iter().zip(loads) {
+            let reach = link.reach();
+            let takes_namespace =
+                link.namespaces().is_empty() || link.namespaces().matches(ns, labels.as_ref());
+            let has_namespace = if placing && takes_namespace && reach == Reach::Answers {
+                link.has_namespace(ns).await
+            } else {
+                None
+            };
+            states.push(WorkerState {
+                name: link.name(),
+                local: link.is_local(),
+                ready: link.is_ready(),
+                reach,
+                takes_namespace,
+                has_namespace,
+                load,
+            });
+        }
+        states
+    }
+
+    /// Says the Job waits, once per change of what it waits for, and counts it.
+    fn note_waiting(&self, job: &JobRef, waiting: Option<&Waiting>) {
+        let mut all = lock(&self.waiting);
+        let changed = all.get(&job.uid) != waiting;
+        match waiting {
+            Some(w) => {
+                all.insert(job.uid.clone(), w.clone());
+            }
+            None => {
+                all.remove(&job.uid);
+            }
+        }
+        if changed && let Some(w) = waiting {
+            // The lost worker's own Event is the plan's (it carries its clock); a worker being
+            // connected to is a moment's wait at start, not news.
+            if !matches!(w, Waiting::WorkerLost { .. } | Waiting::Connecting { .. }) {
+                self.say(job, true, w.reason(), w.message());
+            }
+        }
+        for reason in crate::metrics::WAITING_REASONS {
+            let n = all.values().filter(|w| w.reason() == reason).count();
+            self.metrics.set_waiting(reason, n);
+        }
+    }
+
+    /// The executor: each step in order. `Ok(Some(..))` when a step asks to look again at
+    /// once (a worker found unfit by trying).
+    async fn carry_out(
+        &self,
+        job: &JobRef,
+        user: Value,
+        plan: Plan,
+    ) -> Result<Option<Outcome>, SyncError> {
+        let (ns, name) = (job.namespace.as_str(), job.name.as_str());
+        // The Job as last written by this sync: a later write in the same sync carries its
+        // resourceVersion (the object changed only by this sync's own writes since `plan` read it).
+        let mut current = user;
+        let again = Some(Outcome {
+            requeue_after: Duration::ZERO,
+        });
+        for step in plan.steps {
+            match step {
+                Step::Record { to, replacing } => {
+                    lock(&self.loads).chose(&job.uid, &to);
+                    match self
+                        .management
+                        .record(ns, name, resource_version(&current), &to)
+                        .await
+                    {
+                        Ok(written) => current = written,
+                        Err(e) => {
+                            lock(&self.loads).unchose(&job.uid);
+                            return Err(e.into());
+                        }
+                    }
+                    if let Some(from) = replacing {
+                        let why = lock(&self.avoid).get(&job.uid).and_then(|a| {
+                            a.iter()
+                                .find(|(w, _)| *w == from)
+                                .map(|(_, why)| why.clone())
+                        });
+                        self.metrics.redispatched(match why {
+                            Some(Unfit::HoldsAnotherJob) => "holds_another_job",
+                            Some(Unfit::NoNamespace) => "no_namespace",
+                            _ => "worker_lost",
+                        });
+                    }
+                }
+                Step::Create { worker, copy } => {
+                    let Some(api) = self.link(&worker).and_then(|l| l.api()) else {
+                        return Err(SyncError::NotConnected(worker));
+                    };
+                    match api.create(&copy).await {
+                        Ok(_) => {
+                            self.metrics.created(&worker);
+                            self.say(
+                                job,
+                                false,
+                                "Dispatched",
+                                format!("Created the Job's copy on worker {worker}"),
+                            );
+                        }
+                        Err(ApiError::AlreadyExists) => {
+                            let found = api.get(ns, name).await?;
+                            let ours = found.as_ref().is_some_and(|f| {
+                                copy::is_copy_of(f, &job.uid, &self.settings.origin)
+                            });
+                            if !ours {
+                                self.unfit(job, &worker, Unfit::HoldsAnotherJob);
+                                self.say(job, true, "WorkerHoldsAnotherJob", format!(
+                                    "worker {worker} holds a Job {ns}/{name} that is not this Job's copy: it is left untouched, and the Job goes elsewhere"
+                                ));
+                                return Ok(again);
+                            }
+                            // Ours, made by an earlier sync or another leader: adopted; the
+                            // watch brings it.
+                        }
+                        Err(ApiError::NotFound) => {
+                            if let Some(link) = self.link(&worker) {
+                                link.namespace_missing(ns);
+                            }
+                            self.unfit(job, &worker, Unfit::NoNamespace);
+                            return Ok(again);
+                        }
+                        Err(ApiError::Forbidden(why)) => {
+                            self.say(
+                                job,
+                                true,
+                                "CopyRefused",
+                                format!("worker {worker} refused the Job's copy: {why}"),
+                            );
+                            self.unfit(job, &worker, Unfit::Refused(format!("forbidden: {why}")));
+                            return Ok(again);
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Step::PatchCopy { worker, patch } => {
+                    let Some(api) = self.link(&worker).and_then(|l| l.api()) else {
+                        return Err(SyncError::NotConnected(worker));
+                    };
+                    if let Err(e) = api.patch(ns, name, &patch).await {
+                        if !matches!(e, ApiError::Conflict) {
+                            self.say(job, true, "CopyNotUpdated", format!("the change could not reach the Job's copy on worker {worker}: {e}"));
+                        }
+                        return Err(e.into());
+                    }
+                }
+                Step::Mirror { worker, mut patch } => {
+                    patch["metadata"]["resourceVersion"] =
+                        Value::String(resource_version(&current).to_owned());
+                    match self.management.status(ns, name, &patch).await {
+                        Ok(written) => {
+                            current = written;
+                            self.metrics.mirrored("written");
+                            if let Some(at) = lock(&self.pending).remove(&format!("{ns}/{name}")) {
+                                self.metrics.mirror_lag.observe(at.elapsed().as_secs_f64());
+                            }
+                        }
+                        Err(e) => {
+                            if matches!(e, ApiError::Conflict) {
+                                self.metrics.mirrored("conflict");
+                            } else {
+                                self.metrics.mirrored("error");
+                                self.say(job, true, "MirrorFailed", format!("the status of the Job's copy on worker {worker} could not be written here: {e}"));
+                            }
+                            return Err(e.into());
+                        }
+                    }
+                }
+                Step::DeleteCopy {
+                    worker,
+                    uid,
+                    reason,
+                } => {
+                    let Some(api) = self.link(&worker).and_then(|l| l.api()) else {
+                        return Err(SyncError::NotConnected(worker));
+                    };
+                    api.delete(ns, name, &uid).await?;
+                    self.metrics.deleted(&worker, reason.label());
+                    self.say(
+                        job,
+                        false,
+                        "CopyDeleted",
+                        format!(
+                            "Deleted the Job's copy on worker {worker} ({}); its pods go with it",
+                            match reason {
+                                plan::DeleteReason::Finished => "the Job shows how it ended",
+                                plan::DeleteReason::JobFailed => "the Job failed here",
+                                plan::DeleteReason::JobDeleted => "the Job is being deleted",
+                            }
+                        ),
+                    );
+                }
+                Step::MarkLost { since } => {
+                    current = self
+                        .management
+                        .lost_mark(ns, name, Some(&since.to_string()))
+                        .await?;
+                }
+                Step::ClearLost => {
+                    current = self.management.lost_mark(ns, name, None).await?;
+                }
+                Step::Fail { patch, .. } => {
+                    let mut patch = patch;
+                    patch["metadata"]["resourceVersion"] =
+                        Value::String(resource_version(&current).to_owned());
+                    current = self.management.status(ns, name, &patch).await?;
+                }
+                Step::Event(record) => {
+                    self.say(job, record.warning, &record.reason, record.message);
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn unfit(&self, job: &JobRef, worker: &str, why: Unfit) {
+        let mut avoid = lock(&self.avoid);
+        let list = avoid.entry(job.uid.clone()).or_default();
+        list.retain(|(w, _)| w != worker);
+        list.push((worker.to_owned(), why));
+    }
+
+    /// The Job is gone: forget what was kept of it.
+    pub fn forget(&self, uid: &str) {
+        lock(&self.avoid).remove(uid);
+        lock(&self.limiter).forget(uid);
+        lock(&self.loads).forget(uid);
+        let mut waiting = lock(&self.waiting);
+        if waiting.remove(uid).is_some() {
+            for reason in crate::metrics::WAITING_REASONS {
+                let n = waiting.values().filter(|w| w.reason() == reason).count();
+                self.metrics.set_waiting(reason, n);
+            }
+        }
+    }
+}
