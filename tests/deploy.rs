@@ -25,6 +25,8 @@ mod objects;
 mod rbac;
 #[path = "deploy/registration.rs"]
 mod registration;
+#[path = "deploy/worker.rs"]
+mod worker;
 
 use docs_tables::*;
 use objects::*;
@@ -328,6 +330,8 @@ fn check_rbac_is_least_privilege(r: &Renders) {
             }
             if runs_controller(d) {
                 entry.extend(controller_needs(&ns));
+                // The dispatcher runs beside the Job controller.
+                entry.extend(dispatcher_needs(&ns));
             }
             if secures_metrics(d) {
                 entry.extend(metrics_needs());
