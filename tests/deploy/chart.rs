@@ -284,7 +284,9 @@ fn the_chart_s_worker_side_renders_what_deploy_worker_renders() {
     ] {
         let kustomize = kustomized(dir);
         assert_eq!(
-            of_kind(&kustomize, "Namespace").map(name).collect::<Vec<_>>(),
+            of_kind(&kustomize, "Namespace")
+                .map(name)
+                .collect::<Vec<_>>(),
             [WORKER_NAMESPACE]
         );
         let chart = template(helm, RELEASE, WORKER_NAMESPACE, set);

@@ -106,7 +106,13 @@ pub fn dispatcher_uses(namespace: &str) -> Vec<Access> {
     [
         // The chosen worker is written on the user's Job (an annotation) before the copy is
         // made; the copy's status is mirrored onto it.
-        Access::verbs(None, "batch", "jobs", None, &["get", "list", "watch", "patch"]),
+        Access::verbs(
+            None,
+            "batch",
+            "jobs",
+            None,
+            &["get", "list", "watch", "patch"],
+        ),
         Access::verbs(None, "batch", "jobs/status", None, &["patch"]),
         // core/v1 Events on the user's Jobs, aggregated by patching the one already written.
         Access::verbs(None, "", "events", None, &["create", "patch"]),
@@ -128,8 +134,11 @@ pub fn dispatcher_uses(namespace: &str) -> Vec<Access> {
 /// What the dispatcher asks of a worker cluster, as the identity that deploy/worker/ (or the
 /// chart's `worker.enabled`) installs there: in every namespace (`None`), or in one namespace
 /// its role is granted in by a RoleBinding (`Some`), where `get` on `namespaces` is the get of
-/// that namespace alone (it checks that the Job's namespace exists there). The copies' pods are
-/// the worker's Job controller's, never the dispatcher's.
+/// that namespace alone (it checks that the Job's namespace exists there). kube-apiserver
+/// authorizes `GET /api/v1/namespaces/X` as a request in namespace X, so an access review of
+/// it names X as both the name and the namespace (`kubectl auth can-i` drops the namespace of
+/// a cluster-scoped resource and says no). The copies' pods are the worker's Job
+/// controller's, never the dispatcher's.
 pub fn worker_uses(namespace: Option<&str>) -> Vec<Access> {
     [
         Access::verbs(
