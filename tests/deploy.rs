@@ -25,6 +25,8 @@ mod objects;
 mod rbac;
 #[path = "deploy/registration.rs"]
 mod registration;
+#[path = "deploy/worker.rs"]
+mod worker;
 
 use docs_tables::*;
 use objects::*;
@@ -37,6 +39,8 @@ const SPLIT: &str = "deploy/split";
 /// The webhook configurations, applied once one of the above is serving.
 const WEBHOOKS: &str = "deploy/webhooks";
 const OPERATIONS_DOC: &str = "docs/operations.md";
+/// Where a worker cluster's admin reads how to install deploy/worker/.
+const DISPATCH_DOC: &str = "docs/dispatch.md";
 
 const WEBHOOK_KINDS: [&str; 2] = [
     "MutatingWebhookConfiguration",
@@ -328,6 +332,8 @@ fn check_rbac_is_least_privilege(r: &Renders) {
             }
             if runs_controller(d) {
                 entry.extend(controller_needs(&ns));
+                // The dispatcher runs beside the Job controller.
+                entry.extend(dispatcher_needs(&ns));
             }
             if secures_metrics(d) {
                 entry.extend(metrics_needs());
@@ -613,37 +619,38 @@ fn container_ports_are_the_servers_default_ports() {
     }
 }
 
-/// The docs the YAML comments point to exist, with the sections they name; and the links in
-/// docs/operations.md reach files and sections that exist.
+/// The docs the YAML comments point to (docs/operations.md, docs/dispatch.md) exist, with the
+/// sections they name; and the links in docs/operations.md reach files and sections that exist.
 #[test]
 fn links_between_deploy_and_the_docs_resolve() {
-    let doc = std::fs::read_to_string(root().join(OPERATIONS_DOC)).expect("docs/operations.md");
-    let anchors = markdown_anchors(&doc);
     let mut files = Vec::new();
     walk(&root().join("deploy"), &mut files);
-    let mut seen = 0;
-    for file in &files {
-        let text = std::fs::read_to_string(file).expect("readable");
-        for (i, _) in text.match_indices(OPERATIONS_DOC) {
-            seen += 1;
-            let rest = &text[i + OPERATIONS_DOC.len()..];
-            if let Some(anchor) = rest.strip_prefix('#') {
-                let anchor: String = anchor
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-                    .collect();
-                assert!(
-                    anchors.contains(&anchor),
-                    "{}: {OPERATIONS_DOC}#{anchor} is not a section of {OPERATIONS_DOC}",
-                    file.display()
-                );
+    for page in [OPERATIONS_DOC, DISPATCH_DOC] {
+        let doc = std::fs::read_to_string(root().join(page)).expect("a page of docs/");
+        let anchors = markdown_anchors(&doc);
+        let mut seen = 0;
+        for file in &files {
+            let text = std::fs::read_to_string(file).expect("readable");
+            for (i, _) in text.match_indices(page) {
+                seen += 1;
+                let rest = &text[i + page.len()..];
+                if let Some(anchor) = rest.strip_prefix('#') {
+                    let anchor: String = anchor
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                        .collect();
+                    assert!(
+                        anchors.contains(&anchor),
+                        "{}: {page}#{anchor} is not a section of {page}",
+                        file.display()
+                    );
+                }
             }
         }
+        assert!(seen > 0, "deploy/ should point operators to {page}");
     }
-    assert!(
-        seen > 0,
-        "deploy/ should point operators to {OPERATIONS_DOC}"
-    );
+    let doc = std::fs::read_to_string(root().join(OPERATIONS_DOC)).expect("docs/operations.md");
+    let anchors = markdown_anchors(&doc);
     let doc_dir = root().join("docs");
     for target in markdown_link_targets(&doc) {
         if target.starts_with("http") {

@@ -210,9 +210,14 @@ fn assert_same_objects(what: &str, kustomize: &[Value], chart: &[Value]) {
 }
 
 #[test]
-fn helm_lint_passes_with_both_layouts() {
+fn helm_lint_passes_with_both_layouts_and_the_worker_side() {
     let Some(helm) = helm() else { return };
-    for set in [&[][..], &["split=true"][..]] {
+    for set in [
+        &[][..],
+        &["split=true"][..],
+        &["worker.enabled=true"][..],
+        &["worker.enabled=true", "worker.namespaces={ml-training,ci}"][..],
+    ] {
         let out = helm_on_chart(helm, &["lint", "--strict"], NAMESPACE, &set_args(set));
         assert!(
             out.status.success(),
@@ -254,6 +259,54 @@ fn the_chart_renders_what_kustomize_renders() {
         env!("CARGO_PKG_VERSION"),
         "the chart's appVersion is jobwarden's version"
     );
+}
+
+/// `worker.enabled` renders the worker side and nothing of jobwarden itself: what `kubectl
+/// kustomize deploy/worker` renders, and with `worker.namespaces` what deploy/worker/namespaced
+/// renders for the same namespaces, field for field but for Helm's labels; under other names
+/// too, the dispatcher gets exactly its calls on a worker.
+#[test]
+fn the_chart_s_worker_side_renders_what_deploy_worker_renders() {
+    let Some(helm) = helm() else { return };
+    const WORKER_NAMESPACE: &str = "jobwarden-worker";
+    let without_namespace = |objects: Vec<Value>| -> Vec<Value> {
+        objects
+            .into_iter()
+            .filter(|o| kind(o) != "Namespace")
+            .collect()
+    };
+    for (dir, set) in [
+        (worker::WORKER, &["worker.enabled=true"][..]),
+        (
+            worker::WORKER_NAMESPACED,
+            &["worker.enabled=true", "worker.namespaces={ml-training}"][..],
+        ),
+    ] {
+        let kustomize = kustomized(dir);
+        assert_eq!(
+            of_kind(&kustomize, "Namespace")
+                .map(name)
+                .collect::<Vec<_>>(),
+            [WORKER_NAMESPACE]
+        );
+        let chart = template(helm, RELEASE, WORKER_NAMESPACE, set);
+        assert_same_objects(dir, &without_namespace(kustomize), &chart);
+    }
+    for (release, namespace) in [(RELEASE, WORKER_NAMESPACE), ("east", "batch-worker")] {
+        let objects = template(helm, release, namespace, &["worker.enabled=true"]);
+        worker::check_worker_side("the chart's worker side", &objects, None);
+        let objects = template(
+            helm,
+            release,
+            namespace,
+            &["worker.enabled=true", "worker.namespaces={ml-training,ci}"],
+        );
+        worker::check_worker_side(
+            "the chart's worker side in two namespaces",
+            &objects,
+            Some(&["ml-training", "ci"]),
+        );
+    }
 }
 
 /// The checks deploy/ passes, on the chart under another release name and namespace, with
@@ -466,6 +519,9 @@ fn the_values_schema_refuses_mistyped_values() {
         ("webhook.extraArgs={no-controller}", "/webhook/extraArgs/0"),
         ("webhook.replica=3", "replica"),
         ("tls.certManager.duration=90d", "/tls/certManager/duration"),
+        ("worker.enable=true", "enable"),
+        ("worker.namespaces={ML_Training}", "/worker/namespaces/0"),
+        ("worker.namespaces=ml-training", "/worker/namespaces"),
     ] {
         let out = helm_on_chart(helm, &["template", RELEASE], NAMESPACE, &["--set", set]);
         let err = String::from_utf8_lossy(&out.stderr);

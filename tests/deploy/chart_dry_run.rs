@@ -40,7 +40,7 @@ fn run_kubectl(
 }
 
 /// Every object the chart renders (hooks, webhook configurations and the monitoring objects
-/// included, both layouts) passes a server-side dry run on a real kube-apiserver v1.36, in a
+/// included, both layouts, and the worker side) passes a server-side dry run on a real kube-apiserver v1.36, in a
 /// namespace that enforces (and warns about) the restricted Pod Security profile, as the docs
 /// have it labelled. The API server validates each object as it would store it: field names
 /// and types, the webhook configurations' CEL matchConditions, RBAC roles, and the pod
@@ -117,9 +117,15 @@ fn the_rendered_chart_passes_a_server_side_dry_run() {
         "metrics.prometheusRule.enabled=true",
         "metrics.dashboard.enabled=true",
     ];
+    // The worker side, granted in this namespace by a RoleBinding.
+    let worker_namespaces = format!("worker.namespaces={{{namespace}}}");
     let mut results = Vec::new();
-    for split in ["split=false", "split=true"] {
-        let mut set = monitoring.to_vec();
+    for (split, set) in [
+        ("split=false", monitoring.to_vec()),
+        ("split=true", monitoring.to_vec()),
+        ("worker.enabled=true", vec![worker_namespaces.as_str()]),
+    ] {
+        let mut set = set;
         set.push(split);
         let objects = template(helm, RELEASE, &namespace, &set);
         let stream: String = objects

@@ -27,12 +27,29 @@ fn kubectl_kustomize_renders_what_the_replay_checks() {
     check_one_image_and_one_policy(&rendered);
     check_the_lease_has_the_leader_election_priority_level(&rendered);
 
+    let worker = worker::WorkerRenders {
+        cluster_wide: kubectl_kustomize(worker::WORKER),
+        namespaced: kubectl_kustomize(worker::WORKER_NAMESPACED),
+    };
+    worker::check_worker_renders(&worker);
+
     // The replay and kustomize agree on every object, but for the ConfigMap name's hash.
     let replay = replayed();
+    let replayed_worker = worker::replayed_worker();
     for (what, ours, theirs) in [
         (COMBINED, &replay.combined, &rendered.combined),
         (SPLIT, &replay.split, &rendered.split),
         (WEBHOOKS, &replay.webhooks, &rendered.webhooks),
+        (
+            worker::WORKER,
+            &replayed_worker.cluster_wide,
+            &worker.cluster_wide,
+        ),
+        (
+            worker::WORKER_NAMESPACED,
+            &replayed_worker.namespaced,
+            &worker.namespaced,
+        ),
     ] {
         assert_eq!(
             by_identity(ours, true),

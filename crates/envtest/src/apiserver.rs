@@ -1,10 +1,42 @@
 //! How kube-apiserver is started: its flags, and the audit policies its audit log is written
 //! with (every request for the scale benchmark; else the ServiceAccounts' requests, where the
-//! installed identity's refusals are read).
+//! installed identity's refusals are read); and how it is stopped and started again, on the
+//! same port, flags and etcd, for the tests of an API server that goes away while Jobs run.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use crate::pki;
+use crate::{ControlPlane, pki, process};
+
+/// How long kube-apiserver may take to drain its requests after SIGTERM and stop listening.
+const STOP_GRACE: Duration = Duration::from_secs(60);
+
+/// kube-apiserver as it was started: the same program, flags, port and log each time.
+pub(crate) struct ApiServer {
+    pub(crate) program: PathBuf,
+    pub(crate) args: Vec<String>,
+    pub(crate) port: u16,
+    pub(crate) log: PathBuf,
+}
+
+impl ApiServer {
+    /// Starts it (on the keeper thread, as every process is started).
+    pub(crate) fn spawn(&self) -> Result<u32, String> {
+        let (program, args, log) = (self.program.clone(), self.args.clone(), self.log.clone());
+        process::on_keeper(move || process::spawn(&program, &args, &log))
+    }
+
+    /// Waits until `/readyz` says ok, with the end of its log when it does not.
+    pub(crate) fn wait_until_ready(&self, kubeconfig: &Path, pid: u32) -> Result<(), String> {
+        crate::wait_for_readyz(kubeconfig, pid).map_err(|e| {
+            format!(
+                "kube-apiserver: {e}; the end of {}:\n{}",
+                self.log.display(),
+                process::tail(&self.log, 40)
+            )
+        })
+    }
+}
 
 /// kube-apiserver as kube-envtest's start.sh runs it, less the aggregation layer's front
 /// proxy, which no jobwarden test uses.
@@ -61,3 +93,81 @@ rules:
   nonResourceURLs: [\"/healthz*\", \"/readyz*\", \"/livez*\"]
 - level: Metadata
 ";
+
+/// The last kube-apiserver process started, and whether it was stopped since.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ApiServerProcess {
+    pub(crate) pid: u32,
+    pub(crate) stopped: bool,
+}
+
+impl ControlPlane {
+    /// Stops kube-apiserver and returns once it has exited: SIGTERM, and once it has drained
+    /// its requests and stopped listening, what is left of it (the open watches, which its
+    /// own shutdown would keep for up to `--request-timeout`, a minute) is killed, so its
+    /// clients lose it at once, as they lose an API server that goes away. etcd and
+    /// kube-controller-manager run on, and nothing answers on the API server's port until
+    /// [`start_apiserver`](Self::start_apiserver). For a plane this test binary started; on a
+    /// shared one, every test using it loses its API server too.
+    pub fn stop_apiserver(&self) -> Result<(), String> {
+        let (owned, apiserver) = self.started_apiserver()?;
+        let mut process = owned
+            .apiserver_process
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let Some(current) = process.as_mut().filter(|p| !p.stopped) else {
+            return Err("kube-apiserver is not running".to_owned());
+        };
+        let port = apiserver.port;
+        let stopped_listening = || std::net::TcpStream::connect(("127.0.0.1", port)).is_err();
+        process::terminate(current.pid, STOP_GRACE, stopped_listening)?;
+        current.stopped = true;
+        Ok(())
+    }
+
+    /// Starts kube-apiserver again after [`stop_apiserver`](Self::stop_apiserver): the same
+    /// port, flags and etcd (every object kept), returning once `/readyz` says ok. It blocks
+    /// the calling thread meanwhile: in a tokio test, use the multi-threaded runtime so that
+    /// the test's other tasks (its kubelet) go on.
+    pub fn start_apiserver(&self) -> Result<(), String> {
+        let (owned, apiserver) = self.started_apiserver()?;
+        let mut process = owned
+            .apiserver_process
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let Some(current) = process.as_mut().filter(|p| p.stopped) else {
+            return Err("kube-apiserver is running; stop it first".to_owned());
+        };
+        let pid = apiserver.spawn()?;
+        // The new process takes the old one's place among the pids (etcd, kube-apiserver,
+        // kube-controller-manager).
+        for p in owned
+            .pids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter_mut()
+        {
+            if *p == current.pid {
+                *p = pid;
+            }
+        }
+        *current = ApiServerProcess {
+            pid,
+            stopped: false,
+        };
+        drop(process);
+        apiserver.wait_until_ready(self.kubeconfig(), pid)
+    }
+
+    fn started_apiserver(&self) -> Result<(&crate::Owned, &ApiServer), String> {
+        let owned = self
+            .owned
+            .as_ref()
+            .ok_or("the cluster of JOBWARDEN_E2E_KUBECONFIG is not this test binary's to stop")?;
+        let apiserver = owned
+            .apiserver
+            .as_ref()
+            .ok_or("no kube-apiserver was started")?;
+        Ok((owned, apiserver))
+    }
+}

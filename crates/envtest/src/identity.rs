@@ -153,15 +153,27 @@ impl ControlPlane {
     /// A token for the ServiceAccount `namespace/name` (created when absent) from the
     /// TokenRequest API, as a pod's projected token is made.
     pub async fn token_for(&self, namespace: &str, name: &str) -> String {
+        self.try_token_for(namespace, name, TOKEN_SECONDS)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`token_for`](Self::token_for), valid for `seconds`, or why there is none.
+    pub(crate) async fn try_token_for(
+        &self,
+        namespace: &str,
+        name: &str,
+        seconds: i64,
+    ) -> Result<String, String> {
         let accounts = Api::<ServiceAccount>::namespaced(self.client().await, namespace);
         let account = json!({"metadata": {"name": name}});
-        if let Err(e) = crate::create_if_absent(&accounts, account).await {
-            panic!("the ServiceAccount {namespace}/{name} is created: {e}");
-        }
+        crate::create_if_absent(&accounts, account)
+            .await
+            .map_err(|e| format!("the ServiceAccount {namespace}/{name} is created: {e}"))?;
         let request = TokenRequest {
             spec: Some(TokenRequestSpec {
                 audiences: None,
-                expiration_seconds: Some(TOKEN_SECONDS),
+                expiration_seconds: Some(seconds),
                 bound_object_ref: None,
             }),
             ..TokenRequest::default()
@@ -169,10 +181,10 @@ impl ControlPlane {
         accounts
             .create_token_request(name, &PostParams::default(), &request)
             .await
-            .unwrap_or_else(|e| panic!("a token for {namespace}/{name}: {e}"))
+            .map_err(|e| format!("a token for {namespace}/{name}: {e}"))?
             .status
             .and_then(|s| s.token)
-            .unwrap_or_else(|| panic!("the TokenRequest for {namespace}/{name} has no token"))
+            .ok_or_else(|| format!("the TokenRequest for {namespace}/{name} has no token"))
     }
 
     /// A token for the ServiceAccount `namespace/name` (a Prometheus's, say), bound to the
@@ -211,6 +223,13 @@ impl ControlPlane {
 
     /// `kubectl apply --server-side` of `objects`, as the admin.
     pub(crate) fn apply(&self, objects: &[Value]) {
+        if let Err(e) = self.try_apply(objects) {
+            panic!("kubectl apply of deploy/'s identity: {e}");
+        }
+    }
+
+    /// [`apply`](Self::apply), or why kubectl did not.
+    pub(crate) fn try_apply(&self, objects: &[Value]) -> Result<(), String> {
         let stream: String = objects.iter().map(|o| format!("{o}\n")).collect();
         let mut child = self
             .kubectl()
@@ -220,17 +239,30 @@ impl ControlPlane {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("kubectl starts");
+            .map_err(|e| format!("starting kubectl: {e}"))?;
         if let Some(mut stdin) = child.stdin.take() {
             use std::io::Write as _;
-            stdin.write_all(stream.as_bytes()).expect("kubectl reads");
+            stdin
+                .write_all(stream.as_bytes())
+                .map_err(|e| format!("writing to kubectl: {e}"))?;
         }
-        let out = child.wait_with_output().expect("kubectl runs");
-        assert!(
-            out.status.success(),
-            "kubectl apply of deploy/'s identity: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("kubectl: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    /// The calls kube-apiserver's authorization refused `user` (403) so far, from its audit
+    /// log, which keeps every ServiceAccount's requests; `None` for a cluster named by
+    /// `JOBWARDEN_E2E_KUBECONFIG`. Writes into a namespace being deleted are left out (see
+    /// [`Installed::refusals`]).
+    pub fn refusals_of(&self, user: &str) -> Option<Vec<Refusal>> {
+        let log = self.owned.as_ref()?.dir.join(crate::AUDIT_LOG);
+        Some(refusals_in(&log, user))
     }
 }
 
@@ -286,27 +318,7 @@ impl Installed {
     /// a grant missing, so not counted.
     pub fn refusals(&self) -> Option<Vec<Refusal>> {
         let log = self.audit_log.as_ref()?;
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        let user = self.user();
-        Some(
-            text.lines()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .filter(|e| e["user"]["username"] == user.as_str())
-                .filter(|e| e["responseStatus"]["code"] == 403)
-                .filter(|e| {
-                    !e["responseStatus"]["message"]
-                        .as_str()
-                        .is_some_and(|m| m.ends_with("because it is being terminated"))
-                })
-                .map(|e| Refusal {
-                    call: call(&e),
-                    message: e["responseStatus"]["message"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
-                })
-                .collect(),
-        )
+        Some(refusals_in(log, &self.user()))
     }
 
     /// Fails, naming each call and the grant it needs, if any call was refused.
@@ -330,6 +342,29 @@ impl Installed {
             calls.join("\n")
         )
     }
+}
+
+/// The calls refused `user` (403) in the audit log `log`, but for writes into a namespace
+/// being deleted.
+fn refusals_in(log: &Path, user: &str) -> Vec<Refusal> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["user"]["username"] == user)
+        .filter(|e| e["responseStatus"]["code"] == 403)
+        .filter(|e| {
+            !e["responseStatus"]["message"]
+                .as_str()
+                .is_some_and(|m| m.ends_with("because it is being terminated"))
+        })
+        .map(|e| Refusal {
+            call: call(&e),
+            message: e["responseStatus"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        })
+        .collect()
 }
 
 /// `create pods in namespace x`, `patch jobs/status (batch) in namespace x`, `create
@@ -399,32 +434,42 @@ fn text(o: &Value, pointer: &str) -> String {
 }
 
 /// The repository's deploy/ folder.
-fn deploy_dir() -> PathBuf {
+pub(crate) fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy")
 }
 
 /// `kubectl kustomize deploy/`, as objects.
 fn render_deploy() -> Vec<Value> {
+    render("").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `kubectl kustomize deploy/<dir>`, as objects.
+pub(crate) fn render(dir: &str) -> Result<Vec<Value>, String> {
     let kubectl = kubectl_program();
+    let path = deploy_dir().join(dir);
+    let shown = Path::new("deploy").join(dir);
     let out = Command::new(&kubectl)
         .arg("kustomize")
-        .arg(deploy_dir())
+        .arg(&path)
         .output()
-        .unwrap_or_else(|e| {
-            panic!(
-                "{} kustomize deploy/ (kubectl v1.36 in {} or on the PATH): {e}",
+        .map_err(|e| {
+            format!(
+                "{} kustomize {} (kubectl v1.36 in {} or on the PATH): {e}",
                 kubectl.display(),
+                shown.display(),
                 bin_dir().display()
             )
-        });
-    assert!(
-        out.status.success(),
-        "kubectl kustomize deploy/: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        })?;
+    if !out.status.success() {
+        return Err(format!(
+            "kubectl kustomize {}: {}",
+            shown.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
     let text = String::from_utf8_lossy(&out.stdout);
-    serde_yaml_ng::Deserializer::from_str(&text)
+    Ok(serde_yaml_ng::Deserializer::from_str(&text)
         .filter_map(|doc| serde::Deserialize::deserialize(doc).ok())
         .filter(|o: &Value| !o.is_null())
-        .collect()
+        .collect())
 }

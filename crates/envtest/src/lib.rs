@@ -18,7 +18,22 @@
 //!   asks, and stops it when the binary exits, however it exits (`process`).
 //! * [`ControlPlane::shared_with_upstream`] also starts kube-controller-manager.
 //! * [`ControlPlane::start`] gives a control plane of one's own (the scale benchmark), stopped
-//!   when dropped.
+//!   when dropped; [`ControlPlane::start_all`] several at once, each on a thread of its own
+//!   (on a busy two-core machine, three with kube-controller-manager in 7 s where one takes
+//!   4 s and three in turn 11 s).
+//! * [`Fleet`]: a dispatcher's clusters, a management plane ([`Options::management`]: upstream's
+//!   Job controller and its TTL-after-finished controller) and workers ([`Options::worker`]);
+//!   [`Fleet::shared`] one per test binary (a management plane and two workers),
+//!   [`Fleet::start`] one of one's own.
+//! * [`ControlPlane::stop_apiserver`] and [`ControlPlane::start_apiserver`]: kube-apiserver
+//!   goes away (its watches cut, as when an API server is lost) and comes back on the same
+//!   port with the same flags and etcd, while etcd and kube-controller-manager run on (and
+//!   reconnect by themselves: a Job under way goes on).
+//! * [`ControlPlane::dispatcher_kubeconfig`] installs deploy/worker/ (or, for given namespaces,
+//!   deploy/worker/namespaced/) as a worker's admin would and gives the kubeconfig the
+//!   dispatcher is given: server, CA and an expiring token inline. Its user is
+//!   [`WORKER_DISPATCHER_USER`]; [`ControlPlane::refusals_of`] reads what kube-apiserver refused
+//!   it.
 //! * [`ControlPlane::installed_identity`] gives jobwarden the ServiceAccount and RBAC that
 //!   `kubectl kustomize deploy/` installs, and a kubeconfig with its token (`identity`); the
 //!   API server's audit log names whatever it refuses that identity.
@@ -34,21 +49,28 @@
 
 mod apiserver;
 mod delegated_job;
+mod fleet;
 mod identity;
 pub mod kubelet;
 mod pki;
 mod process;
 mod serving;
 mod stand_in;
+mod worker_identity;
 
 pub use delegated_job::delegated_job;
+pub use fleet::Fleet;
 pub use identity::{Installed, Refusal};
 pub use kubelet::{kubelet, pod_phase};
 pub use process::free_port;
 pub use serving::{ServingCertificate, http_get, https_get, serving_certificate};
 pub use stand_in::stand_in_crd;
+pub use worker_identity::WORKER_DISPATCHER_USER;
 
-use apiserver::{AUDIT_LOG, AUDIT_POLICY, SERVICE_ACCOUNTS_AUDIT_POLICY, apiserver_args};
+use apiserver::{
+    AUDIT_LOG, AUDIT_POLICY, ApiServer, ApiServerProcess, SERVICE_ACCOUNTS_AUDIT_POLICY,
+    apiserver_args,
+};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
@@ -62,12 +84,24 @@ use kube::{Client, Config};
 /// How long a component may take to become ready on a busy two-core machine.
 const START_TIMEOUT: Duration = Duration::from_secs(180);
 
+/// [`UPSTREAM_CONTROLLERS`], as a literal that [`MANAGEMENT_CONTROLLERS`] extends.
+macro_rules! upstream_controllers {
+    () => {
+        "job,namespace-controller,garbage-collector-controller,serviceaccount-controller,\
+         serviceaccount-token-controller,clusterrole-aggregation-controller"
+    };
+}
+
 /// The controllers kube-controller-manager runs: upstream's Job controller, what a namespace
 /// of Jobs needs around it (deletion, owner references, service accounts), and the
 /// aggregation that gives the built-in `view` and `edit` roles their rules.
-pub const UPSTREAM_CONTROLLERS: &str = "job,namespace-controller,garbage-collector-controller,\
-                                        serviceaccount-controller,serviceaccount-token-controller,\
-                                        clusterrole-aggregation-controller";
+pub const UPSTREAM_CONTROLLERS: &str = upstream_controllers!();
+
+/// [`UPSTREAM_CONTROLLERS`] and upstream's TTL-after-finished controller, which deletes a
+/// finished Job once its `ttlSecondsAfterFinished` has passed: a management cluster's, where
+/// the dispatcher's tests check that a user's Job is deleted only once its status is final.
+pub const MANAGEMENT_CONTROLLERS: &str =
+    concat!(upstream_controllers!(), ",ttl-after-finished-controller");
 
 /// What a control plane of one's own runs.
 #[derive(Debug, Clone, Copy, Default)]
@@ -78,8 +112,31 @@ pub struct Options {
     /// Also start kube-controller-manager.
     pub upstream_controller: bool,
     /// Its `--controllers` ([`UPSTREAM_CONTROLLERS`] when `None`): the scale benchmark runs the
-    /// Job controller alone, so that the process's CPU is the Job controller's.
+    /// Job controller alone, so that the process's CPU is the Job controller's; a management
+    /// cluster adds the TTL-after-finished controller ([`MANAGEMENT_CONTROLLERS`]).
     pub controllers: Option<&'static str>,
+}
+
+impl Options {
+    /// A dispatcher's management cluster: kube-controller-manager with
+    /// [`MANAGEMENT_CONTROLLERS`].
+    pub const fn management() -> Options {
+        Options {
+            audit_log: false,
+            upstream_controller: true,
+            controllers: Some(MANAGEMENT_CONTROLLERS),
+        }
+    }
+
+    /// A worker cluster: kube-controller-manager with upstream's Job controller
+    /// ([`UPSTREAM_CONTROLLERS`]), which runs the dispatcher's copies.
+    pub const fn worker() -> Options {
+        Options {
+            audit_log: false,
+            upstream_controller: true,
+            controllers: None,
+        }
+    }
 }
 
 pub struct ControlPlane {
@@ -98,6 +155,9 @@ struct Owned {
     audit_log: bool,
     /// A shared control plane is cleaned up at exit, not on drop.
     shared: bool,
+    /// How kube-apiserver was started, to start it again the same way.
+    apiserver: Option<ApiServer>,
+    apiserver_process: Mutex<Option<ApiServerProcess>>,
 }
 
 /// The shared control plane, or why it did not start (every test that asks is told).
@@ -121,7 +181,7 @@ impl ControlPlane {
                     say_skipped();
                     return Ok(None);
                 }
-                ControlPlane::launch(Options::default(), true).map(Some)
+                launch(Options::default(), true).map(Some)
             })
             .as_ref()
             .unwrap_or_else(|e| panic!("the envtest control plane did not start: {e}"))
@@ -149,11 +209,46 @@ impl ControlPlane {
         if !binaries_present() || (options.upstream_controller && !kcm.is_file()) {
             return Err(skip_message());
         }
-        let plane = ControlPlane::launch(options, false)?;
+        let plane = launch(options, false)?;
         if options.upstream_controller {
             plane.start_upstream_controller()?;
         }
         Ok(plane)
+    }
+
+    /// Control planes of one's own, started at once (each on a thread of its own: the CPU
+    /// they wait on is the machine's, not a queue's), stopped when dropped. Either all start
+    /// or none is left running: the first failure is returned, naming which plane it was.
+    pub fn start_all(options: &[Options]) -> Result<Vec<ControlPlane>, String> {
+        let started: Vec<Result<ControlPlane, String>> = std::thread::scope(|s| {
+            let starting: Vec<_> = options
+                .iter()
+                .map(|&o| s.spawn(move || ControlPlane::start(o)))
+                .collect();
+            starting
+                .into_iter()
+                .map(|t| {
+                    t.join()
+                        .unwrap_or_else(|_| Err("starting it panicked".to_owned()))
+                })
+                .collect()
+        });
+        let mut planes = Vec::with_capacity(started.len());
+        let mut failure = None;
+        for (i, plane) in started.into_iter().enumerate() {
+            match plane {
+                Ok(plane) => planes.push(plane),
+                Err(e) if failure.is_none() => {
+                    failure = Some(format!("control plane {i} of {}: {e}", options.len()));
+                }
+                Err(_) => {}
+            }
+        }
+        match failure {
+            // The planes that did start are dropped, and so stopped.
+            Some(e) => Err(e),
+            None => Ok(planes),
+        }
     }
 
     pub fn kubeconfig(&self) -> &Path {
@@ -281,10 +376,6 @@ impl ControlPlane {
         }
         name
     }
-
-    fn launch(options: Options, shared: bool) -> Result<ControlPlane, String> {
-        process::on_keeper(move || launch_on_keeper(options, shared))
-    }
 }
 
 impl Drop for ControlPlane {
@@ -349,7 +440,10 @@ fn skip_message() -> String {
     )
 }
 
-fn launch_on_keeper(options: Options, shared: bool) -> Result<ControlPlane, String> {
+/// Starts etcd and kube-apiserver and waits until they answer. Runs on the caller's thread,
+/// which waits; only the spawning is done on the keeper (see `process`), so several planes
+/// start at once from threads of their own.
+fn launch(options: Options, shared: bool) -> Result<ControlPlane, String> {
     process::remove_stale_folders();
     let dir = std::env::temp_dir().join(format!(
         "jobwarden-envtest-{}-{}",
@@ -380,24 +474,26 @@ fn launch_on_keeper(options: Options, shared: bool) -> Result<ControlPlane, Stri
         controllers: options.controllers.unwrap_or(UPSTREAM_CONTROLLERS),
         audit_log: options.audit_log,
         shared,
+        apiserver: None,
+        apiserver_process: Mutex::new(None),
     };
 
     let etcd_log = dir.join("logs/etcd.log");
-    let etcd = process::spawn(
-        &bin.join("etcd"),
-        &[
-            format!("--data-dir={}", dir.join("etcd").display()),
-            format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"),
-            // etcd 3.6 refuses explicit listen URLs without the URLs it advertises.
-            format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"),
-            format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
-            format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
-            format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"),
-            "--unsafe-no-fsync".to_owned(),
-            "--log-level=warn".to_owned(),
-        ],
-        &etcd_log,
-    )?;
+    let etcd_args = vec![
+        format!("--data-dir={}", dir.join("etcd").display()),
+        format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"),
+        // etcd 3.6 refuses explicit listen URLs without the URLs it advertises.
+        format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"),
+        format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
+        format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
+        format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"),
+        "--unsafe-no-fsync".to_owned(),
+        "--log-level=warn".to_owned(),
+    ];
+    let etcd = {
+        let (program, log) = (bin.join("etcd"), etcd_log.clone());
+        process::on_keeper(move || process::spawn(&program, &etcd_args, &log))?
+    };
     owned
         .pids
         .get_mut()
@@ -428,21 +524,28 @@ fn launch_on_keeper(options: Options, shared: bool) -> Result<ControlPlane, Stri
         "--audit-log-format=json".to_owned(),
         "--audit-log-maxsize=2000".to_owned(),
     ]);
-    let api_log = dir.join("logs/kube-apiserver.log");
-    let apiserver = process::spawn(&bin.join("kube-apiserver"), &args, &api_log)?;
+    let apiserver = ApiServer {
+        program: bin.join("kube-apiserver"),
+        args,
+        port: api_port,
+        log: dir.join("logs/kube-apiserver.log"),
+    };
+    let pid = apiserver.spawn()?;
     owned
         .pids
         .get_mut()
         .unwrap_or_else(|e| e.into_inner())
-        .push(apiserver);
+        .push(pid);
     let kubeconfig = owned.pki.admin_kubeconfig.clone();
-    wait_for_readyz(&kubeconfig, apiserver).map_err(|e| {
-        format!(
-            "kube-apiserver: {e}; the end of {}:\n{}",
-            api_log.display(),
-            process::tail(&api_log, 40)
-        )
-    })?;
+    apiserver.wait_until_ready(&kubeconfig, pid)?;
+    owned.apiserver = Some(apiserver);
+    *owned
+        .apiserver_process
+        .get_mut()
+        .unwrap_or_else(|e| e.into_inner()) = Some(ApiServerProcess {
+        pid,
+        stopped: false,
+    });
     Ok(ControlPlane {
         kubeconfig,
         owned: Some(owned),

@@ -7,10 +7,12 @@
 //! On a normal exit an `atexit` handler also kills the processes and removes their folder,
 //! since libtest never runs the destructors of statics.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 type Task = Box<dyn FnOnce() + Send>;
 
@@ -151,12 +153,85 @@ extern "C" fn cleanup() {
     }
 }
 
-/// A loopback port nobody listens on now.
+/// A loopback port nobody listens on now, and never handed out before in this process: planes
+/// started at once each pick theirs between the kernel freeing a port and a component binding
+/// it, and a stopped kube-apiserver's port stays its own for its restart.
 pub fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("finding a free port: {e}"))
+    static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    // Hold the listeners of ports already handed out until a new one comes up, so the kernel
+    // cannot offer them again meanwhile.
+    let mut held = Vec::new();
+    loop {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| format!("finding a free port: {e}"))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| format!("finding a free port: {e}"))?
+            .port();
+        if HANDED_OUT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(port)
+        {
+            return Ok(port);
+        }
+        if held.len() > 1000 {
+            return Err("finding a free port: the kernel keeps offering used ones".to_owned());
+        }
+        held.push(listener);
+    }
+}
+
+/// Sends SIGTERM to `pid`, one of ours, and waits until it has exited or `finished` says its
+/// shutdown has done all that matters, whereupon what is left of it is killed; SIGKILL, and an
+/// error, after `grace`. Either way it is then no longer ours to clean up.
+pub fn terminate(pid: u32, grace: Duration, finished: impl Fn() -> bool) -> Result<(), String> {
+    {
+        let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let child = live
+            .children
+            .iter_mut()
+            .find(|c| c.id() == pid)
+            .ok_or_else(|| format!("process {pid} is not one this test binary started"))?;
+        // SAFETY: kill(2) on a child of ours that has not been reaped (the lock is held), so
+        // the pid is still its own.
+        if matches!(child.try_wait(), Ok(None))
+            && unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) } != 0
+        {
+            return Err(format!(
+                "SIGTERM to {pid}: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    let started = Instant::now();
+    loop {
+        let done = finished();
+        // The lock is released between looks: other threads ask whether their processes run.
+        let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(index) = live.children.iter().position(|c| c.id() == pid) else {
+            return Ok(());
+        };
+        let mut child = live.children.remove(index);
+        if !matches!(child.try_wait(), Ok(None)) {
+            return Ok(());
+        }
+        let late = started.elapsed() > grace;
+        if done || late {
+            let _ = child.kill();
+            let _ = child.wait();
+            return if late {
+                Err(format!(
+                    "process {pid} did not finish within {grace:?} of SIGTERM, and was killed"
+                ))
+            } else {
+                Ok(())
+            };
+        }
+        live.children.push(child);
+        drop(live);
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// The last lines of a log, for an error message.

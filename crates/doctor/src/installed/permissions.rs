@@ -2,8 +2,9 @@
 //! namespace watch (crates/server/src/namespaces.rs) and its read of its webhook
 //! configurations (src/cli/registered_webhooks.rs), the controller's kube calls
 //! (crates/controller/src/kube_api.rs, reconcile.rs; crates/runtime/src/leader/), the core/v1 Events the
-//! controller and the in-process audit create (crates/events), and the reviews of scrapers'
-//! tokens (crates/server/src/metrics_access). tests/deploy.rs holds these lists equal to what
+//! controller and the in-process audit create (crates/events), the reviews of scrapers'
+//! tokens (crates/server/src/metrics_access), and the dispatcher's calls on the management
+//! cluster and on each worker (issues 42-44). tests/deploy.rs holds these lists equal to what
 //! deploy/'s and the chart's RBAC grant each ServiceAccount, and the e2e suites run jobwarden
 //! under exactly that RBAC; doctor asks whether the installed ServiceAccounts still have them.
 
@@ -97,6 +98,61 @@ pub fn controller_uses(namespace: &str) -> Vec<Access> {
     .concat()
 }
 
+/// The dispatcher (issues 42-44), which runs beside the Job controller on the replica holding
+/// the Lease, so it is part of the controller's face: it shares the controller's reads of
+/// Jobs, its status writes and its Events, and adds what is its own. Its worker kubeconfigs are
+/// Secrets in `namespace` (the pod's own) only.
+pub fn dispatcher_uses(namespace: &str) -> Vec<Access> {
+    [
+        // The chosen worker is written on the user's Job (an annotation) before the copy is
+        // made; the copy's status is mirrored onto it.
+        Access::verbs(
+            None,
+            "batch",
+            "jobs",
+            None,
+            &["get", "list", "watch", "patch"],
+        ),
+        Access::verbs(None, "batch", "jobs/status", None, &["patch"]),
+        // core/v1 Events on the user's Jobs, aggregated by patching the one already written.
+        Access::verbs(None, "", "events", None, &["create", "patch"]),
+        // The workers' kubeconfigs (key `kubeconfig`), watched so a change is taken up at once.
+        Access::verbs(
+            Some(namespace),
+            "",
+            "secrets",
+            None,
+            &["get", "list", "watch"],
+        ),
+        // Namespace labels, for workers choosing namespaces by a selector. The get also covers
+        // kube-system's, whose UID is the default origin of the copies.
+        Access::verbs(None, "", "namespaces", None, &["get", "list", "watch"]),
+    ]
+    .concat()
+}
+
+/// What the dispatcher asks of a worker cluster, as the identity that deploy/worker/ (or the
+/// chart's `worker.enabled`) installs there: in every namespace (`None`), or in one namespace
+/// its role is granted in by a RoleBinding (`Some`), where `get` on `namespaces` is the get of
+/// that namespace alone (it checks that the Job's namespace exists there). kube-apiserver
+/// authorizes `GET /api/v1/namespaces/X` as a request in namespace X, so an access review of
+/// it names X as both the name and the namespace (`kubectl auth can-i` drops the namespace of
+/// a cluster-scoped resource and says no). The copies' pods are the worker's Job
+/// controller's, never the dispatcher's.
+pub fn worker_uses(namespace: Option<&str>) -> Vec<Access> {
+    [
+        Access::verbs(
+            namespace,
+            "batch",
+            "jobs",
+            None,
+            &["get", "list", "watch", "create", "patch", "delete"],
+        ),
+        Access::verbs(namespace, "", "namespaces", None, &["get"]),
+    ]
+    .concat()
+}
+
 /// What a replica running with `flags` in `namespace` uses.
 pub fn uses(flags: &ServeFlags, namespace: &str) -> Vec<Access> {
     let mut out = Vec::new();
@@ -105,6 +161,7 @@ pub fn uses(flags: &ServeFlags, namespace: &str) -> Vec<Access> {
     }
     if flags.runs_controller {
         out.extend(controller_uses(namespace));
+        out.extend(dispatcher_uses(namespace));
     }
     if flags.secures_metrics {
         out.extend(metrics_uses());

@@ -319,12 +319,17 @@ fn what_each_face_uses() {
         Some("jobwarden"),
         "get",
     );
+    // The dispatcher runs beside the Job controller: its workers' kubeconfigs are read where
+    // the controller runs, from jobwarden's own namespace only.
+    let kubeconfigs = Access::resource(Some(namespace), "", "secrets", None, "watch");
     assert!(both.contains(&lease) && both.contains(&tokens) && both.contains(&configuration));
+    assert!(both.contains(&kubeconfigs) && !webhook.contains(&kubeconfigs));
     assert!(
         !webhook.contains(&lease) && !webhook.contains(&tokens) && webhook.contains(&configuration)
     );
     assert!(
         controller.contains(&lease)
+            && controller.contains(&kubeconfigs)
             && !controller
                 .iter()
                 .any(|a| a.to_string().contains("webhookconfigurations"))
