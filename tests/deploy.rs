@@ -25,6 +25,8 @@ mod objects;
 mod rbac;
 #[path = "deploy/registration.rs"]
 mod registration;
+#[path = "deploy/shipped.rs"]
+mod shipped;
 
 use docs_tables::*;
 use objects::*;
