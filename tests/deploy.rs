@@ -27,6 +27,8 @@ mod rbac;
 mod registration;
 #[path = "deploy/worker.rs"]
 mod worker;
+#[path = "deploy/shipped.rs"]
+mod shipped;
 
 use docs_tables::*;
 use objects::*;

@@ -1,13 +1,18 @@
 //! The chart's monitoring: the PrometheusRule's alerts under `promtool test rules`
 //! (tests/monitoring/alerts_test.yaml), every alert's runbook in docs/operations.md, and every
-//! `jobwarden_*` metric the rules and the Grafana dashboard read one that jobwarden serves, so
-//! that renaming a metric breaks the build, not the pager.
+//! `jobwarden_*` metric the rules and the Grafana dashboard read served by a freshly started
+//! `jobwarden serve`, before it has reviewed a request or run a Job (issue 41): a panel over a
+//! family without series shows "No data" instead of 0, and `increase()` misses the first change
+//! of a series that appears at 1. Renaming a metric, or creating a series only on first use,
+//! breaks the build, not the pager.
 //!
-//! Where the served names come from: the server's, by scraping a running `jobwarden serve --dev`
-//! after one review to each webhook (its families have no series, and so are not served, until
-//! a request is counted); the controller's and the audit's, which `serve` registers only where
-//! the reconcile loop runs (a cluster, the Lease), from a registry built by the same
-//! `register_metrics` functions `serve` calls, every family given one series.
+//! Where the served names come from: the webhook's, by scraping a `jobwarden serve --dev` at
+//! once (no cluster, so no reconcile loop: it serves the webhook's metrics and only those); the
+//! controller's and the audit's, which `serve` registers when it has a cluster (the reconcile
+//! loop comes with it, before the first scrape), by scraping at once a `serve` run as installed
+//! on the envtest control plane, with the token of a ServiceAccount bound to the metrics reader
+//! role. Without the control-plane binaries that part prints one line and reads instead a
+//! registry built by the same `register_metrics` functions `serve` calls, nothing recorded.
 //!
 //! Helm comes from `JOBWARDEN_HELM`, promtool from `JOBWARDEN_PROMTOOL`, else each from the
 //! PATH; without them the promtool test prints one line and passes (`.ci/run` installs both).
@@ -20,6 +25,8 @@ use std::process::Command;
 
 use serde_json::Value;
 use support::dev_server::DevServer;
+use support::installed::InstalledNamespace;
+use support::served::Served;
 
 const CHART: &str = "charts/jobwarden";
 const RULES_TEMPLATE: &str = "charts/jobwarden/templates/prometheusrule.yaml";
@@ -72,118 +79,135 @@ fn metric_names(text: &str) -> BTreeSet<String> {
     names
 }
 
-/// The sample names an OpenMetrics exposition serves, from its `# TYPE` lines.
+/// The names of the samples an OpenMetrics exposition serves: a family without a series has
+/// none, whatever its `# TYPE` line says.
 fn served_names(exposition: &str) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
-    for line in exposition.lines() {
-        let Some(rest) = line.strip_prefix("# TYPE ") else {
-            continue;
-        };
-        let (name, kind) = rest.split_once(' ').expect("# TYPE name type");
-        let suffixes: &[&str] = match kind {
-            "counter" => &["_total"],
-            "histogram" => &["_bucket", "_sum", "_count"],
-            "gauge" | "unknown" => &[""],
-            other => panic!("{name}: a metric type the checks do not know: {other}"),
-        };
-        names.extend(suffixes.iter().map(|s| format!("{name}{s}")));
+    exposition
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The families `serve` registers with the reconcile loop, only where there is a cluster.
+fn is_controllers(name: &str) -> bool {
+    name.starts_with("jobwarden_controller_") || name.starts_with("jobwarden_audit_")
+}
+
+/// Every `jobwarden_*` name the PrometheusRule and the dashboard read, each with where.
+fn read_by_the_charts() -> Vec<(String, &'static str)> {
+    let mut used = Vec::new();
+    for (what, path) in [
+        ("the PrometheusRule", RULES_TEMPLATE),
+        ("the dashboard", DASHBOARD),
+    ] {
+        let names = metric_names(&read(path));
+        assert!(
+            names.len() > 5,
+            "{what} reads jobwarden's metrics: {names:?}"
+        );
+        used.extend(names.into_iter().map(|n| (n, what)));
     }
-    names
+    used
 }
 
-/// POSTs the review in `review_file` to `path`; it must be answered.
-fn post_review(server: &DevServer, path: &str, review_file: &str) {
-    let (status, answer) = server.post(path, &read(review_file));
-    assert_eq!(status, 200, "{path}: {answer}");
-    assert!(answer.contains("\"AdmissionReview\""), "{path}: {answer}");
+/// The names in `used` that `served` lacks, as `name (read by …)` lines.
+fn unserved<'u>(
+    used: impl IntoIterator<Item = &'u (String, &'static str)>,
+    served: &BTreeSet<String>,
+) -> Vec<String> {
+    used.into_iter()
+        .filter(|(name, _)| !served.contains(name))
+        .map(|(name, what)| format!("{name} (read by {what})"))
+        .collect()
 }
 
-fn scrape(server: &DevServer) -> String {
-    let (status, body) = server.get("/metrics");
-    assert_eq!(status, 200, "{body}");
+/// What a freshly started `serve` with a cluster serves: scraped from one run as installed on
+/// the envtest control plane; without one, after a line, what the functions serve's controller
+/// hook calls register into an empty registry.
+async fn fresh_serve_with_a_cluster() -> String {
+    let Some(InstalledNamespace {
+        plane,
+        ns,
+        identity,
+        dir,
+        ..
+    }) = InstalledNamespace::new("jobwarden-monitoring").await
+    else {
+        eprintln!(
+            "the controller's and the audit's metrics read from a registry built by the \
+             functions serve calls, not scraped"
+        );
+        let mut registry = prometheus_client::registry::Registry::default();
+        let _controller = jobwarden_controller::register_metrics(&mut registry);
+        let _audit = jobwarden_audit::register_metrics(&mut registry);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).expect("encodes");
+        return text;
+    };
+    let policy = root().join("deploy/base/policy.yaml");
+    let served = tokio::task::block_in_place(|| {
+        Served::start(
+            &dir,
+            &identity,
+            &ns,
+            &["--config", &policy.display().to_string()],
+        )
+    });
+    let reader = plane.metrics_reader_token(&ns, "prometheus").await;
+    // RBAC takes a moment to see the new binding.
+    let body = tokio::task::block_in_place(|| {
+        support::eventually_blocking("a 200 for the metrics reader", || {
+            let answer = served.get("/metrics", Some(&reader));
+            answer
+                .starts_with("HTTP/1.1 200")
+                .then(|| answer.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()))
+                .flatten()
+                .ok_or(answer)
+        })
+    });
+    identity.assert_nothing_refused();
     body
 }
 
-/// What `serve` registers where the reconcile loop runs: the controller's, the leadership's and
-/// the audit's metrics, through the functions serve's controller hook calls, each family with
-/// one series.
-fn controller_exposition() -> String {
-    use jobwarden_audit::metrics::{EventLabels, ViolationLabels};
-    use jobwarden_controller::metrics::{
-        CreatedLabels, FinishedLabels, StartTimeoutLabels, SyncLabels,
-    };
-    let mut registry = prometheus_client::registry::Registry::default();
-    let c = jobwarden_controller::register_metrics(&mut registry);
-    jobwarden_runtime::leader::metrics::LeaderMetrics::register(
-        registry.sub_registry_with_prefix(jobwarden_controller::METRICS_PREFIX),
-    );
-    let a = jobwarden_audit::register_metrics(&mut registry);
-    c.syncs
-        .get_or_create(&SyncLabels {
-            result: "success".into(),
-        })
-        .inc();
-    c.jobs_finished
-        .get_or_create(&FinishedLabels {
-            completion_mode: "NonIndexed".into(),
-            result: "succeeded".into(),
-            reason: "Completed".into(),
-        })
-        .inc();
-    c.pods_created
-        .get_or_create(&CreatedLabels {
-            reason: "new".into(),
-        })
-        .inc();
-    c.pod_start_timeouts
-        .get_or_create(&StartTimeoutLabels {
-            reason: "ImagePullBackOff".into(),
-        })
-        .inc();
-    a.violations
-        .get_or_create(&ViolationLabels {
-            namespace: "team-a".into(),
-            rule: "status".into(),
-        })
-        .set(1);
-    a.events
-        .get_or_create(&EventLabels {
-            result: "published".into(),
-        })
-        .inc();
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, &registry).expect("encodes");
-    text
-}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_metric_the_alerts_and_the_dashboard_read_is_served_from_the_start() {
+    let used = read_by_the_charts();
 
-#[test]
-fn every_metric_the_alerts_and_the_dashboard_read_is_served() {
-    let server = DevServer::start();
-    post_review(
-        &server,
-        "/validate",
-        "examples/reviews/create-denied-duplicate-rule-name.json",
-    );
-    post_review(&server, "/mutate", "examples/reviews/mutate-create.json");
-    let mut served = served_names(&scrape(&server));
+    // Without a cluster: the webhook's metrics, and no controller's.
+    let server = tokio::task::block_in_place(DevServer::start);
+    let (status, body) = tokio::task::block_in_place(|| server.get("/metrics"));
+    assert_eq!(status, 200, "{body}");
+    let webhook = served_names(&body);
+    let missing = unserved(used.iter().filter(|(n, _)| !is_controllers(n)), &webhook);
     assert!(
-        served.contains("jobwarden_admission_requests_total"),
-        "the review was counted: {served:?}"
+        missing.is_empty(),
+        "a fresh serve --dev does not serve {missing:#?}\nserved: {webhook:#?}"
     );
-    served.extend(served_names(&controller_exposition()));
+    assert!(
+        !webhook.iter().any(|n| is_controllers(n)),
+        "no reconcile loop runs without a cluster: {webhook:#?}"
+    );
+    assert!(
+        body.contains("jobwarden_admission_requests_total{endpoint=\"validate\",operation=\"unknown\",verdict=\"too_large\"} 0"),
+        "{body}"
+    );
 
-    for (what, text) in [
-        ("the PrometheusRule", read(RULES_TEMPLATE)),
-        ("the dashboard", read(DASHBOARD)),
-    ] {
-        let used = metric_names(&text);
-        assert!(used.len() > 5, "{what} reads jobwarden's metrics: {used:?}");
-        let unknown: Vec<&String> = used.difference(&served).collect();
-        assert!(
-            unknown.is_empty(),
-            "{what} reads metrics jobwarden does not serve: {unknown:?}\nserved: {served:#?}"
-        );
-    }
+    // With a cluster: every one of them.
+    let body = fresh_serve_with_a_cluster().await;
+    let served = served_names(&body);
+    let missing = unserved(&used, &served);
+    assert!(
+        missing.is_empty(),
+        "a fresh serve does not serve {missing:#?}\nserved: {served:#?}"
+    );
+    assert!(
+        body.lines()
+            .any(|l| l
+                == "jobwarden_controller_pod_start_timeouts_total{reason=\"ImagePullBackOff\"} 0"),
+        "{body}"
+    );
 }
 
 /// The dashboard is one Grafana can load, and it shows what the issue asks of it.
@@ -356,17 +380,12 @@ fn metric_names_are_read_from_expressions() {
     );
     assert_eq!(
         served_names(
-            "# TYPE jobwarden_x counter\n# TYPE jobwarden_y histogram\n# TYPE jobwarden_z gauge\n"
+            "# HELP jobwarden_w nothing\n# TYPE jobwarden_w counter\n\
+             jobwarden_x_total{a=\"1\"} 0\njobwarden_y_bucket{le=\"1\"} 0\njobwarden_z 3\n# EOF\n"
         ),
-        [
-            "jobwarden_x_total",
-            "jobwarden_y_bucket",
-            "jobwarden_y_count",
-            "jobwarden_y_sum",
-            "jobwarden_z"
-        ]
-        .into_iter()
-        .map(str::to_owned)
-        .collect()
+        ["jobwarden_x_total", "jobwarden_y_bucket", "jobwarden_z"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
     );
 }

@@ -107,7 +107,9 @@ pub fn run(args: &DoctorArgs) -> Outcome {
         return Outcome::Unreadable;
     }
     match report.verdict() {
-        Verdict::Healthy => Outcome::Ok,
+        // A check that could not be made is the caller's rights or an API server's silence,
+        // not something wrong with the cluster: the summary line says so, the exit does not.
+        Verdict::Healthy | Verdict::Unchecked => Outcome::Ok,
         Verdict::Failed => Outcome::Rejected,
         Verdict::Unreachable => Outcome::Unreadable,
     }
@@ -157,7 +159,10 @@ async fn doctor(args: &DoctorArgs, options: &Options) -> Result<Report, String> 
         let report = jobwarden_doctor::diagnose(&cluster, options, &ServeLine, &mut memo).await;
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         match left {
-            Some(left) if report.verdict() != Verdict::Healthy && !left.is_zero() => {
+            Some(left)
+                if matches!(report.verdict(), Verdict::Failed | Verdict::Unreachable)
+                    && !left.is_zero() =>
+            {
                 if waiting {
                     let failing = report.count(jobwarden_doctor::Status::Error);
                     eprint!(

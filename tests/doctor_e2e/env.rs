@@ -122,11 +122,15 @@ pub fn check<'c>(checks: &'c [Value], name: &str) -> &'c Value {
         .unwrap_or_else(|| panic!("no check {name:?} in {checks:#?}"))
 }
 
-/// The checks that did not pass, as `name: message` lines, for assertion messages.
+/// The checks that failed, warned or could not be made, as `name: message` lines.
 pub fn problems(checks: &[Value]) -> Vec<String> {
     checks
         .iter()
-        .filter(|c| c["status"] == "error" || c["status"] == "warning")
+        .filter(|c| {
+            ["error", "warning", "unknown"]
+                .iter()
+                .any(|s| c["status"] == *s)
+        })
         .map(|c| format!("{}: {}", c["name"], c["message"]))
         .collect()
 }

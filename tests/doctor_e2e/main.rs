@@ -52,6 +52,21 @@ fn cert_manager_stand_ins() -> Vec<Value> {
     ]
 }
 
+/// `(name, status)` of every check, for comparing two runs.
+fn statuses(checks: &[Value]) -> Vec<(String, String)> {
+    checks
+        .iter()
+        .map(|c| (c["name"].to_string(), c["status"].to_string()))
+        .collect()
+}
+
+/// What `--pre` says of the install it checks without `--install`: the one jobwarden ships.
+const SHIPPED: &str = concat!(
+    "the install jobwarden ",
+    env!("CARGO_PKG_VERSION"),
+    " ships, built in"
+);
+
 #[test]
 fn before_installing_pre_passes_for_an_admin_but_for_cert_manager() {
     let Some(plane) = env::plane() else { return };
@@ -91,6 +106,18 @@ fn before_installing_pre_passes_for_an_admin_but_for_cert_manager() {
         )]
     );
 
+    // Without --install, the install jobwarden ships: the same objects, the same verdicts.
+    let (shipped_code, shipped) = doctor(plane.kubeconfig(), &["--pre"], None);
+    assert_eq!(shipped_code, 1, "cert-manager is not installed");
+    assert_eq!(statuses(&shipped), statuses(&checks));
+    assert_eq!(problems(&shipped), problems(&checks));
+    assert!(
+        message(&shipped, "install manifests").starts_with(SHIPPED),
+        "{}",
+        message(&shipped, "install manifests")
+    );
+    assert!(message(&checks, "install manifests").starts_with("stdin: "));
+
     // cert-manager's kinds served (stand-in CRDs: names and scope only), and the namespace
     // made as deploy/ makes it: every check passes, the pod tried under restricted.
     env::apply(plane, &cert_manager_stand_ins());
@@ -99,25 +126,88 @@ fn before_installing_pre_passes_for_an_admin_but_for_cert_manager() {
         .find(|o| o["kind"] == "Namespace")
         .expect("deploy/ makes its namespace");
     env::apply(plane, &[namespace]);
-    let admitted = || {
-        let (code, checks) = doctor(
-            plane.kubeconfig(),
-            &["--pre", "--install", "-"],
-            Some(&install),
+    for args in [&["--pre", "--install", "-"][..], &["--pre"]] {
+        let admitted = || {
+            let (code, checks) = doctor(plane.kubeconfig(), args, Some(&install));
+            if code == 0 {
+                Ok(checks)
+            } else {
+                Err(format!("{:?}", problems(&checks)))
+            }
+        };
+        // The namespace's default ServiceAccount comes from kube-controller-manager, moments
+        // later.
+        let checks = support::eventually_blocking("doctor --pre to pass", admitted);
+        assert!(
+            problems(&checks).is_empty(),
+            "{args:?}: {:?}",
+            problems(&checks)
         );
-        if code == 0 {
-            Ok(checks)
-        } else {
-            Err(format!("{:?}", problems(&checks)))
-        }
-    };
-    // The namespace's default ServiceAccount comes from kube-controller-manager, moments later.
-    let checks = support::eventually_blocking("doctor --pre to pass", admitted);
-    assert!(problems(&checks).is_empty(), "{:?}", problems(&checks));
+        assert!(
+            message(&checks, "Pod Security admits jobwarden")
+                .contains("(pod-security.kubernetes.io/enforce: restricted) admits the pods of Deployment jobwarden"),
+            "{checks:#?}"
+        );
+    }
+    let text = doctor_output(plane.kubeconfig(), &["--pre"], None);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.ends_with("\n✔ healthy\n"), "{text}");
+}
+
+/// The new user: the command the README shows, run by someone who may do nothing in
+/// the cluster, fails naming what they may not create, and says which checks it could not
+/// make rather than calling the cluster healthy.
+#[test]
+fn before_installing_pre_without_an_install_fails_a_caller_without_rights() {
+    let Some(plane) = env::plane() else { return };
+    let _turn = turn();
+    let dir = env::folder(plane, "pre-nobody");
+    env::kubectl(plane, &["create", "namespace", "doctor-nobody"], None);
+    let kubeconfig = env::service_account_kubeconfig(plane, &dir, "doctor-nobody", "nobody");
+    let (code, checks) = doctor(&kubeconfig, &["--pre"], None);
+    assert_eq!(code, 1);
+    assert!(message(&checks, "install manifests").starts_with(SHIPPED));
+    assert_eq!(status(&checks, "permission to install"), "error");
+    let refused = message(&checks, "permission to install");
     assert!(
-        message(&checks, "Pod Security admits jobwarden")
-            .contains("(pod-security.kubernetes.io/enforce: restricted) admits the pods of Deployment jobwarden"),
-        "{checks:#?}"
+        refused.starts_with("you may not create namespaces cluster-wide, "),
+        "{refused}"
+    );
+    assert_eq!(
+        status(&checks, "permission to grant the install's RBAC"),
+        "error"
+    );
+    // What it may not even read or try is not known, and said so.
+    for name in [
+        "managedBy served",
+        "matchConditions served",
+        "install namespace",
+        "webhook names free",
+    ] {
+        assert_eq!(
+            status(&checks, name),
+            "unknown",
+            "{name}: {}",
+            message(&checks, name)
+        );
+        assert!(
+            message(&checks, name).contains("cannot"),
+            "{name}: {}",
+            message(&checks, name)
+        );
+    }
+
+    let out = doctor_output(&kubeconfig, &["--pre"], None);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{text}");
+    let last = text.lines().last().unwrap_or_default();
+    assert!(last.starts_with("× "), "{text}");
+    assert!(last.contains(" could not be made"), "{text}");
+    assert!(!text.contains("healthy"), "{text}");
+    assert!(
+        text.contains("× permission to install: you may not create namespaces cluster-wide, "),
+        "{text}"
     );
 }
 

@@ -55,7 +55,7 @@ pub fn reachable(server: &str, version: &Result<Version, String>) -> Check {
 pub fn version(version: &Version) -> Check {
     let supported = format!("v{}.{}", OLDEST_SUPPORTED.0, OLDEST_SUPPORTED.1);
     match version.major_minor() {
-        None => API_SERVER_VERSION.warning(
+        None => API_SERVER_VERSION.cannot_tell(
             format!(
                 "{}: cannot tell the minor version from {:?}.{:?}",
                 version.git_version, version.major, version.minor
@@ -82,7 +82,7 @@ pub fn caller(caller: &Result<Caller, String>) -> Check {
     match caller {
         Ok(c) if c.groups.is_empty() => CALLER.ok(c.username.clone()),
         Ok(c) => CALLER.ok(format!("{} (groups {})", c.username, c.groups.join(", "))),
-        Err(e) => CALLER.warning(
+        Err(e) => CALLER.cannot_tell(
             format!("the API server would not say who the caller is: {e}"),
             "SelfSubjectReview is GA from v1.28; the checks below still run with the caller's credentials",
         ),

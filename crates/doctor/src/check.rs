@@ -29,6 +29,10 @@ pub enum Status {
     /// Did not apply here (nothing registered to probe, an install that does not use
     /// cert-manager), or could not run because another check failed first.
     Skipped,
+    /// Could not be made: the caller may not read or try what it needs, or the API server gave
+    /// no answer. Says nothing about the cluster, so it does not fail the run; but a run with
+    /// one is never called healthy.
+    Unknown,
     /// Worth fixing, but jobwarden works: does not fail the run.
     Warning,
     /// jobwarden cannot do its job until this is fixed: the run exits 1.
@@ -41,6 +45,7 @@ impl Status {
         match self {
             Status::Ok => "✔",
             Status::Skipped => "-",
+            Status::Unknown => "?",
             Status::Warning => "‼",
             Status::Error => "×",
         }
@@ -103,6 +108,11 @@ impl Kind {
         self.with(Status::Skipped, message.into(), None)
     }
 
+    /// A check that could not be made: the message says why, the hint how to make it.
+    pub fn cannot_tell(self, message: impl Into<String>, hint: impl Into<String>) -> Check {
+        self.with(Status::Unknown, message.into(), Some(hint.into()))
+    }
+
     pub fn warning(self, message: impl Into<String>, hint: impl Into<String>) -> Check {
         self.with(Status::Warning, message.into(), Some(hint.into()))
     }
@@ -128,7 +138,8 @@ pub struct Check {
     pub status: Status,
     /// One line: what is so (or what is wrong).
     pub message: String,
-    /// One line: how to fix it; only for warnings and errors.
+    /// One line: how to fix it (or, for a check that could not be made, how to make it);
+    /// only for those, warnings and errors.
     pub hint: Option<String>,
 }
 
@@ -170,6 +181,9 @@ pub struct Report {
 pub enum Verdict {
     /// Every check passed or was skipped; warnings allowed. Exit 0.
     Healthy,
+    /// No check failed, but some could not be made: not known to be healthy. Exit 0, as the
+    /// caller's rights are not the cluster's fault; the summary says what is missing.
+    Unchecked,
     /// A check failed. Exit 1.
     Failed,
     /// The API server could not be reached at all. Exit 2.
@@ -182,6 +196,8 @@ impl Report {
             Verdict::Unreachable
         } else if self.checks.iter().any(|c| c.status == Status::Error) {
             Verdict::Failed
+        } else if self.checks.iter().any(|c| c.status == Status::Unknown) {
+            Verdict::Unchecked
         } else {
             Verdict::Healthy
         }

@@ -215,7 +215,7 @@ fn cannot_tell(kinds: impl IntoIterator<Item = Kind>, why: &str) -> Vec<Check> {
     let Some(first) = kinds.next() else {
         return Vec::new();
     };
-    let mut checks = vec![first.warning(
+    let mut checks = vec![first.cannot_tell(
         why,
         "run doctor as someone who may create them (nothing is stored: it is a dry run), or read the feature gates from the cluster's configuration",
     )];

@@ -8,7 +8,7 @@
 //! * Pure decisions, answers in and checks out: [`api_server`], [`features`] (the dry-run
 //!   probes and what a dropped field means), [`pre`] (`--pre`: permission to install, cert-
 //!   manager, the namespace, Pod Security, webhook names; [`pre::install`] reads the rendered
-//!   manifests), [`installed`] (Deployments, the Lease, permissions, registration, the webhook
+//!   manifests, [`pre::shipped`] holds deploy/'s, built in), [`installed`] (Deployments, the Lease, permissions, registration, the webhook
 //!   probes, the serving certificate, what `audit` would report).
 //! * [`read`]: the thin shell, read-only but for server-side dry runs and access reviews, with
 //!   the caller's credentials; [`run::diagnose`] runs it all once.

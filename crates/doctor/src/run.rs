@@ -22,7 +22,8 @@ pub struct Options {
     pub pre: bool,
     /// jobwarden's namespace.
     pub namespace: String,
-    /// `--install`: the rendered manifests `--pre` checks.
+    /// `--install`: the rendered manifests `--pre` checks; without, the install jobwarden
+    /// ships ([`Install::shipped`]).
     pub install: Option<Install>,
     /// `--config`: the policy, instead of the one the install runs.
     pub policy: Option<Policy>,
@@ -70,10 +71,17 @@ pub async fn diagnose(
     report.checks.push(features::match_conditions(&webhook));
 
     if options.pre {
-        let install = options.install.as_ref();
+        let shipped;
+        let install = match &options.install {
+            Some(install) => install,
+            None => {
+                shipped = Install::shipped();
+                &shipped
+            }
+        };
         // Where the manifests put their objects is where they will go, whatever -n says.
         let namespace = install
-            .and_then(Install::namespace)
+            .namespace()
             .unwrap_or_else(|| options.namespace.clone());
         let observed = read::pre::read(cluster, install, &namespace).await;
         let ours = our_configurations(install, &namespace, options.policy.as_ref());
@@ -100,13 +108,11 @@ pub async fn diagnose(
 /// The webhook configurations the install registers: those its manifests hold, else those
 /// `jobwarden webhooks` generates for the policy (deploy/ registers them from its own folder).
 fn our_configurations(
-    install: Option<&Install>,
+    install: &Install,
     namespace: &str,
     policy: Option<&Policy>,
 ) -> Vec<WebhookConfiguration> {
-    let listed = install
-        .map(Install::webhook_configurations)
-        .unwrap_or_default();
+    let listed = install.webhook_configurations();
     if !listed.is_empty() {
         return listed;
     }

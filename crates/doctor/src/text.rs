@@ -1,5 +1,6 @@
 //! A report as text, grouped and marked like `linkerd check`'s: a line per check, and under
-//! each warning and failure the hint and the troubleshooting link. Pure.
+//! each check that could not be made, warning and failure the hint and the troubleshooting
+//! link; the last line counts each apart. Pure.
 
 use std::fmt::Write as _;
 
@@ -18,7 +19,10 @@ pub fn render(report: &Report) -> String {
                 check.name(),
                 check.message
             );
-            if matches!(check.status, Status::Warning | Status::Error) {
+            if matches!(
+                check.status,
+                Status::Unknown | Status::Warning | Status::Error
+            ) {
                 if let Some(hint) = &check.hint {
                     let _ = writeln!(out, "    {hint}");
                 }
@@ -27,12 +31,23 @@ pub fn render(report: &Report) -> String {
         }
         out.push('\n');
     }
-    let (errors, warnings) = (report.count(Status::Error), report.count(Status::Warning));
+    let (errors, unknown, warnings) = (
+        report.count(Status::Error),
+        report.count(Status::Unknown),
+        report.count(Status::Warning),
+    );
     let summary = match report.verdict() {
         Verdict::Unreachable => "× cannot reach the API server".to_owned(),
         Verdict::Failed => format!(
-            "× {errors} check{} failed{}",
-            if errors == 1 { "" } else { "s" },
+            "× {}{}{}",
+            checks(errors, "failed"),
+            with_unknown(unknown),
+            with_warnings(warnings)
+        ),
+        // Never "healthy": what could not be checked may be what is wrong.
+        Verdict::Unchecked => format!(
+            "? not all checked: {}{}",
+            checks(unknown, "could not be made"),
             with_warnings(warnings)
         ),
         Verdict::Healthy if warnings > 0 => format!("‼ healthy{}", with_warnings(warnings)),
@@ -41,6 +56,18 @@ pub fn render(report: &Report) -> String {
     out.push_str(&summary);
     out.push('\n');
     out
+}
+
+/// `1 check failed`, `3 checks could not be made`.
+fn checks(n: usize, what: &str) -> String {
+    format!("{n} check{} {what}", if n == 1 { "" } else { "s" })
+}
+
+fn with_unknown(n: usize) -> String {
+    match n {
+        0 => String::new(),
+        n => format!(", {n} could not be made"),
+    }
 }
 
 fn with_warnings(n: usize) -> String {

@@ -402,7 +402,7 @@ fn bin_dir() -> PathBuf {
 }
 
 /// The v1.36 kubectl built beside the server when there is one, else the one on the PATH.
-pub(crate) fn kubectl_program() -> PathBuf {
+pub fn kubectl_program() -> PathBuf {
     let built = bin_dir().join("kubectl");
     if built.is_file() {
         built

@@ -1,10 +1,14 @@
 //! The server's Prometheus metrics: reviews by endpoint, operation and verdict, their latency,
 //! requests in progress, and the serving certificate's reloads and expiry. Label values come
 //! from small closed sets, never from request data as sent, so a client cannot grow the series.
+//! The label sets a review of a Job can get are served from the start, at 0: a series that
+//! first appears at 1 has no earlier sample for `rate()` to grow from.
 
 use std::sync::atomic::AtomicU64;
 
 use jobwarden_admission::{Verdict, Webhook};
+
+use crate::rejection;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -108,6 +112,12 @@ impl Metrics {
             "notAfter of the certificate being served, as Unix time",
             metrics.certificate_expiry.clone(),
         );
+        for labels in known_requests() {
+            let _series = metrics.requests.get_or_create(&labels);
+        }
+        for endpoint in [Endpoint::mutate, Endpoint::validate] {
+            let _series = metrics.duration.get_or_create(&EndpointLabels { endpoint });
+        }
         metrics
     }
 
@@ -161,6 +171,44 @@ pub(crate) fn verdict_label(verdict: Verdict) -> String {
     verdict.to_string()
 }
 
+/// The label sets of the requests kube-apiserver sends through the registrations jobwarden
+/// generates: the mutating webhooks are sent creates, which they allow or patch (they never
+/// deny); the validating ones creates and updates, which they allow, or deny as invalid (422)
+/// or forbidden by the policy (403); and either may refuse a request it cannot review, whose
+/// operation is then unknown. Others (`ignored`, a 400 for a malformed review) come only from
+/// a caller other than kube-apiserver, or a registration wider than jobwarden's, and appear
+/// when they happen.
+fn known_requests() -> Vec<RequestLabels> {
+    let reviews = [
+        (Endpoint::mutate, "CREATE", Verdict::Allowed),
+        (Endpoint::mutate, "CREATE", Verdict::Patched),
+    ]
+    .into_iter()
+    .chain(["CREATE", "UPDATE"].into_iter().flat_map(|operation| {
+        [
+            Verdict::Allowed,
+            Verdict::Denied { code: 403 },
+            Verdict::Denied { code: 422 },
+        ]
+        .map(|verdict| (Endpoint::validate, operation, verdict))
+    }))
+    .map(|(endpoint, operation, verdict)| RequestLabels {
+        endpoint,
+        operation,
+        verdict: verdict_label(verdict),
+    });
+    let refusals = [Endpoint::mutate, Endpoint::validate]
+        .into_iter()
+        .flat_map(|endpoint| {
+            rejection::VERDICTS.map(|verdict| RequestLabels {
+                endpoint,
+                operation: known_operation(""),
+                verdict: verdict.to_owned(),
+            })
+        });
+    reviews.chain(refusals).collect()
+}
+
 fn known_operation(operation: &str) -> &'static str {
     match operation {
         "CREATE" => "CREATE",
@@ -168,5 +216,38 @@ fn known_operation(operation: &str) -> &'static str {
         "DELETE" => "DELETE",
         "CONNECT" => "CONNECT",
         _ => "unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prometheus_client::encoding::text::encode;
+
+    /// A server that has answered nothing serves every family the dashboard and the alerts
+    /// read: the review label sets and the refusals (the alert's) at 0, a histogram per
+    /// endpoint.
+    #[test]
+    fn a_fresh_server_serves_its_known_series_at_zero() {
+        let mut registry = Registry::default();
+        let _metrics = Metrics::register(&mut registry);
+        let mut text = String::new();
+        encode(&mut text, &registry).expect("encodes");
+        for line in [
+            "jobwarden_admission_requests_total{endpoint=\"mutate\",operation=\"CREATE\",verdict=\"patched\"} 0",
+            "jobwarden_admission_requests_total{endpoint=\"validate\",operation=\"UPDATE\",verdict=\"denied_422\"} 0",
+            "jobwarden_admission_requests_total{endpoint=\"validate\",operation=\"CREATE\",verdict=\"denied_403\"} 0",
+            "jobwarden_admission_requests_total{endpoint=\"validate\",operation=\"unknown\",verdict=\"over_budget\"} 0",
+            "jobwarden_admission_requests_total{endpoint=\"mutate\",operation=\"unknown\",verdict=\"error\"} 0",
+            "jobwarden_admission_request_duration_seconds_count{endpoint=\"mutate\"} 0",
+            "jobwarden_admission_request_duration_seconds_count{endpoint=\"validate\"} 0",
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
+        let requests = text
+            .lines()
+            .filter(|l| l.starts_with("jobwarden_admission_requests_total{"))
+            .count();
+        assert_eq!(requests, 2 + 6 + 10, "{text}");
     }
 }

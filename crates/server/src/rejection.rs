@@ -18,6 +18,15 @@ pub(crate) enum Rejection {
     ReviewFailed,
 }
 
+/// Every verdict label a [`Rejection`] can give (the metrics serve each from the start).
+pub(crate) const VERDICTS: [&str; 5] = [
+    "bad_content_type",
+    "too_large",
+    "over_budget",
+    "unreadable",
+    "error",
+];
+
 impl Rejection {
     pub(crate) fn status(&self) -> StatusCode {
         match self {
@@ -58,6 +67,25 @@ impl Rejection {
             Rejection::Empty => "request body is empty".to_owned(),
             Rejection::Unreadable(e) => e.to_string(),
             Rejection::ReviewFailed => "the review failed unexpectedly".to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rejections_verdict_is_listed() {
+        for rejection in [
+            Rejection::UnsupportedMediaType("text/plain".into()),
+            Rejection::TooLarge(1),
+            Rejection::OverBudget(1),
+            Rejection::BodyUnreadable("cut off".into()),
+            Rejection::Empty,
+            Rejection::ReviewFailed,
+        ] {
+            assert!(VERDICTS.contains(&rejection.verdict()), "{rejection:?}");
         }
     }
 }

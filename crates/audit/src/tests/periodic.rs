@@ -105,24 +105,27 @@ fn harness(policy: Policy, max_events_per_pass: usize) -> Harness {
 }
 
 impl Harness {
-    /// The `jobwarden_audit_violations` lines of `/metrics`, sorted.
+    /// The `jobwarden_audit_violations` lines of `/metrics` of a namespace, sorted (each rule's
+    /// baseline at 0 left out).
     fn gauge(&self) -> Vec<String> {
         let mut text = String::new();
         encode(&mut text, &self.registry).expect("encodes");
         let mut lines: Vec<String> = text
             .lines()
             .filter(|l| l.starts_with("jobwarden_audit_violations{"))
+            .filter(|l| !l.starts_with("jobwarden_audit_violations{namespace=\"\","))
             .map(str::to_owned)
             .collect();
         lines.sort();
         lines
     }
 
+    /// The line of the series `name` (with its labels, if any).
     fn metric(&self, name: &str) -> Option<String> {
         let mut text = String::new();
         encode(&mut text, &self.registry).expect("encodes");
         text.lines()
-            .find(|l| l.starts_with(&format!("{name} ")) || l.starts_with(&format!("{name}{{")))
+            .find(|l| l.strip_prefix(name).is_some_and(|v| v.starts_with(' ')))
             .map(str::to_owned)
     }
 }
@@ -252,7 +255,8 @@ async fn a_warning_that_could_not_be_published_stays_owed() {
     let report = h.audit.pass().await;
     assert_eq!((report.events_published, report.events_failed), (0, 1));
     assert_eq!(
-        h.metric("jobwarden_audit_events_total").as_deref(),
+        h.metric("jobwarden_audit_events_total{result=\"failed\"}")
+            .as_deref(),
         Some("jobwarden_audit_events_total{result=\"failed\"} 1")
     );
     h.sink.fail(false);
@@ -422,23 +426,34 @@ fn notes_fit_the_events_api_and_say_what_was_left_out() {
     assert_eq!(due.len(), 1);
 }
 
-/// With nothing found, the two families have no series at all (so `/metrics` shows neither
-/// name); the scalar gauges are always there.
+/// Before any pass and with nothing found, every family is served: the violations as each
+/// rule's baseline at 0 (no namespace), the Events at 0 for both results.
 #[tokio::test]
 async fn metrics_register_under_their_documented_names() {
     let mut h = harness(Policy::default(), 100);
+    let mut before = String::new();
+    encode(&mut before, &h.registry).expect("encodes");
     h.cache.holds(vec![job("fine").build()]);
     h.audit.pass().await;
     let mut text = String::new();
     encode(&mut text, &h.registry).expect("encodes");
-    for name in [
-        "# TYPE jobwarden_audit_jobs gauge",
-        "# TYPE jobwarden_audit_unreadable_jobs gauge",
-        "# TYPE jobwarden_audit_last_pass_timestamp_seconds gauge",
-    ] {
-        assert!(text.contains(name), "{name} missing from\n{text}");
+    for text in [&before, &text] {
+        for name in [
+            "# TYPE jobwarden_audit_jobs gauge",
+            "# TYPE jobwarden_audit_unreadable_jobs gauge",
+            "# TYPE jobwarden_audit_last_pass_timestamp_seconds gauge",
+            "jobwarden_audit_violations{namespace=\"\",rule=\"spec\"} 0",
+            "jobwarden_audit_violations{namespace=\"\",rule=\"rule_names\"} 0",
+            "jobwarden_audit_violations{namespace=\"\",rule=\"policy\"} 0",
+            "jobwarden_audit_violations{namespace=\"\",rule=\"status\"} 0",
+            "jobwarden_audit_violations{namespace=\"\",rule=\"stuck_delegation\"} 0",
+            "jobwarden_audit_events_total{result=\"published\"} 0",
+            "jobwarden_audit_events_total{result=\"failed\"} 0",
+        ] {
+            assert!(text.contains(name), "{name} missing from\n{text}");
+        }
     }
-    assert!(!text.contains("jobwarden_audit_violations"), "{text}");
+    assert!(h.gauge().is_empty(), "{text}");
     let stamp = h
         .metric("jobwarden_audit_last_pass_timestamp_seconds")
         .unwrap_or_default();

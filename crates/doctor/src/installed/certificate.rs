@@ -121,7 +121,7 @@ pub fn serving_certificate(endpoints: &[Endpoint], serving: &Serving, now: Times
     let (secret, pem) = match serving {
         Serving::Read { secret, pem } => (secret, pem),
         Serving::Unknown(why) => {
-            return SERVING_CERTIFICATE.warning(
+            return SERVING_CERTIFICATE.cannot_tell(
                 format!("cannot tell which certificate jobwarden serves: {why}"),
                 "the webhook probes above show whether kube-apiserver trusts it",
             );
@@ -133,7 +133,7 @@ pub fn serving_certificate(endpoints: &[Endpoint], serving: &Serving, now: Times
             );
         }
         Serving::Unreadable { secret, error } => {
-            return SERVING_CERTIFICATE.warning(
+            return SERVING_CERTIFICATE.cannot_tell(
                 format!("cannot read Secret {secret}: {error}; the caBundle was not compared with the certificate"),
                 "the webhook probes above show whether kube-apiserver trusts it; doctor needs get on that Secret to say more",
             );

@@ -155,7 +155,7 @@ pub fn deployments(namespace: &str, read: &Result<Vec<DeploymentView>, String>) 
     let found = match read {
         Ok(found) => found,
         Err(e) => {
-            return vec![DEPLOYMENT.warning(
+            return vec![DEPLOYMENT.cannot_tell(
                 format!("cannot list Deployments in namespace {namespace}: {e}"),
                 format!("`kubectl -n {namespace} get deployments -l {PART_OF}` lists them"),
             )];

@@ -45,7 +45,7 @@ pub fn lease(
             );
         }
         Err(e) => {
-            return LEASE.warning(
+            return LEASE.cannot_tell(
                 format!("cannot read Lease {namespace}/{LEASE_NAME}: {e}"),
                 format!("`kubectl -n {namespace} get lease {LEASE_NAME} -o yaml` shows it"),
             );
@@ -80,7 +80,7 @@ pub fn lease(
     }
     match holder_pod(&holder, pods, controllers) {
         Ok(deployment) => LEASE.ok(format!("{held}, a running replica of Deployment {deployment}")),
-        Err(Unseen::Unreadable(e)) => LEASE.warning(
+        Err(Unseen::Unreadable(e)) => LEASE.cannot_tell(
             format!("{held}; cannot tell whether {holder} is a running replica: {e}"),
             format!("`kubectl -n {namespace} get pod {holder}` shows it"),
         ),

@@ -38,7 +38,7 @@ pub fn lease_priority(
     let schemas = match flow_schemas {
         Ok(schemas) => schemas,
         Err(e) => {
-            return LEASE_PRIORITY.warning(
+            return LEASE_PRIORITY.cannot_tell(
                 format!("cannot read FlowSchemas: {e}"),
                 "`kubectl get flowschemas` lists them (doctor needs `list` on flowschemas.flowcontrol.apiserver.k8s.io)",
             );

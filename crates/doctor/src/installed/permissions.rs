@@ -210,7 +210,7 @@ pub fn service_account(
         );
     }
     if let Some((access, Err(e))) = answers.iter().find(|(_, a)| a.is_err()) {
-        return SERVICE_ACCOUNT.warning(
+        return SERVICE_ACCOUNT.cannot_tell(
             format!("cannot tell what {user} may do ({access}): {e}"),
             "doctor asks with SubjectAccessReviews, which need create on subjectaccessreviews (authorization.k8s.io)",
         );
@@ -248,7 +248,7 @@ pub fn metrics_reader(name: &str, role: &Result<Option<Value>, String>) -> Check
             format!("no ClusterRole {name}: nobody can be allowed to read jobwarden's /metrics"),
             "apply the install again, then bind Prometheus's ServiceAccount to it (docs/operations.md#who-may-read-the-metrics)",
         ),
-        Err(e) => METRICS_READER.warning(
+        Err(e) => METRICS_READER.cannot_tell(
             format!("cannot read ClusterRole {name}: {e}"),
             format!("`kubectl get clusterrole {name} -o yaml` shows it"),
         ),

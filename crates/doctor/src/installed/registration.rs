@@ -35,7 +35,7 @@ pub fn registration(
     let registered = match registered {
         Ok(r) => r,
         Err(e) => {
-            return REGISTRATION.warning(
+            return REGISTRATION.cannot_tell(
                 format!("cannot read the webhook configurations named {name}: {e}"),
                 format!("`kubectl get mutatingwebhookconfiguration,validatingwebhookconfiguration {name} -o yaml` shows them"),
             );
@@ -50,7 +50,7 @@ pub fn registration(
     let policy = match policy {
         Ok(p) => p,
         Err(e) => {
-            return REGISTRATION.warning(
+            return REGISTRATION.cannot_tell(
                 format!("cannot tell what the policy needs: {e}"),
                 "give the install's policy file with --config",
             );

@@ -54,7 +54,7 @@ pub fn stored_jobs(tally: &Result<Tally, String>, stuck_after: Duration) -> Vec<
         Ok(t) => t,
         Err(e) => {
             return vec![
-                REFUSED_JOBS.warning(
+                REFUSED_JOBS.cannot_tell(
                     format!("cannot list the stored Jobs: {e}"),
                     "doctor counts what `jobwarden audit` reports, which needs list on jobs (batch) in every namespace",
                 ),

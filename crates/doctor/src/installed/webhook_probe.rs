@@ -231,7 +231,7 @@ fn skipped(kind: Kind, configuration: &str, probed: &Probed) -> Check {
 }
 
 fn no_answer(kind: Kind, namespace: &str, error: &str) -> Check {
-    kind.warning(
+    kind.cannot_tell(
         format!("the dry run in namespace {namespace} got no answer: {error}"),
         "is the API server healthy?",
     )
@@ -259,7 +259,7 @@ fn unanswered(
         );
     }
     if answer.code == 403 && !message.contains("admission webhook") {
-        return kind.warning(
+        return kind.cannot_tell(
             format!("cannot tell: a server-side dry run needs create on jobs in namespace {namespace}: {}", refusal(answer)),
             "run doctor as someone who may create Jobs there (nothing is stored: it is a dry run)",
         );

@@ -1,9 +1,11 @@
 //! `doctor --pre`: may this caller install jobwarden here. Permission to create what the chosen
-//! install creates and to grant what its roles grant, cert-manager served where the install
-//! uses it, the namespace there or creatable, its Pod Security level admitting jobwarden's pod,
-//! and jobwarden's webhook names free. Pure: every answer is a parameter.
+//! install (`--install`, else the one jobwarden ships: [`shipped`]) creates and to grant what its
+//! roles grant, cert-manager served where the install uses it, the namespace there or
+//! creatable, its Pod Security level admitting jobwarden's pod, and jobwarden's webhook names
+//! free. Pure: every answer is a parameter.
 
 pub mod install;
+pub mod shipped;
 
 use std::collections::BTreeMap;
 
@@ -31,7 +33,7 @@ pub struct PreObserved {
 /// policy needs, when the manifests hold none).
 pub fn checks(
     namespace: &str,
-    install: Option<&Install>,
+    install: &Install,
     ours: &[WebhookConfiguration],
     o: &PreObserved,
 ) -> Vec<Check> {
@@ -52,13 +54,8 @@ const LISTED: usize = 6;
 /// An access review's answer: allowed or not, or why there was no answer.
 pub type Allowed = Result<bool, String>;
 
-pub fn install_manifests(install: Option<&Install>) -> Check {
-    let Some(install) = install else {
-        return INSTALL_MANIFESTS.warning(
-            "no install given: permission to install, cert-manager and Pod Security are not checked",
-            "give the rendered install: `kubectl kustomize deploy/ | jobwarden doctor --pre --install -`, or `helm template jobwarden charts/jobwarden -n jobwarden-system | jobwarden doctor --pre --install -`",
-        );
-    };
+/// Which install the checks below are about: the caller's, or the one jobwarden ships.
+pub fn install_manifests(install: &Install) -> Check {
     if install.objects.is_empty() {
         return INSTALL_MANIFESTS.error(
             format!("{} hold no object", install.sources.join(", ")),
@@ -67,9 +64,9 @@ pub fn install_manifests(install: Option<&Install>) -> Check {
     }
     let kinds: Vec<String> = install.kinds().into_iter().map(|(_, k)| k).collect();
     INSTALL_MANIFESTS.ok(format!(
-        "{} objects from {} ({})",
-        install.objects.len(),
+        "{}: {} objects ({})",
         install.sources.join(", "),
+        install.objects.len(),
         kinds.join(", ")
     ))
 }
@@ -89,10 +86,7 @@ fn refused(answers: &[(Access, Allowed)]) -> (Vec<&Access>, Vec<String>) {
 }
 
 /// Whether the caller may create, read and patch every object of the install.
-pub fn may_install(install: Option<&Install>, answers: &[(Access, Allowed)]) -> Check {
-    if install.is_none() {
-        return MAY_INSTALL.skipped("no install given");
-    }
+pub fn may_install(install: &Install, answers: &[(Access, Allowed)]) -> Check {
     let (denied, unknown) = refused(answers);
     if !denied.is_empty() {
         return MAY_INSTALL.error(
@@ -101,14 +95,14 @@ pub fn may_install(install: Option<&Install>, answers: &[(Access, Allowed)]) -> 
         );
     }
     if !unknown.is_empty() {
-        return MAY_INSTALL.warning(
+        return MAY_INSTALL.cannot_tell(
             format!("cannot tell: {}", listed(&unknown, 2)),
             "SelfSubjectAccessReview is open to every authenticated user; is the API server healthy?",
         );
     }
     MAY_INSTALL.ok(format!(
         "you may create, get and patch all {} objects ({} access reviews)",
-        install.map_or(0, |i| i.objects.len()),
+        install.objects.len(),
         answers.len()
     ))
 }
@@ -122,8 +116,8 @@ pub struct GrantAnswers {
 }
 
 /// Whether kube-apiserver will let the caller create the install's roles and bindings.
-pub fn may_grant(install: Option<&Install>, answers: &GrantAnswers) -> Check {
-    if !install.is_some_and(Install::grants_rbac) {
+pub fn may_grant(install: &Install, answers: &GrantAnswers) -> Check {
+    if !install.grants_rbac() {
         return MAY_GRANT.skipped("the install grants no RBAC");
     }
     if let Some(Ok(true)) = answers.escalate_and_bind {
@@ -140,7 +134,7 @@ pub fn may_grant(install: Option<&Install>, answers: &GrantAnswers) -> Check {
         );
     }
     if !unknown.is_empty() {
-        return MAY_GRANT.warning(
+        return MAY_GRANT.cannot_tell(
             format!("cannot tell: {}", listed(&unknown, 2)),
             "SelfSubjectAccessReview is open to every authenticated user; is the API server healthy?",
         );
@@ -153,10 +147,7 @@ pub fn may_grant(install: Option<&Install>, answers: &GrantAnswers) -> Check {
 
 /// cert-manager's kinds the install uses, against the kinds the API server serves in
 /// `cert-manager.io` (`Ok(empty)`: the group is not served at all).
-pub fn cert_manager(install: Option<&Install>, served: &Result<Vec<String>, String>) -> Check {
-    let Some(install) = install else {
-        return CERT_MANAGER.skipped("no install given");
-    };
+pub fn cert_manager(install: &Install, served: &Result<Vec<String>, String>) -> Check {
     let used: Vec<TypeRef> = install.cert_manager_kinds();
     if used.is_empty() {
         return CERT_MANAGER.skipped("the install does not use cert-manager");
@@ -164,7 +155,7 @@ pub fn cert_manager(install: Option<&Install>, served: &Result<Vec<String>, Stri
     let served = match served {
         Ok(served) => served,
         Err(e) => {
-            return CERT_MANAGER.warning(
+            return CERT_MANAGER.cannot_tell(
                 format!("cannot tell: {e}"),
                 "`kubectl api-resources --api-group=cert-manager.io` lists what is served",
             );
@@ -208,9 +199,9 @@ pub fn namespace(
     name: &str,
     state: &NamespaceState,
     may_create: &Allowed,
-    install: Option<&Install>,
+    install: &Install,
 ) -> Check {
-    let created = install.is_some_and(|i| i.namespace_object(name).is_some());
+    let created = install.namespace_object(name).is_some();
     match state {
         NamespaceState::Exists {
             terminating: true, ..
@@ -230,12 +221,12 @@ pub fn namespace(
                 format!("namespace {name} does not exist, and you may not create namespaces"),
                 "ask a cluster admin to create it, labelled pod-security.kubernetes.io/enforce=restricted",
             ),
-            Err(e) => NAMESPACE.warning(
+            Err(e) => NAMESPACE.cannot_tell(
                 format!("namespace {name} does not exist; cannot tell whether you may create it: {e}"),
                 format!("`kubectl auth can-i create namespaces` says; or create {name} first"),
             ),
         },
-        NamespaceState::Unknown(e) => NAMESPACE.warning(
+        NamespaceState::Unknown(e) => NAMESPACE.cannot_tell(
             format!("cannot tell whether namespace {name} exists: {e}"),
             format!("`kubectl get namespace {name}` says"),
         ),
@@ -249,12 +240,9 @@ pub const ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
 pub fn pod_security(
     namespace: &str,
     state: &NamespaceState,
-    install: Option<&Install>,
+    install: &Install,
     probes: &[(String, Reply)],
 ) -> Check {
-    let Some(install) = install else {
-        return POD_SECURITY.skipped("no install given");
-    };
     let labels = match state {
         NamespaceState::Exists { labels, .. } => labels,
         NamespaceState::Absent => {
@@ -297,13 +285,13 @@ pub fn pod_security(
                 );
             }
             Ok(a) if a.message().contains("error looking up service account") => {
-                return POD_SECURITY.warning(
+                return POD_SECURITY.cannot_tell(
                     format!("cannot tell: namespace {namespace} has no ServiceAccount default to try jobwarden's pod under"),
                     "kube-controller-manager gives every namespace one within seconds: is it running? Run doctor --pre again",
                 );
             }
             Ok(a) if a.code == 403 => {
-                return POD_SECURITY.warning(
+                return POD_SECURITY.cannot_tell(
                     format!("cannot tell: a server-side dry run of the pod needs create on pods in namespace {namespace}: {}", refusal(a)),
                     "run doctor --pre as someone who may create pods there (nothing is stored: it is a dry run)",
                 );
@@ -315,7 +303,7 @@ pub fn pod_security(
                 );
             }
             Err(e) => {
-                return POD_SECURITY.warning(
+                return POD_SECURITY.cannot_tell(
                     format!("cannot tell: the dry run of {owner}'s pod got no answer: {e}"),
                     "is the API server healthy?",
                 );
@@ -346,7 +334,7 @@ pub fn webhook_names(
     let registered = match registered {
         Ok(r) => r,
         Err(e) => {
-            return WEBHOOK_NAMES.warning(
+            return WEBHOOK_NAMES.cannot_tell(
                 format!("cannot list the registered webhook configurations: {e}"),
                 "`kubectl get mutatingwebhookconfigurations,validatingwebhookconfigurations` lists them",
             );

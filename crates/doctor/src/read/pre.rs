@@ -13,14 +13,12 @@ use crate::pre::install::{
 };
 use crate::pre::{Allowed, GrantAnswers, NamespaceState, PreObserved};
 
-pub async fn read(cluster: &Cluster, install: Option<&Install>, namespace: &str) -> PreObserved {
-    let empty = Install::default();
-    let install_or_empty = install.unwrap_or(&empty);
-    let resources = discover(cluster, &install_or_empty.kinds()).await;
+pub async fn read(cluster: &Cluster, install: &Install, namespace: &str) -> PreObserved {
+    let resources = discover(cluster, &install.kinds()).await;
     let access = cluster
-        .may_each(install_or_empty.accesses(&resources, namespace))
+        .may_each(install.accesses(&resources, namespace))
         .await;
-    let grants = grant_answers(cluster, install_or_empty, namespace).await;
+    let grants = grant_answers(cluster, install, namespace).await;
     let cert_manager = served_kinds(cluster, &format!("/apis/{CERT_MANAGER_GROUP}/v1")).await;
     let state = namespace_state(cluster, namespace).await;
     let may_create_namespace = cluster
@@ -28,7 +26,7 @@ pub async fn read(cluster: &Cluster, install: Option<&Install>, namespace: &str)
         .await;
     let mut pod_security = Vec::new();
     if matches!(state, NamespaceState::Exists { .. }) {
-        for probe in install_or_empty.pod_probes(namespace) {
+        for probe in install.pod_probes(namespace) {
             let path = collection("", "v1", Some(&probe.namespace), "pods");
             let reply = cluster.dry_run_create(&path, &probe.pod).await;
             pod_security.push((probe.owner, reply));

@@ -1,6 +1,6 @@
 //! The API server group: reachability, version, caller, and the features a dry run keeps.
 
-use super::{ERROR, OK, SKIPPED, WARNING};
+use super::{ERROR, OK, SKIPPED, UNKNOWN, WARNING};
 use super::{expect, recorded, refused};
 use crate::api_server::{Caller, Version, caller, reachable, version};
 use crate::catalogue::*;
@@ -39,7 +39,7 @@ fn versions_against_the_supported_range() {
         ("v1.33.1-eks-abc", "1", "33+", OK, "v1.33.1-eks-abc"),
         ("v1.37.0", "1", "37", OK, "newer than v1.36"),
         ("v1.31.4", "1", "31", ERROR, "older than v1.32"),
-        ("v9", "", "", WARNING, "cannot tell"),
+        ("v9", "", "", UNKNOWN, "cannot tell"),
     ] {
         expect(
             &version(&v(git, major, minor)),
@@ -65,7 +65,7 @@ fn the_caller_as_the_api_server_sees_it() {
     expect(
         &caller(&Err("404".into())),
         CALLER,
-        WARNING,
+        UNKNOWN,
         &["would not say"],
     );
 }
@@ -180,7 +180,7 @@ fn a_probe_that_tells_nothing_is_one_warning() {
     expect(
         &checks[0],
         MANAGED_BY,
-        WARNING,
+        UNKNOWN,
         &[
             "cannot tell",
             "create on Jobs in namespace default",
@@ -196,13 +196,13 @@ fn a_probe_that_tells_nothing_is_one_warning() {
     expect(
         &checks[0],
         MANAGED_BY,
-        WARNING,
+        UNKNOWN,
         &["got no answer", "connection reset"],
     );
     expect(
         &match_conditions(&Ok(refused(403, "forbidden"))),
         MATCH_CONDITIONS,
-        WARNING,
+        UNKNOWN,
         &["create on validatingwebhookconfigurations"],
     );
 }

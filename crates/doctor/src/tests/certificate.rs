@@ -7,7 +7,7 @@ use k8s_openapi::jiff::Timestamp;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair, date_time_ymd};
 
 use super::expect;
-use super::{ERROR, OK, SKIPPED, WARNING};
+use super::{ERROR, OK, SKIPPED, UNKNOWN, WARNING};
 use crate::catalogue::SERVING_CERTIFICATE;
 use crate::check::Status;
 use crate::installed::certificate::{Endpoint, Serving, endpoints, serving_certificate};
@@ -207,7 +207,7 @@ fn when_the_certificate_cannot_be_read() {
             now,
         ),
         SERVING_CERTIFICATE,
-        WARNING,
+        UNKNOWN,
         &["cannot read Secret ns/s: forbidden"],
     );
     expect(
@@ -225,7 +225,7 @@ fn when_the_certificate_cannot_be_read() {
     expect(
         &serving_certificate(&trusted, &Serving::Unknown("no --tls-cert".into()), now),
         SERVING_CERTIFICATE,
-        WARNING,
+        UNKNOWN,
         &["no --tls-cert"],
     );
     expect(

@@ -9,7 +9,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::expect;
-use super::{ERROR, OK, SKIPPED, WARNING};
+use super::{ERROR, OK, SKIPPED, UNKNOWN, WARNING};
 use crate::access::Access;
 use crate::catalogue::*;
 use crate::installed::deployment::{
@@ -206,7 +206,7 @@ fn deployments_by_table() {
     expect(
         &deployments("x", &Err("forbidden".into()))[0],
         DEPLOYMENT,
-        WARNING,
+        UNKNOWN,
         &["cannot list"],
     );
 }
@@ -271,13 +271,13 @@ fn the_registration_against_the_policy() {
             &Ok(registered(&default)),
         ),
         REGISTRATION,
-        WARNING,
+        UNKNOWN,
         &["no ConfigMap"],
     );
     expect(
         &registration("jobwarden", &Ok(default), &Err("forbidden".into())),
         REGISTRATION,
-        WARNING,
+        UNKNOWN,
         &["forbidden"],
     );
 }
@@ -363,7 +363,7 @@ fn a_service_account_missing_a_permission_is_named() {
     expect(
         &service_account("ns", "jobwarden", &deployments, &unknown),
         SERVICE_ACCOUNT,
-        WARNING,
+        UNKNOWN,
         &["cannot tell"],
     );
 }
@@ -393,7 +393,7 @@ fn the_metrics_reader_role() {
     expect(
         &metrics_reader("r", &Err("forbidden".into())),
         METRICS_READER,
-        WARNING,
+        UNKNOWN,
         &["cannot read"],
     );
 }
@@ -492,7 +492,7 @@ fn what_the_audit_would_report_counted() {
     expect(
         &unread[0],
         REFUSED_JOBS,
-        WARNING,
+        UNKNOWN,
         &["cannot list the stored Jobs"],
     );
     expect(&unread[1], NOBODY_RUNS, SKIPPED, &[]);

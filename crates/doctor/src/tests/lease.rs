@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::expect;
 use super::installed::deployment;
-use super::{ERROR, OK, SKIPPED, WARNING};
+use super::{ERROR, OK, SKIPPED, UNKNOWN, WARNING};
 use crate::catalogue::LEASE;
 use crate::check::Status;
 use crate::installed::lease::lease;
@@ -102,7 +102,7 @@ fn the_lease_by_table() {
         (
             "unreadable",
             Err("forbidden".into()),
-            WARNING,
+            UNKNOWN,
             &["cannot read Lease", "forbidden"],
         ),
     ];
@@ -121,7 +121,7 @@ fn the_lease_by_table() {
     expect(
         &check,
         LEASE,
-        WARNING,
+        UNKNOWN,
         &["cannot tell whether jobwarden-abc is a running replica"],
     );
     let check = lease(

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::expect;
 use super::installed::deployment;
-use super::{OK, SKIPPED, WARNING};
+use super::{OK, SKIPPED, UNKNOWN, WARNING};
 use crate::catalogue::LEASE_PRIORITY;
 use crate::check::Status;
 use crate::installed::lease_priority::lease_priority;
@@ -118,7 +118,7 @@ fn the_lease_priority_level_by_table() {
         (
             "unreadable",
             Err("flowschemas.flowcontrol.apiserver.k8s.io is forbidden".into()),
-            WARNING,
+            UNKNOWN,
             &["cannot read FlowSchemas", "forbidden"],
         ),
     ];

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{ERROR, OK, SKIPPED, WARNING};
+use super::{ERROR, OK, SKIPPED, UNKNOWN, WARNING};
 use super::{expect, refused};
 use crate::access::Access;
 use crate::answer::Answer;
@@ -156,44 +156,45 @@ fn permission_to_install() {
     let get = Access::resource(Some("x"), "apps", "deployments", Some("jobwarden"), "get");
     let i = install();
     expect(
-        &may_install(
-            Some(&i),
-            &[(create.clone(), Ok(true)), (get.clone(), Ok(true))],
-        ),
+        &may_install(&i, &[(create.clone(), Ok(true)), (get.clone(), Ok(true))]),
         MAY_INSTALL,
         OK,
         &["all 7 objects"],
     );
     expect(
-        &may_install(
-            Some(&i),
-            &[(create.clone(), Ok(false)), (get.clone(), Ok(true))],
-        ),
+        &may_install(&i, &[(create.clone(), Ok(false)), (get.clone(), Ok(true))]),
         MAY_INSTALL,
         ERROR,
         &["you may not create clusterroles (rbac.authorization.k8s.io) cluster-wide"],
     );
     expect(
-        &may_install(Some(&i), &[(get, Err("timeout".into()))]),
+        &may_install(&i, &[(get, Err("timeout".into()))]),
         MAY_INSTALL,
-        WARNING,
+        UNKNOWN,
         &["cannot tell"],
     );
-    expect(&may_install(None, &[]), MAY_INSTALL, SKIPPED, &[]);
     expect(
-        &install_manifests(None),
-        INSTALL_MANIFESTS,
-        WARNING,
-        &["no install given"],
-    );
-    expect(
-        &install_manifests(Some(&i)),
+        &install_manifests(&i),
         INSTALL_MANIFESTS,
         OK,
-        &["7 objects from stdin", "Certificate"],
+        &["stdin: 7 objects (", "Certificate"],
     );
     expect(
-        &install_manifests(Some(&Install::default())),
+        &install_manifests(&Install::shipped()),
+        INSTALL_MANIFESTS,
+        OK,
+        &[
+            &format!(
+                "the install jobwarden {} ships, built in",
+                env!("CARGO_PKG_VERSION")
+            ),
+            "--install checks another",
+            "Deployment",
+            "ValidatingWebhookConfiguration",
+        ],
+    );
+    expect(
+        &install_manifests(&Install::default()),
         INSTALL_MANIFESTS,
         ERROR,
         &["hold no object"],
@@ -212,22 +213,19 @@ fn permission_to_grant_what_the_roles_grant() {
         held,
     };
     expect(
-        &may_grant(Some(&i), &escalate(Ok(true), vec![])),
+        &may_grant(&i, &escalate(Ok(true), vec![])),
         MAY_GRANT,
         OK,
         &["escalate and bind"],
     );
     expect(
-        &may_grant(
-            Some(&i),
-            &escalate(Ok(false), vec![(metrics.clone(), Ok(true))]),
-        ),
+        &may_grant(&i, &escalate(Ok(false), vec![(metrics.clone(), Ok(true))])),
         MAY_GRANT,
         OK,
         &["you hold all 1 permissions"],
     );
     expect(
-        &may_grant(Some(&i), &escalate(Ok(false), vec![(metrics, Ok(false))])),
+        &may_grant(&i, &escalate(Ok(false), vec![(metrics, Ok(false))])),
         MAY_GRANT,
         ERROR,
         &["the install's roles grant what you do not hold: get /metrics"],
@@ -237,7 +235,7 @@ fn permission_to_grant_what_the_roles_grant() {
         objects: vec![json!({"apiVersion": "v1", "kind": "ConfigMap"})],
     };
     expect(
-        &may_grant(Some(&no_rbac), &GrantAnswers::default()),
+        &may_grant(&no_rbac, &GrantAnswers::default()),
         MAY_GRANT,
         SKIPPED,
         &[],
@@ -249,16 +247,13 @@ fn cert_manager_where_the_install_uses_it() {
     let i = install();
     let served = |kinds: &[&str]| Ok(kinds.iter().map(|k| (*k).to_owned()).collect::<Vec<_>>());
     expect(
-        &cert_manager(
-            Some(&i),
-            &served(&["Certificate", "Issuer", "ClusterIssuer"]),
-        ),
+        &cert_manager(&i, &served(&["Certificate", "Issuer", "ClusterIssuer"])),
         CERT_MANAGER,
         OK,
         &["serves Certificate, Issuer"],
     );
     expect(
-        &cert_manager(Some(&i), &served(&[])),
+        &cert_manager(&i, &served(&[])),
         CERT_MANAGER,
         ERROR,
         &[
@@ -271,15 +266,15 @@ fn cert_manager_where_the_install_uses_it() {
         objects: i.objects[..5].to_vec(),
     };
     expect(
-        &cert_manager(Some(&without), &served(&[])),
+        &cert_manager(&without, &served(&[])),
         CERT_MANAGER,
         SKIPPED,
         &["does not use cert-manager"],
     );
     expect(
-        &cert_manager(Some(&i), &Err("503".into())),
+        &cert_manager(&i, &Err("503".into())),
         CERT_MANAGER,
-        WARNING,
+        UNKNOWN,
         &["cannot tell"],
     );
 }
@@ -299,25 +294,25 @@ fn the_namespace() {
     let i = install();
     let ns = "jobwarden-system";
     expect(
-        &namespace(ns, &exists(&[]), &Ok(false), Some(&i)),
+        &namespace(ns, &exists(&[]), &Ok(false), &i),
         NAMESPACE,
         OK,
         &["exists"],
     );
     expect(
-        &namespace(ns, &NamespaceState::Absent, &Ok(true), Some(&i)),
+        &namespace(ns, &NamespaceState::Absent, &Ok(true), &i),
         NAMESPACE,
         OK,
         &["the install creates it"],
     );
     expect(
-        &namespace("other", &NamespaceState::Absent, &Ok(true), Some(&i)),
+        &namespace("other", &NamespaceState::Absent, &Ok(true), &i),
         NAMESPACE,
         OK,
         &["you may create it"],
     );
     expect(
-        &namespace(ns, &NamespaceState::Absent, &Ok(false), None),
+        &namespace(ns, &NamespaceState::Absent, &Ok(false), &Install::default()),
         NAMESPACE,
         ERROR,
         &["you may not create namespaces"],
@@ -327,7 +322,7 @@ fn the_namespace() {
         terminating: true,
     };
     expect(
-        &namespace(ns, &terminating, &Ok(true), None),
+        &namespace(ns, &terminating, &Ok(true), &Install::default()),
         NAMESPACE,
         ERROR,
         &["being deleted"],
@@ -337,10 +332,10 @@ fn the_namespace() {
             ns,
             &NamespaceState::Unknown("forbidden".into()),
             &Ok(true),
-            None,
+            &i,
         ),
         NAMESPACE,
-        WARNING,
+        UNKNOWN,
         &["cannot tell"],
     );
 }
@@ -409,21 +404,21 @@ fn pod_security_by_a_dry_run_of_the_pod() {
             "no default ServiceAccount",
             restricted.clone(),
             Some(Ok(no_account)),
-            WARNING,
+            UNKNOWN,
             &["no ServiceAccount default"],
         ),
         (
             "caller may not",
             restricted.clone(),
             Some(Ok(forbidden)),
-            WARNING,
+            UNKNOWN,
             &["needs create on pods"],
         ),
         (
             "no answer",
             restricted,
             Some(Err("EOF".into())),
-            WARNING,
+            UNKNOWN,
             &["got no answer"],
         ),
         (
@@ -439,7 +434,7 @@ fn pod_security_by_a_dry_run_of_the_pod() {
             .into_iter()
             .map(|r| ("Deployment jobwarden".to_owned(), r))
             .collect();
-        let check = pod_security(ns, &state, Some(&i), &probes);
+        let check = pod_security(ns, &state, &i, &probes);
         assert_eq!(check.status, status, "{what}: {}", check.message);
         expect(&check, POD_SECURITY, status, says);
     }
@@ -490,7 +485,7 @@ fn webhook_names_already_taken() {
     expect(
         &webhook_names(&mine, &Err("forbidden".into())),
         WEBHOOK_NAMES,
-        WARNING,
+        UNKNOWN,
         &["cannot list"],
     );
 }

@@ -76,6 +76,8 @@ fn json_is_one_object_per_check() {
     assert_eq!(ok["group"], "api-server");
 }
 
+/// A check that could not be made is counted apart from warnings, and a run with one is never
+/// called healthy.
 #[test]
 fn the_verdict_is_the_exit_status() {
     assert_eq!(report().verdict(), Verdict::Failed);
@@ -83,6 +85,38 @@ fn the_verdict_is_the_exit_status() {
     healthy.checks.remove(0);
     assert_eq!(healthy.verdict(), Verdict::Healthy);
     assert!(render(&healthy).ends_with("‼ healthy, 1 warning\n"));
+    let mut unchecked = healthy.clone();
+    unchecked.checks.push(MAY_INSTALL.cannot_tell(
+        "cannot tell: create namespaces cluster-wide: timeout",
+        "is the API server healthy?",
+    ));
+    assert_eq!(unchecked.verdict(), Verdict::Unchecked);
+    let text = render(&unchecked);
+    assert!(
+        text.contains(
+            "? permission to install: cannot tell: create namespaces cluster-wide: timeout\n    is the API server healthy?\n    see docs/operations.md#permission-to-install\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("? not all checked: 1 check could not be made, 1 warning\n"),
+        "{text}"
+    );
+    let mut failed = unchecked.clone();
+    failed
+        .checks
+        .push(CERT_MANAGER.error("not installed", "install it"));
+    failed
+        .checks
+        .push(NAMESPACE.cannot_tell("forbidden", "ask"));
+    assert_eq!(failed.verdict(), Verdict::Failed);
+    assert!(
+        render(&failed).ends_with("× 1 check failed, 2 could not be made, 1 warning\n"),
+        "{}",
+        render(&failed)
+    );
+    let json = serde_json::to_value(&unchecked.checks[3]).expect("JSON");
+    assert_eq!(json["status"], "unknown");
     let unreachable = Report {
         checks: vec![API_SERVER_REACHABLE.error("no", "fix")],
         unreachable: true,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use jobwarden_admission::Policy;
 use jobwarden_admission::registration::{Install, configurations};
 
-use super::{ERROR, OK, SKIPPED, WARNING};
+use super::{ERROR, OK, SKIPPED, UNKNOWN};
 use super::{expect, recorded, refused};
 use crate::catalogue::{WEBHOOK_ADMITS, WEBHOOK_DENIES};
 use crate::installed::webhook_probe::{Probed, admits, cause, denies, probe_namespace};
@@ -102,7 +102,7 @@ fn refusals_that_are_not_jobwardens() {
     expect(
         &denies("jobwarden", &sent(Ok(forbidden))),
         WEBHOOK_DENIES,
-        WARNING,
+        UNKNOWN,
         &["cannot tell", "create on jobs"],
     );
     let other = refused(
@@ -128,7 +128,7 @@ fn refusals_that_are_not_jobwardens() {
     expect(
         &denies("jobwarden", &sent(Err("EOF".into()))),
         WEBHOOK_DENIES,
-        WARNING,
+        UNKNOWN,
         &["no answer", "EOF"],
     );
     expect(

@@ -83,6 +83,14 @@ impl MetricsAccess {
             "Scrapes of /metrics refused, by reason: unauthenticated (401), forbidden (403), review_failed (500)",
             refused.clone(),
         );
+        // Each reason served at 0 from the start, so an increase() sees the first refusal.
+        for reason in [
+            Reason::unauthenticated,
+            Reason::forbidden,
+            Reason::review_failed,
+        ] {
+            let _series = refused.get_or_create(&RefusedLabels { reason });
+        }
         MetricsAccess {
             client,
             answers: moka::future::Cache::builder()
