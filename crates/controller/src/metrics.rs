@@ -259,7 +259,6 @@ mod tests {
             ("jobwarden_controller_syncs_total", 3),
             ("jobwarden_controller_jobs_finished_total", 11),
             ("jobwarden_controller_pods_created_total", 3),
-            ("jobwarden_controller_leader_losses_total", 6),
             ("jobwarden_controller_events_dropped_total", 4),
         ] {
             assert_eq!(zero(family).len(), series, "{family}: {text}");
