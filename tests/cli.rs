@@ -32,6 +32,37 @@ fn check_prints_upstream_warnings_on_stderr() {
 }
 
 #[test]
+fn check_judges_the_dispatcher_s_annotations() {
+    let job = |annotations: &str, managed_by: &str| {
+        format!(
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: remote\n  annotations: {annotations}\n\
+             spec:\n  {managed_by}\n  template: {{spec: {{restartPolicy: Never, containers: [{{name: c, image: i}}]}}}}\n"
+        )
+        .into_bytes()
+    };
+    let good = r#"{jobwarden.io/workers: "east, west", jobwarden.io/on-worker-lost: Wait}"#;
+    let out = jobwarden(&["check", "-"], Some(&job(good, "")));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        stderr(&out),
+        "Warning: -: Job \"remote\": metadata.annotations[jobwarden.io/workers]: takes effect only for Jobs with spec.managedBy \"jobwarden.io/dispatcher\"; no other controller reads it\n\
+         Warning: -: Job \"remote\": metadata.annotations[jobwarden.io/on-worker-lost]: takes effect only for Jobs with spec.managedBy \"jobwarden.io/dispatcher\"; no other controller reads it\n"
+    );
+    let dispatched = "managedBy: jobwarden.io/dispatcher";
+    let out = jobwarden(&["check", "-"], Some(&job(good, dispatched)));
+    assert_eq!((out.status.code(), stderr(&out)), (Some(0), String::new()));
+    let bad = r#"{jobwarden.io/workers: "east,,east", jobwarden.io/worker-lost-since: today}"#;
+    let out = jobwarden(&["check", "-"], Some(&job(bad, dispatched)));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stdout(&out),
+        "-: Job \"remote\": metadata.annotations[jobwarden.io/workers][1]: Required value\n\
+         -: Job \"remote\": metadata.annotations[jobwarden.io/workers][2]: Duplicate value: \"east\"\n\
+         -: Job \"remote\": metadata.annotations[jobwarden.io/worker-lost-since]: Invalid value: \"today\": must be an RFC 3339 time such as 2026-11-27T16:13:32Z\n"
+    );
+}
+
+#[test]
 fn check_accepts_valid_json_and_stdin() {
     let out = jobwarden(&["check", "tests/fixtures/valid.json"], None);
     assert_eq!(out.status.code(), Some(0));
@@ -195,6 +226,53 @@ fn review_applies_a_policy_file() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("unknown field"), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn review_applies_the_dispatch_section_of_a_policy_file() {
+    let dir = std::env::temp_dir().join(format!("jobwarden-cli-dispatch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let policy = dir.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "delegate:\n  dispatchNamespaces: {names: [ns]}\n\
+         dispatch:\n  workers:\n    - {name: east, kubeconfigSecret: jobwarden-worker-east}\n",
+    )
+    .expect("write policy");
+    let config = policy.to_str().expect("utf-8 path");
+    let plain = review_request(
+        r#"{"podReplacementPolicy":"Failed","template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"i"}]}}}"#,
+    );
+    let out = jobwarden(&["review", "--mutate", "--config", config], Some(&plain));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let body: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON response");
+    assert_eq!(
+        body["response"]["warnings"],
+        serde_json::json!([
+            "spec.managedBy: set to \"jobwarden.io/dispatcher\" by jobwarden: Jobs in namespace \"ns\" are sent to worker clusters by jobwarden's dispatcher"
+        ])
+    );
+    // The patch, decoded: the dispatcher's name where the Job named none.
+    let patch = body["response"]["patch"].as_str().expect("a patch");
+    let decoded =
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, patch).expect("base64");
+    assert_eq!(
+        String::from_utf8_lossy(&decoded),
+        r#"[{"op":"add","path":"/spec/managedBy","value":"jobwarden.io/dispatcher"}]"#
+    );
+
+    // A dispatchNamespaces without workers would leave its Jobs to nobody: refused.
+    std::fs::write(&policy, "delegate:\n  dispatchNamespaces: {names: [ns]}\n")
+        .expect("write policy");
+    let out = jobwarden(&["review", "--mutate", "--config", config], Some(&plain));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(&format!("the policy file {config}: "))
+            && stderr(&out).contains("delegate.dispatchNamespaces: the dispatcher has no workers"),
+        "{}",
+        stderr(&out)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -317,6 +317,49 @@ fn the_configuration_reference_lists_exactly_serves_flags() {
     );
 }
 
+/// The policy examples operators copy from are policies `serve` starts with: the policy file
+/// section of docs/operations.md, and the commented examples in deploy/base/policy.yaml and
+/// the chart's values.yaml, each with every setting (the dispatcher's among them) switched on.
+#[test]
+fn the_policy_examples_are_usable_policies() {
+    let read = |path: &str| std::fs::read_to_string(Path::new(ROOT).join(path)).expect(path);
+    let operations = read("docs/operations.md");
+    let section = operations
+        .split("### The policy file")
+        .nth(1)
+        .expect("docs/operations.md has a policy file section");
+    let documented = blocks(section)
+        .into_iter()
+        .find(|(lang, _, _)| lang == "yaml")
+        .map(|(_, _, lines)| lines.join("\n"))
+        .expect("a yaml block");
+    // The commented example: the lines after the one that introduces it, without the comment
+    // mark and the indentation they share.
+    let commented = |text: &str, after: &str, mark: &str| {
+        text.lines()
+            .skip_while(|l| !l.contains(after))
+            .skip(1)
+            .skip_while(|l| l.trim() == "#")
+            .map_while(|l| l.strip_prefix(mark))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let deploy = commented(&read("deploy/base/policy.yaml"), "For example:", "# ");
+    let chart = commented(&read("charts/jobwarden/values.yaml"), "policy: {}", "#  ");
+    for (what, text) in [
+        ("docs/operations.md", documented),
+        ("deploy/base/policy.yaml", deploy),
+        ("charts/jobwarden/values.yaml", chart),
+    ] {
+        let policy = jobwarden_server::parse_policy(&text, Path::new(what))
+            .unwrap_or_else(|e| panic!("{what}: {e:?}\n{text}"));
+        assert!(
+            policy.dispatch.is_enabled() && !policy.delegate.dispatch_namespaces.is_empty(),
+            "{what}: the example shows the dispatcher\n{text}"
+        );
+    }
+}
+
 /// Every check `doctor` makes links to `docs/operations.md#<its name as an anchor>`: the
 /// Troubleshooting section, the page's last, has one `###` entry per check, headed by its name,
 /// and no other.

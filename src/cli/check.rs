@@ -6,8 +6,8 @@
 use clap::Args;
 use jobwarden_audit::{Finding, JobRef, Rule, Violation};
 use jobwarden_rules::{
-    DecodeError, ErrorList, JobObject, defaults, pod_timing, success_rule_settings, warnings,
-    well_known,
+    DecodeError, ErrorList, JobObject, defaults, dispatch_annotations, pod_timing,
+    success_rule_settings, warnings, well_known,
 };
 use serde_json::{Value, json};
 use std::io::Write as _;
@@ -213,7 +213,7 @@ fn as_submitted(raw: &Value) -> Value {
 }
 
 /// Upstream's warnings on a create, and jobwarden's on annotations that will do nothing, as
-/// the webhook gives them for its default controller name.
+/// the webhook gives them for its default controller and dispatcher names.
 fn create_warnings(job: &JobObject<'_>) -> Vec<String> {
     let mut out = warnings::job_warnings(job, true);
     out.extend(success_rule_settings::warnings(
@@ -223,6 +223,10 @@ fn create_warnings(job: &JobObject<'_>) -> Vec<String> {
     out.extend(pod_timing::warnings(
         job,
         well_known::JOBWARDEN_CONTROLLER_NAME,
+    ));
+    out.extend(dispatch_annotations::warnings(
+        job,
+        well_known::DISPATCHER_NAME,
     ));
     out
 }

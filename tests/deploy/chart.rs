@@ -510,6 +510,19 @@ fn the_values_schema_refuses_mistyped_values() {
             "policy.suspendOnCreate.names=gated",
             "/policy/suspendOnCreate/names",
         ),
+        (
+            "policy.delegate.dispatchNamespaces.names=remote",
+            "/policy/delegate/dispatchNamespaces/names",
+        ),
+        (
+            "policy.dispatch.workers[0].name=East",
+            "/policy/dispatch/workers/0/name",
+        ),
+        ("policy.dispatch.workers[0].kubeconfig=inline", "kubeconfig"),
+        (
+            "policy.dispatch.workerLostSeconds=0",
+            "/policy/dispatch/workerLostSeconds",
+        ),
         // The failure policy is no choice: each webhook fails closed on what it is sent.
         (
             "webhooks.validateFailurePolicy=Ignore",

@@ -35,6 +35,38 @@ fn policies() -> Vec<(&'static str, Value)> {
             }),
         ),
         (
+            "the dispatcher with workers, its namespaces by name and label, and an allow-list",
+            json!({
+                "allowedManagedBy": ["kueue.x-k8s.io/multikueue"],
+                "suspendOnCreate": {"names": ["gated"]},
+                "delegate": {
+                    "namespaces": {"names": ["ml"]},
+                    "dispatchNamespaces": {
+                        "names": ["team-remote", "gated"],
+                        "selector": {"matchLabels": {"jobwarden.io/dispatch": "true"}},
+                    },
+                },
+                "dispatch": {
+                    "controllerName": "example.com/dispatcher",
+                    "origin": "management-1",
+                    "workers": [
+                        {"name": "east", "kubeconfigSecret": "jobwarden-worker-east"},
+                        {"name": "west", "kubeconfigFile": "/etc/jobwarden/workers/west/kubeconfig",
+                         "namespaces": {"names": ["team-remote"]}},
+                        {"name": "here", "local": true},
+                    ],
+                    "workerLostSeconds": 120,
+                },
+            }),
+        ),
+        (
+            "a dispatch section without workers: the dispatcher's name is not allowed",
+            json!({
+                "allowedManagedBy": ["kueue.x-k8s.io/multikueue"],
+                "dispatch": {"controllerName": "example.com/dispatcher"},
+            }),
+        ),
+        (
             "namespaces selected by both settings, and rule names delegated",
             json!({
                 "suspendOnCreate": {"selector": {"matchLabels": {"jobwarden.io/suspend-on-create": "true"}}},

@@ -5,6 +5,8 @@
 //!
 //! * `reviews`: the API server calls it on Job create, update and status update, and what
 //!   kubectl prints is what docs/operations.md shows;
+//! * `dispatch`: a dispatch namespace's plain Jobs stored with the dispatcher's name, and the
+//!   dispatcher's own writes of its annotations and of its Jobs' status admitted;
 //! * `reach`: what reaches it, and what an outage blocks: with nothing serving, plain Jobs
 //!   live their whole life and guarded ones are refused; with a replica serving, a plain Job
 //!   costs no call; `serve` says when the registered configurations miss what its policy needs.
@@ -22,6 +24,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod dispatch;
 mod reach;
 mod reviews;
 mod served;

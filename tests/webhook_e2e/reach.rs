@@ -420,6 +420,10 @@ suspendOnCreate: {names: [gated], selector: {matchLabels: {gate: \"on\"}}}
 delegate:
   jobsNamingRules: true
   namespaces: {names: [ml], selector: {matchExpressions: [{key: team, operator: In, values: [ml]}]}}
+  dispatchNamespaces: {names: [remote], selector: {matchLabels: {jobwarden.io/dispatch: \"true\"}}}
+dispatch:
+  controllerName: example.com/dispatcher
+  workers: [{name: here, local: true}]
 ";
     let configurations = crate::served::generated(&dir, policy);
     register_matching_nothing(plane, &configurations, "jobwarden-every-setting");

@@ -15,6 +15,8 @@ YAML: {mutating: [...], validating: [...]}.
 {{- $suspend := $p.suspendOnCreate | default dict -}}
 {{- $delegate := $p.delegate | default dict -}}
 {{- $delegated := $delegate.namespaces | default dict -}}
+{{- $dispatched := $delegate.dispatchNamespaces | default dict -}}
+{{- $dispatch := $p.dispatch | default dict -}}
 {{- $resume := $p.resume | default dict -}}
 {{- $excluded := concat (list "kube-system" $.Release.Namespace) $w.excludedNamespaces | uniq -}}
 {{- $exclusions := list (dict "key" "kubernetes.io/metadata.name" "operator" "NotIn" "values" $excluded) (dict "key" "jobwarden.io/admission" "operator" "NotIn" "values" (list "disabled")) -}}
@@ -25,13 +27,18 @@ delegate.jobsNamingRules for a Job naming its rules that picks no controller. */
 {{- $mayMutate = printf "%s || ((has(object.metadata.annotations) && 'jobwarden.io/pod-failure-policy-rule-names' in object.metadata.annotations) && !(has(object.spec.managedBy)))" $mayMutate -}}
 {{- end -}}
 {{- /* jobwarden's annotations on either object, the suspend of a finished Job; the resume
-policy only for resumes; the managedBy allow-list only for creates naming another controller. */ -}}
+policy only for resumes; the managedBy allow-list only for creates naming another controller
+(the dispatcher's name is allowed as jobwarden's own once it has workers). */ -}}
 {{- $hasRule := "(has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.startsWith('jobwarden.io/'))) || (oldObject != null && has(oldObject.metadata.annotations) && oldObject.metadata.annotations.exists(k, k.startsWith('jobwarden.io/'))) || ((has(object.spec.suspend) && object.spec.suspend == true) && !(oldObject != null && has(oldObject.spec.suspend) && oldObject.spec.suspend == true) && (oldObject != null && has(oldObject.status) && has(oldObject.status.conditions) && oldObject.status.conditions.exists(c, (c.type == 'Complete' || c.type == 'Failed') && c.status == 'True')))" -}}
 {{- if or $resume.users $resume.groups $resume.serviceAccounts -}}
 {{- $hasRule = printf "%s || ((oldObject != null && has(oldObject.spec.suspend) && oldObject.spec.suspend == true) && !(has(object.spec.suspend) && object.spec.suspend == true))" $hasRule -}}
 {{- end -}}
 {{- with $p.allowedManagedBy -}}
-{{- $known := concat (list ($p.controllerName | default "jobwarden.io/job-controller") "kubernetes.io/job-controller") . | uniq -}}
+{{- $known := list ($p.controllerName | default "jobwarden.io/job-controller") "kubernetes.io/job-controller" -}}
+{{- if $dispatch.workers -}}
+{{- $known = append $known ($dispatch.controllerName | default "jobwarden.io/dispatcher") -}}
+{{- end -}}
+{{- $known = concat $known . | uniq -}}
 {{- $quoted := list -}}
 {{- range $known -}}
 {{- $quoted = append $quoted (printf "'%s'" (. | replace "\\" "\\\\" | replace "'" "\\'")) -}}
@@ -42,11 +49,11 @@ policy only for resumes; the managedBy allow-list only for creates naming anothe
 {{- /* One webhook per namespace scope: a webhook has one namespaceSelector, whose
 requirements all hold at once. */ -}}
 {{- $hooks := list (dict "name" "mutate.jobs.jobwarden.io" "path" "/mutate" "operations" (list "CREATE") "resource" "jobs" "conditions" (list (dict "name" "jobwarden-may-mutate" "expression" $mayMutate))) -}}
-{{- $names := concat ($suspend.names | default list) ($delegated.names | default list) | uniq | sortAlpha -}}
+{{- $names := concat ($suspend.names | default list) ($delegated.names | default list) ($dispatched.names | default list) | uniq | sortAlpha -}}
 {{- if $names -}}
 {{- $hooks = append $hooks (dict "name" "mutate-namespaces.jobs.jobwarden.io" "path" "/mutate" "operations" (list "CREATE") "resource" "jobs" "expressions" (list (dict "key" "kubernetes.io/metadata.name" "operator" "In" "values" $names))) -}}
 {{- end -}}
-{{- range list (list "mutate-suspend-on-create.jobs.jobwarden.io" $suspend.selector) (list "mutate-delegate.jobs.jobwarden.io" $delegated.selector) -}}
+{{- range list (list "mutate-suspend-on-create.jobs.jobwarden.io" $suspend.selector) (list "mutate-delegate.jobs.jobwarden.io" $delegated.selector) (list "mutate-dispatch.jobs.jobwarden.io" $dispatched.selector) -}}
 {{- $name := index . 0 -}}
 {{- with index . 1 -}}
 {{- $hooks = append $hooks (dict "name" $name "path" "/mutate" "operations" (list "CREATE") "resource" "jobs" "labels" (.matchLabels | default dict) "expressions" (.matchExpressions | default list)) -}}

@@ -18,7 +18,8 @@ use std::fmt;
 use base64::Engine as _;
 use jobwarden_rules::field::invalid_message;
 use jobwarden_rules::{
-    FieldError, JOB_KIND_GROUP, defaults, pod_timing, rule_names, success_rule_settings,
+    FieldError, JOB_KIND_GROUP, defaults, dispatch_annotations, pod_timing, rule_names,
+    success_rule_settings,
 };
 use serde::Deserialize as _;
 use serde_json::Value;
@@ -328,11 +329,10 @@ impl Reviewer {
             ));
         }
         if creating
-            && let Some(reason) = self.delegation_reason(object, namespace, labels.as_ref())
+            && let Some((name, reason)) = self.delegation(object, namespace, labels.as_ref())
             && let Some(spec) = spec
         {
-            let name = &self.policy.controller_name;
-            patch.set(spec, "managedBy", Value::String(name.clone()));
+            patch.set(spec, "managedBy", Value::String(name.to_owned()));
             warnings.push(format!(
                 "spec.managedBy: set to {name:?} by jobwarden: {reason}"
             ));
@@ -344,15 +344,20 @@ impl Reviewer {
         }
     }
 
-    /// Why a new Job without `spec.managedBy` is delegated to jobwarden's controller, if it is.
-    fn delegation_reason(
+    /// The controller a new Job without `spec.managedBy` is delegated to, and why, if it is:
+    /// the dispatcher for the dispatch namespaces (a team's manifests run on the workers
+    /// unchanged), before jobwarden's controller for its namespaces or for named rules.
+    fn delegation(
         &self,
         object: Item<'_, '_>,
         namespace: &str,
         labels: Option<&BTreeMap<String, String>>,
-    ) -> Option<String> {
+    ) -> Option<(&str, String)> {
         let delegate = &self.policy.delegate;
-        if !delegate.jobs_naming_rules && delegate.namespaces.is_empty() {
+        if !delegate.jobs_naming_rules
+            && delegate.namespaces.is_empty()
+            && delegate.dispatch_namespaces.is_empty()
+        {
             return None;
         }
         if object
@@ -362,17 +367,30 @@ impl Reviewer {
         {
             return None;
         }
+        if delegate.dispatch_namespaces.matches(namespace, labels) {
+            return Some((
+                &self.policy.dispatch.controller_name,
+                format!(
+                    "Jobs in namespace {namespace:?} are sent to worker clusters by jobwarden's dispatcher"
+                ),
+            ));
+        }
+        let ours = self.policy.controller_name.as_str();
         if delegate.namespaces.matches(namespace, labels) {
-            return Some(format!(
-                "Jobs in namespace {namespace:?} are run by jobwarden"
+            return Some((
+                ours,
+                format!("Jobs in namespace {namespace:?} are run by jobwarden"),
             ));
         }
         let names_rules = delegate.jobs_naming_rules
             && job_view::decode(object, Raw::RulesOnly)
                 .is_ok_and(|(raw, views)| rule_names::names_any_rule(&views.with_raw(&raw)));
         names_rules.then(|| {
-            "the Job names its pod failure policy rules, which only jobwarden's controller honours"
-                .to_owned()
+            (
+                ours,
+                "the Job names its pod failure policy rules, which only jobwarden's controller honours"
+                    .to_owned(),
+            )
         })
     }
 
@@ -455,6 +473,10 @@ impl Reviewer {
                 &self.policy.controller_name,
             ));
             warnings.extend(pod_timing::warnings(&new, &self.policy.controller_name));
+            warnings.extend(dispatch_annotations::warnings(
+                &new,
+                &self.policy.dispatch.controller_name,
+            ));
         }
         Decision {
             warnings,

@@ -3,7 +3,7 @@
 //! already enforces every upstream rule jobwarden checks and defaults `podReplacementPolicy`
 //! itself, so what is left is jobwarden's own: its annotations, the suspend of a finished Job,
 //! the policy's namespaces and operations, and the status writes of Jobs run by controllers
-//! other than the built-in one. Every install path renders its configurations from here (the
+//! other than the built-in one (jobwarden's own two among them). Every install path renders its configurations from here (the
 //! chart's templates are held to it by a test). Pure: no I/O.
 
 mod guard;
@@ -101,6 +101,7 @@ pub fn hooks(policy: &Policy) -> Vec<Hook> {
         .names
         .iter()
         .chain(&policy.delegate.namespaces.names)
+        .chain(&policy.delegate.dispatch_namespaces.names)
         .cloned()
         .collect();
     names.sort();
@@ -119,6 +120,10 @@ pub fn hooks(policy: &Policy) -> Vec<Hook> {
         (
             "mutate-delegate.jobs.jobwarden.io",
             &policy.delegate.namespaces.selector,
+        ),
+        (
+            "mutate-dispatch.jobs.jobwarden.io",
+            &policy.delegate.dispatch_namespaces.selector,
         ),
     ] {
         if let Some(selector) = selector {
@@ -151,7 +156,8 @@ fn mutate(policy: &Policy) -> Hook {
     }
 }
 
-/// `suspendOnCreate` and `delegate.namespaces`: every new Job in the namespaces they choose.
+/// `suspendOnCreate`, `delegate.namespaces` and `delegate.dispatchNamespaces`: every new Job in
+/// the namespaces they choose.
 fn namespaced(name: &'static str, scope: Scope) -> Hook {
     Hook {
         name,
@@ -184,9 +190,15 @@ fn validate(policy: &Policy) -> Hook {
     }
     if !policy.allowed_managed_by.is_empty() {
         // A Job naming a controller the allow-list holds passes: only the others can be refused.
+        // The dispatcher's name is allowed as jobwarden's own is, once it has workers to run.
+        let dispatcher = policy
+            .dispatch
+            .is_enabled()
+            .then_some(policy.dispatch.controller_name.as_str());
         let allowed = first_of_each(
-            [&policy.controller_name, BUILT_IN_CONTROLLER_NAME]
+            [policy.controller_name.as_str(), BUILT_IN_CONTROLLER_NAME]
                 .into_iter()
+                .chain(dispatcher)
                 .chain(policy.allowed_managed_by.iter().map(String::as_str)),
         );
         any.push(Guard::All(vec![

@@ -544,3 +544,236 @@ fn pod_timings_are_checked_and_warned_about() {
         "{resp}"
     );
 }
+
+/// A policy whose dispatcher has a worker, as the policy file writes it.
+fn dispatching(delegate: Value) -> Policy {
+    let policy: Policy = serde_json::from_value(json!({
+        "dispatch": {"workers": [{"name": "east", "kubeconfigSecret": "jobwarden-worker-east"}]},
+        "delegate": delegate,
+    }))
+    .expect("a policy");
+    assert_eq!(policy.problems(), Vec::<String>::new());
+    policy
+}
+
+#[test]
+fn dispatch_namespaces_send_new_jobs_to_the_dispatcher_before_anything_else() {
+    let mut named = job(
+        json!({"podReplacementPolicy": "Failed", "podFailurePolicy": {"rules": [
+        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [2]}}]}}),
+    );
+    named["metadata"]["annotations"] =
+        json!({"jobwarden.io/pod-failure-policy-rule-names": "[\"ExitCode2\"]"});
+    let plain = job(json!({"podReplacementPolicy": "Failed"}));
+    let everything = Reviewer::new(dispatching(json!({
+        "jobsNamingRules": true,
+        "namespaces": {"names": ["ns", "elsewhere"]},
+        "dispatchNamespaces": {"names": ["ns"]},
+    })));
+    let answer = |r: &Reviewer, object: &Value, op: &str, ns: &str| {
+        let old = (op == "UPDATE").then(|| object.clone());
+        let mut req = request(op, object.clone(), old);
+        req["request"]["namespace"] = json!(ns);
+        let (resp, _) = review(r, Webhook::Mutate, &req);
+        (
+            patched(&resp, object)["spec"]["managedBy"].clone(),
+            resp.get("warnings").cloned().unwrap_or(Value::Null),
+        )
+    };
+    let dispatcher = json!("jobwarden.io/dispatcher");
+    for object in [&plain, &named] {
+        assert_eq!(
+            answer(&everything, object, "CREATE", "ns"),
+            (
+                dispatcher.clone(),
+                json!([
+                    "spec.managedBy: set to \"jobwarden.io/dispatcher\" by jobwarden: Jobs in namespace \"ns\" are sent to worker clusters by jobwarden's dispatcher"
+                ])
+            )
+        );
+    }
+    // Elsewhere the other two settings decide as before.
+    assert_eq!(
+        answer(&everything, &plain, "CREATE", "elsewhere").0,
+        json!("jobwarden.io/job-controller")
+    );
+    assert_eq!(
+        answer(&everything, &named, "CREATE", "other").0,
+        json!("jobwarden.io/job-controller")
+    );
+    assert_eq!(
+        answer(&everything, &plain, "CREATE", "other"),
+        (Value::Null, Value::Null)
+    );
+    // Only new Jobs, and only those that pick no controller.
+    assert_eq!(answer(&everything, &plain, "UPDATE", "ns").0, Value::Null);
+    let mut chosen = plain.clone();
+    chosen["spec"]["managedBy"] = json!("example.com/mine");
+    assert_eq!(
+        answer(&everything, &chosen, "CREATE", "ns"),
+        (json!("example.com/mine"), Value::Null)
+    );
+
+    // By the namespace's labels, when the server knows them.
+    let selected = Reviewer::new(dispatching(json!({
+        "dispatchNamespaces": {"selector": {"matchLabels": {"jobwarden.io/dispatch": "true"}}},
+    })));
+    let body = serde_json::to_vec(&request("CREATE", plain.clone(), None)).unwrap_or_default();
+    let labels = |ns: &str| {
+        (ns == "ns")
+            .then(|| BTreeMap::from([("jobwarden.io/dispatch".to_owned(), "true".to_owned())]))
+    };
+    for (lookup, want) in [
+        (None, Value::Null),
+        (Some(&labels as NamespaceLookup<'_>), dispatcher.clone()),
+    ] {
+        let ctx = Context {
+            namespace_labels: lookup,
+        };
+        let reviewed = selected
+            .review(Webhook::Mutate, &body, &ctx)
+            .expect("answerable");
+        let out: Value = serde_json::from_slice(&reviewed.body).expect("JSON");
+        assert_eq!(patched(&out["response"], &plain)["spec"]["managedBy"], want);
+    }
+}
+
+#[test]
+fn the_dispatcher_s_name_is_known_where_jobwarden_s_is() {
+    let dispatched = job(json!({"managedBy": "jobwarden.io/dispatcher"}));
+    let answer = |policy: Policy| {
+        review(
+            &Reviewer::new(policy),
+            Webhook::Validate,
+            &request("CREATE", dispatched.clone(), None),
+        )
+        .0
+    };
+    // Without workers the dispatcher does not run: a Job naming it waits for nobody.
+    let resp = answer(Policy::default());
+    assert_eq!(resp["allowed"], true);
+    assert!(
+        resp["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("neither will run this Job")),
+        "{resp}"
+    );
+    assert_eq!(answer(dispatching(json!({}))).get("warnings"), None);
+
+    let allow_list = |mut policy: Policy| {
+        policy.allowed_managed_by = vec!["example.com/batch".into()];
+        policy
+    };
+    assert_eq!(answer(allow_list(dispatching(json!({}))))["allowed"], true);
+    let resp = answer(allow_list(Policy::default()));
+    assert_eq!(resp["status"]["code"], 403, "{resp}");
+    assert_eq!(
+        resp["status"]["message"],
+        "jobs.batch \"j\" is forbidden: spec.managedBy \"jobwarden.io/dispatcher\" is not one of the controllers this cluster allows: \"jobwarden.io/job-controller\", \"kubernetes.io/job-controller\", \"example.com/batch\""
+    );
+}
+
+#[test]
+fn dispatcher_annotations_are_checked_and_warned_about() {
+    let reviewer = Reviewer::new(dispatching(json!({})));
+    let mut object = job(json!({}));
+    object["metadata"]["annotations"] = json!({
+        "jobwarden.io/workers": "east, west",
+        "jobwarden.io/on-worker-lost": "Fail",
+    });
+    let answer = |object: &Value| {
+        review(
+            &reviewer,
+            Webhook::Validate,
+            &request("CREATE", object.clone(), None),
+        )
+        .0
+    };
+    let resp = answer(&object);
+    assert_eq!(resp["allowed"], true, "{resp}");
+    assert_eq!(
+        resp["warnings"],
+        json!([
+            "metadata.annotations[jobwarden.io/workers]: takes effect only for Jobs with spec.managedBy \"jobwarden.io/dispatcher\"; no other controller reads it",
+            "metadata.annotations[jobwarden.io/on-worker-lost]: takes effect only for Jobs with spec.managedBy \"jobwarden.io/dispatcher\"; no other controller reads it",
+        ])
+    );
+    object["spec"]["managedBy"] = json!("jobwarden.io/dispatcher");
+    assert_eq!(answer(&object).get("warnings"), None);
+
+    object["metadata"]["annotations"]["jobwarden.io/workers"] = json!("east,East,east");
+    object["metadata"]["annotations"]["jobwarden.io/on-worker-lost"] = json!("Retry");
+    let resp = answer(&object);
+    assert_eq!(resp["status"]["code"], 422, "{resp}");
+    let causes: Vec<(&str, &str)> = resp["status"]["details"]["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            (
+                c["field"].as_str().unwrap_or(""),
+                c["reason"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        causes,
+        [
+            (
+                "metadata.annotations[jobwarden.io/workers][1]",
+                "FieldValueInvalid"
+            ),
+            (
+                "metadata.annotations[jobwarden.io/workers][2]",
+                "FieldValueDuplicate"
+            ),
+            (
+                "metadata.annotations[jobwarden.io/on-worker-lost]",
+                "FieldValueNotSupported"
+            ),
+        ]
+    );
+}
+
+/// The dispatcher writes `jobwarden.io/worker` and `jobwarden.io/worker-lost-since` with merge
+/// patches of the user's Job: the API server sends the webhook the Job before and after, the
+/// same but for the annotation. Each is allowed, with no warning, whatever the policy.
+#[test]
+fn the_dispatcher_s_own_annotation_writes_are_allowed() {
+    let mut running = job(json!({"managedBy": "jobwarden.io/dispatcher"}));
+    running["metadata"]["annotations"] = json!({"jobwarden.io/workers": "east,west"});
+    running["status"] = json!({"startTime": "2026-11-27T16:00:00Z", "active": 1, "ready": 1});
+    let with = |pairs: &[(&str, &str)]| {
+        let mut object = running.clone();
+        for (key, value) in pairs {
+            object["metadata"]["annotations"][*key] = json!(value);
+        }
+        object
+    };
+    let placed = with(&[("jobwarden.io/worker", "east")]);
+    let lost = with(&[
+        ("jobwarden.io/worker", "east"),
+        ("jobwarden.io/worker-lost-since", "2026-11-27T16:13:32Z"),
+    ]);
+    let moved = with(&[("jobwarden.io/worker", "west")]);
+    let mut strict = dispatching(json!({"dispatchNamespaces": {"names": ["ns"]}}));
+    strict.allowed_managed_by = vec!["example.com/batch".into()];
+    strict.resume.groups = vec!["batch-admins".into()];
+    for reviewer in [Reviewer::new(dispatching(json!({}))), Reviewer::new(strict)] {
+        for (what, old, new) in [
+            ("the record added", &running, &placed),
+            ("the lost mark added", &placed, &lost),
+            ("the lost mark removed", &lost, &placed),
+            ("moved: the record changed, the mark removed", &lost, &moved),
+        ] {
+            let mut req = request("UPDATE", new.clone(), Some(old.clone()));
+            req["request"]["userInfo"] = json!({
+                "username": "system:serviceaccount:jobwarden-system:jobwarden",
+                "groups": ["system:serviceaccounts", "system:authenticated"],
+            });
+            let (resp, verdict) = review(&reviewer, Webhook::Validate, &req);
+            assert_eq!(verdict, Verdict::Allowed, "{what}: {resp}");
+            assert_eq!(resp.get("warnings"), None, "{what}");
+        }
+    }
+}

@@ -4,6 +4,7 @@
 //! out.
 
 pub mod defaults;
+pub mod dispatch_annotations;
 pub mod field;
 pub mod go_json;
 pub mod indexes;
@@ -260,6 +261,7 @@ pub fn validate_create(job: &JobObject<'_>) -> ErrorList {
     errs.extend(rule_names::validate(job));
     errs.extend(success_rule_settings::validate(job));
     errs.extend(pod_timing::validate(job));
+    errs.extend(dispatch_annotations::validate(job));
     errs
 }
 
@@ -272,6 +274,7 @@ pub fn validate_update(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorList {
     errs.extend(rule_names::validate(new));
     errs.extend(success_rule_settings::validate(new));
     errs.extend(pod_timing::validate(new));
+    errs.extend(dispatch_annotations::validate(new));
     errs.extend(job_update::validate_jobwarden_update(new, old));
     errs.extend(pod_timing::validate_update(new, old));
     errs

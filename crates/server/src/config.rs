@@ -77,8 +77,8 @@ pub struct ServeArgs {
     #[arg(long, env = "JOBWARDEN_DEV")]
     pub dev: bool,
 
-    /// Policy file (YAML): controllerName, allowedManagedBy, resume, suspendOnCreate.
-    /// Flags and environment add to it.
+    /// Policy file (YAML): controllerName, allowedManagedBy, resume, suspendOnCreate,
+    /// delegate, dispatch. Flags and environment add to it.
     #[arg(long, env = "JOBWARDEN_CONFIG")]
     pub config: Option<PathBuf>,
 
@@ -547,6 +547,113 @@ mod tests {
                 missing.display()
             )),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn the_dispatch_section_and_dispatch_namespaces_arrive() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("policy.yaml");
+        std::fs::write(
+            &file,
+            "delegate:\n  dispatchNamespaces:\n    names: [team-remote]\n    \
+             selector: {matchLabels: {jobwarden.io/dispatch: \"true\"}}\n\
+             dispatch:\n  controllerName: example.com/dispatcher\n  origin: management-1\n  \
+             workers:\n    - {name: east, kubeconfigSecret: jobwarden-worker-east}\n    \
+             - name: west\n      kubeconfigFile: /etc/jobwarden/workers/west/kubeconfig\n      \
+             namespaces: {names: [team-remote]}\n    - {name: here, local: true}\n  \
+             workerLostSeconds: 20\n",
+        )
+        .unwrap();
+        let policy = args(&["--config", file.to_str().unwrap()])
+            .policy()
+            .unwrap();
+        assert_eq!(policy.delegate.dispatch_namespaces.names, ["team-remote"]);
+        assert!(policy.delegate.dispatch_namespaces.selector.is_some());
+        assert!(policy.needs_namespace_labels());
+        let dispatch = &policy.dispatch;
+        assert_eq!(dispatch.controller_name, "example.com/dispatcher");
+        assert_eq!(dispatch.origin, "management-1");
+        assert_eq!(dispatch.worker_lost_seconds, 20);
+        let names: Vec<&str> = dispatch.workers.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["east", "west", "here"]);
+        assert_eq!(dispatch.local_worker(), Some("here"));
+        assert_eq!(dispatch.workers[1].namespaces.names, ["team-remote"]);
+
+        // Left out, the section is the default one: the dispatcher's name, no worker, 300 s.
+        std::fs::write(&file, "delegate: {jobsNamingRules: true}\n").unwrap();
+        let policy = load_policy_file(&file).unwrap();
+        assert_eq!(
+            policy.dispatch,
+            jobwarden_admission::policy::Dispatch::default()
+        );
+        assert_eq!(policy.dispatch.controller_name, "jobwarden.io/dispatcher");
+        assert_eq!(policy.dispatch.worker_lost_seconds, 300);
+    }
+
+    #[test]
+    fn a_dispatch_section_that_cannot_work_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("policy.yaml");
+        for (text, problem) in [
+            (
+                "delegate: {dispatchNamespaces: {names: [team-remote]}}\n",
+                "delegate.dispatchNamespaces: the dispatcher has no workers (dispatch.workers): their Jobs would wait forever",
+            ),
+            (
+                "dispatch: {workers: [{name: East, local: true}]}\n",
+                "dispatch.workers[0].name: \"East\": a lowercase RFC 1123 label",
+            ),
+            (
+                "dispatch: {workers: [{name: east}]}\n",
+                "dispatch.workers[0]: name exactly one of kubeconfigSecret, kubeconfigFile and local: true",
+            ),
+            (
+                "dispatch: {controllerName: jobwarden.io/job-controller}\n",
+                "dispatch.controllerName: \"jobwarden.io/job-controller\" is the Job controller's name",
+            ),
+            (
+                "dispatch: {workerLostSeconds: 0}\n",
+                "dispatch.workerLostSeconds must be at least 1",
+            ),
+        ] {
+            std::fs::write(&file, text).unwrap();
+            let err = error_chain(&load_policy_file(&file).unwrap_err());
+            assert!(
+                err.starts_with(&format!("the policy file {}: ", file.display()))
+                    && err.contains(problem),
+                "{text}: {err}"
+            );
+        }
+        // Unknown fields are refused at any depth, with the file's path, line and column.
+        std::fs::write(
+            &file,
+            "dispatch:\n  workers:\n    - {name: east, kubeconfig: inline}\n",
+        )
+        .unwrap();
+        let err = error_chain(&load_policy_file(&file).unwrap_err());
+        assert!(
+            err.starts_with(&format!(
+                "the policy file {} is not valid: ",
+                file.display()
+            )) && err.contains("unknown field `kubeconfig`")
+                && err.contains("line 3"),
+            "{err}"
+        );
+        // The flags cannot break it either: --controller-name taking the dispatcher's name.
+        std::fs::write(&file, "dispatch: {workers: [{name: here, local: true}]}\n").unwrap();
+        let err = args(&[
+            "--config",
+            file.to_str().unwrap(),
+            "--controller-name",
+            "jobwarden.io/dispatcher",
+        ])
+        .policy()
+        .unwrap_err();
+        assert!(
+            error_chain(&err).contains("the dispatcher needs one of its own"),
+            "{}",
+            error_chain(&err)
         );
     }
 

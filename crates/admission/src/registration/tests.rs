@@ -103,6 +103,7 @@ const STATUS: &str = "validate-status.jobs.jobwarden.io";
 const NAMES: &str = "mutate-namespaces.jobs.jobwarden.io";
 const SUSPEND_SELECTED: &str = "mutate-suspend-on-create.jobs.jobwarden.io";
 const DELEGATE_SELECTED: &str = "mutate-delegate.jobs.jobwarden.io";
+const DISPATCH_SELECTED: &str = "mutate-dispatch.jobs.jobwarden.io";
 
 #[test]
 fn the_default_policy_is_sent_only_what_it_can_answer_differently() {
@@ -145,6 +146,57 @@ fn the_default_policy_is_sent_only_what_it_can_answer_differently() {
                 .both("/spec/managedBy", json!("example.com/mine"))
                 .set("object", "/status/active", json!(1)),
             vec![STATUS],
+        ),
+        (
+            "status write of the dispatcher's Job (its mirror of the copy's status)",
+            Req::status_update()
+                .both("/spec/managedBy", json!("jobwarden.io/dispatcher"))
+                .set("object", "/status/active", json!(1)),
+            vec![STATUS],
+        ),
+        (
+            "the dispatcher's record written on its Job",
+            Req::update()
+                .both("/spec/managedBy", json!("jobwarden.io/dispatcher"))
+                .set(
+                    "object",
+                    "/metadata/annotations",
+                    json!({"jobwarden.io/worker": "east"}),
+                ),
+            vec![VALIDATE],
+        ),
+        (
+            "the dispatcher's lost mark removed from its Job",
+            Req::update()
+                .both("/spec/managedBy", json!("jobwarden.io/dispatcher"))
+                .both(
+                    "/metadata/annotations",
+                    json!({"jobwarden.io/worker": "east"}),
+                )
+                .set(
+                    "oldObject",
+                    "/metadata/annotations/jobwarden.io~1worker-lost-since",
+                    json!("2026-11-27T16:13:32Z"),
+                ),
+            vec![VALIDATE],
+        ),
+        (
+            "create naming the dispatcher's candidates",
+            Req::create().set(
+                "object",
+                "/metadata/annotations",
+                json!({"jobwarden.io/workers": "east,west"}),
+            ),
+            vec![VALIDATE],
+        ),
+        (
+            "create naming the dispatcher and nothing else",
+            Req::create().set(
+                "object",
+                "/spec/managedBy",
+                json!("jobwarden.io/dispatcher"),
+            ),
+            vec![],
         ),
         (
             "status write of jobwarden's Job that changes nothing",
@@ -275,6 +327,26 @@ fn each_policy_setting_widens_the_set_only_as_far_as_it_reaches() {
     delegate_selected.delegate.namespaces = selected;
     let mut naming = Policy::default();
     naming.delegate.jobs_naming_rules = true;
+    let with_workers = |mut policy: Policy| {
+        policy.dispatch.workers = vec![crate::policy::Worker {
+            name: "east".to_owned(),
+            local: true,
+            ..Default::default()
+        }];
+        policy
+    };
+    let mut dispatch_names = with_workers(Policy::default());
+    dispatch_names.delegate.dispatch_namespaces = names(&["remote"]);
+    let mut dispatch_selected = with_workers(Policy::default());
+    dispatch_selected.delegate.dispatch_namespaces = NamespaceMatch {
+        names: Vec::new(),
+        selector: Some(LabelSelector {
+            match_labels: Some(BTreeMap::from([("remote".to_owned(), "yes".to_owned())])),
+            match_expressions: None,
+        }),
+    };
+    let remote_labels = BTreeMap::from([("remote".to_owned(), "yes".to_owned())]);
+    let allow_dispatching = with_workers(allow.clone());
 
     let resuming = Req::update()
         .set("oldObject", "/spec/suspend", json!(true))
@@ -335,6 +407,27 @@ fn each_policy_setting_widens_the_set_only_as_far_as_it_reaches() {
             managed("kubernetes.io/job-controller"),
             &none,
             vec![],
+        ),
+        (
+            "allow-list: the dispatcher's, without workers",
+            &allow,
+            managed("jobwarden.io/dispatcher"),
+            &none,
+            vec![VALIDATE],
+        ),
+        (
+            "allow-list: the dispatcher's, with workers",
+            &allow_dispatching,
+            managed("jobwarden.io/dispatcher"),
+            &none,
+            vec![],
+        ),
+        (
+            "allow-list with workers: another controller",
+            &allow_dispatching,
+            managed("example.com/other"),
+            &none,
+            vec![VALIDATE],
         ),
         (
             "allow-list: none named",
@@ -404,6 +497,52 @@ fn each_policy_setting_widens_the_set_only_as_far_as_it_reaches() {
             vec![DELEGATE_SELECTED],
         ),
         (
+            "dispatchNamespaces names: in",
+            &dispatch_names,
+            Req::create().namespace("remote"),
+            &none,
+            vec![NAMES],
+        ),
+        (
+            "dispatchNamespaces names: out",
+            &dispatch_names,
+            Req::create(),
+            &none,
+            vec![],
+        ),
+        (
+            "dispatchNamespaces names: an update in",
+            &dispatch_names,
+            Req::update()
+                .namespace("remote")
+                .set("object", "/spec/parallelism", json!(2)),
+            &none,
+            vec![],
+        ),
+        (
+            "dispatchNamespaces selector: in",
+            &dispatch_selected,
+            Req::create(),
+            &remote_labels,
+            vec![DISPATCH_SELECTED],
+        ),
+        (
+            "dispatchNamespaces selector: out",
+            &dispatch_selected,
+            Req::create(),
+            &gated_labels,
+            vec![],
+        ),
+        (
+            "dispatchNamespaces selector: status writes of the Jobs it sent",
+            &dispatch_selected,
+            Req::status_update()
+                .both("/spec/managedBy", json!("jobwarden.io/dispatcher"))
+                .set("object", "/status/active", json!(1)),
+            &remote_labels,
+            vec![STATUS],
+        ),
+        (
             "jobsNamingRules: names rules",
             &naming,
             names_rules.clone(),
@@ -428,11 +567,14 @@ fn each_policy_setting_widens_the_set_only_as_far_as_it_reaches() {
     for (what, policy, req, labels, want) in cases {
         assert_eq!(sent_to(policy, &req, labels), want, "{what}");
     }
-    // One webhook per namespace scope: the names of both settings together.
-    let mut both = suspend_names.clone();
-    both.delegate.namespaces = names(&["ml", "gated"]);
-    let scopes: Vec<Scope> = hooks(&both).into_iter().map(|h| h.scope).collect();
-    assert!(scopes.contains(&Scope::Names(vec!["gated".to_owned(), "ml".to_owned()])));
+    // One webhook per namespace scope: the names of the three settings together.
+    let mut all = with_workers(suspend_names.clone());
+    all.delegate.namespaces = names(&["ml", "gated"]);
+    all.delegate.dispatch_namespaces = names(&["remote", "ml"]);
+    let scopes: Vec<Scope> = hooks(&all).into_iter().map(|h| h.scope).collect();
+    assert!(scopes.contains(&Scope::Names(
+        ["gated", "ml", "remote"].map(str::to_owned).to_vec()
+    )));
 }
 
 /// Every refusal of the corpus that kube-apiserver alone would not make (the KEP cases) is one
@@ -576,4 +718,78 @@ fn the_registered_configurations_are_compared_with_what_the_policy_needs() {
             "webhook {w:?}: failurePolicy is Ignore, so an outage lets through what it guards"
         ))
     );
+}
+
+/// Whatever the mutating webhook would change on a create under a namespace policy, the hooks
+/// send it: `delegate.dispatchNamespaces` beside the settings it takes precedence over.
+#[test]
+fn every_create_the_namespace_policies_change_is_sent() {
+    let policy: Policy = serde_json::from_value(json!({
+        "suspendOnCreate": {"names": ["gated"]},
+        "delegate": {
+            "jobsNamingRules": true,
+            "namespaces": {"names": ["ml"], "selector": {"matchLabels": {"run-by": "jobwarden"}}},
+            "dispatchNamespaces": {"names": ["remote", "ml"], "selector": {"matchLabels": {"run-by": "workers"}}},
+        },
+        "dispatch": {"workers": [{"name": "east", "kubeconfigFile": "/etc/jobwarden/east"}]},
+    }))
+    .expect("a policy");
+    assert_eq!(policy.problems(), Vec::<String>::new());
+    let reviewer = Reviewer::new(policy.clone());
+    let label = |v: &str| BTreeMap::from([("run-by".to_owned(), v.to_owned())]);
+    let namespaces = [
+        ("team", BTreeMap::new()),
+        ("gated", BTreeMap::new()),
+        ("ml", BTreeMap::new()),
+        ("remote", BTreeMap::new()),
+        ("labelled-jobwarden", label("jobwarden")),
+        ("labelled-workers", label("workers")),
+    ];
+    let requests = [
+        Req::create(),
+        Req::create()
+            .set("object", "/metadata/annotations", annotated())
+            .set(
+                "object",
+                "/spec/podFailurePolicy",
+                json!({"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [2]}}]}),
+            ),
+        Req::create().set("object", "/spec/managedBy", json!("example.com/x")),
+    ];
+    let mut patched = 0;
+    for (namespace, labels) in &namespaces {
+        for req in &requests {
+            let req = req.clone().namespace(namespace);
+            let mut full = req.0.clone();
+            full["uid"] = json!("u");
+            full["name"] = json!("pi");
+            full["kind"] = json!({"group": "batch", "version": "v1", "kind": "Job"});
+            full["resource"] = json!({"group": "batch", "version": "v1", "resource": "jobs"});
+            full["userInfo"] = json!({"username": "alice"});
+            let body = serde_json::to_vec(&json!({
+                "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": full,
+            }))
+            .unwrap_or_default();
+            let lookup = |_: &str| Some(labels.clone());
+            let ctx = Context {
+                namespace_labels: Some(&lookup),
+            };
+            let Ok(reviewed) = reviewer.review(Webhook::Mutate, &body, &ctx) else {
+                panic!("{namespace}: unreadable");
+            };
+            if reviewed.summary.verdict == crate::Verdict::Patched {
+                patched += 1;
+                assert!(
+                    hooks(&policy)
+                        .iter()
+                        .any(|h| h.sends(Webhook::Mutate, &req.0, Some(labels))),
+                    "{namespace}: patched but not sent: {}",
+                    req.0
+                );
+            }
+        }
+    }
+    // Two creates in each namespace that delegates (the third picks its controller), all three
+    // in "gated" (suspended whatever runs them), and in "team" the Job naming its rules.
+    assert_eq!(patched, 2 * 4 + 3 + 1, "the creates patched");
 }

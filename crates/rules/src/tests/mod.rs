@@ -3,6 +3,7 @@
 
 mod builder;
 mod create;
+mod dispatch_annotations;
 mod hostile;
 mod pod_timing;
 mod status;
