@@ -25,10 +25,10 @@ mod objects;
 mod rbac;
 #[path = "deploy/registration.rs"]
 mod registration;
-#[path = "deploy/worker.rs"]
-mod worker;
 #[path = "deploy/shipped.rs"]
 mod shipped;
+#[path = "deploy/worker.rs"]
+mod worker;
 
 use docs_tables::*;
 use objects::*;
