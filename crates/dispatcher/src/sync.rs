@@ -176,6 +176,9 @@ impl Dispatcher {
             .and_then(|at| at.duration_since(now).try_into().ok())
             .map_or(RESYNC, |d: Duration| d.min(RESYNC));
         let outcome = self.carry_out(&job_ref, user, plan).await?;
+        if let Some(recorded) = recorded.as_deref() {
+            self.fence_elsewhere(&job_ref, recorded).await;
+        }
         if !mirrors {
             // The change that woke this sync needed no mirror: nothing is pending.
             lock(&self.pending).remove(&format!("{ns}/{name}"));
@@ -409,6 +412,42 @@ impl Dispatcher {
             }
         }
         Ok(None)
+    }
+
+    /// A copy of the Job on another worker than the recorded one (its record was changed by
+    /// hand, or it moved while that worker seemed lost) goes now, not at the collector's next
+    /// pass: never two copies of a Job that both run.
+    async fn fence_elsewhere(&self, job: &JobRef, recorded: &str) {
+        for link in &self.links {
+            if link.name() == recorded || link.is_local() || !link.is_ready() {
+                continue;
+            }
+            let Some(copy) = link
+                .cached(&job.namespace, &job.name)
+                .map(|c| c.value())
+                .filter(|c| copy::is_copy_of(c, &job.uid, &self.settings.origin))
+            else {
+                continue;
+            };
+            let (Some(api), Some(uid)) = (
+                link.api(),
+                copy.pointer("/metadata/uid").and_then(Value::as_str),
+            ) else {
+                continue;
+            };
+            match api.delete(&job.namespace, &job.name, uid).await {
+                Ok(()) => {
+                    self.metrics.deleted(link.name(), "moved");
+                    self.say(job, false, "CopyDeleted", format!(
+                        "Deleted the Job's copy on worker {}: the Job is recorded on worker {recorded}",
+                        link.name()
+                    ));
+                }
+                Err(error) => {
+                    tracing::warn!(worker = link.name(), %error, "deleting a copy of a Job that moved");
+                }
+            }
+        }
     }
 
     fn unfit(&self, job: &JobRef, worker: &str, why: Unfit) {

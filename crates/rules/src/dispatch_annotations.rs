@@ -9,7 +9,9 @@
 //!
 //! All four stay mutable: the dispatcher writes the last two over a Job's life (with a merge
 //! patch of the user's Job), and a user may widen or narrow the candidates of a Job not yet
-//! placed. A Job without any of them costs four map lookups, nothing more.
+//! placed. The last two are the dispatcher's record, though: a new Job may not carry them, or
+//! a manifest could place itself past `jobwarden.io/workers` and the workers' namespaces
+//! (`validate_new`). A Job without any of them costs four map lookups, nothing more.
 
 use std::collections::BTreeSet;
 
@@ -68,6 +70,22 @@ pub fn validate(job: &JobObject<'_>) -> ErrorList {
         ));
     }
     errs
+}
+
+/// What a create may not hold: the dispatcher's record and its lost mark. The dispatcher
+/// writes them once the Job exists; a manifest that brings them (copied from `kubectl get -o
+/// yaml`, say) would choose its own worker.
+pub fn validate_new(job: &JobObject<'_>) -> ErrorList {
+    [WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION]
+        .into_iter()
+        .filter(|key| job.annotation(key).is_some())
+        .map(|key| {
+            FieldError::forbidden(
+                &ANNOTATIONS.key(key),
+                "set by jobwarden's dispatcher once the Job exists; a new Job may not carry it",
+            )
+        })
+        .collect()
 }
 
 /// Each entry by its position, as upstream reports the items of a list: empty (`east,,west`,

@@ -262,6 +262,7 @@ pub fn validate_create(job: &JobObject<'_>) -> ErrorList {
     errs.extend(success_rule_settings::validate(job));
     errs.extend(pod_timing::validate(job));
     errs.extend(dispatch_annotations::validate(job));
+    errs.extend(dispatch_annotations::validate_new(job));
     errs
 }
 

@@ -24,6 +24,28 @@ fn with(pointer: &str, text: &str) -> Value {
     JobBuilder::new().set(pointer, json!(text)).build()
 }
 
+/// The errors of an update of a plain Job to `job`: the dispatcher's own annotations are
+/// written on Jobs that exist.
+fn updated(job: &Value) -> Vec<String> {
+    update_errors(job, &JobBuilder::new().build())
+}
+
+#[test]
+fn a_new_job_may_not_carry_the_dispatchers_record() {
+    assert_eq!(
+        create_errors(&with(WORKER, "east")),
+        [format!(
+            "{P}: Forbidden: set by jobwarden's dispatcher once the Job exists; a new Job may not carry it"
+        )]
+    );
+    assert_eq!(
+        create_errors(&with(SINCE, "2026-11-27T16:13:32Z")),
+        [format!(
+            "{S}: Forbidden: set by jobwarden's dispatcher once the Job exists; a new Job may not carry it"
+        )]
+    );
+}
+
 #[test]
 fn workers_are_distinct_dns_labels() {
     let names = |n: usize| {
@@ -134,7 +156,7 @@ fn the_recorded_worker_is_a_dns_label() {
         ),
     ];
     for (text, want) in cases {
-        assert_eq!(create_errors(&with(WORKER, text)), want, "{text:?}");
+        assert_eq!(updated(&with(WORKER, text)), want, "{text:?}");
     }
 }
 
@@ -148,11 +170,7 @@ fn worker_lost_since_is_an_rfc_3339_time() {
         "2026-11-27T16:13:32-05:30",
         "2028-02-29T00:00:00Z",
     ] {
-        assert_eq!(
-            create_errors(&with(SINCE, good)),
-            Vec::<String>::new(),
-            "{good}"
-        );
+        assert_eq!(updated(&with(SINCE, good)), Vec::<String>::new(), "{good}");
     }
     for bad in [
         "",
@@ -174,7 +192,7 @@ fn worker_lost_since_is_an_rfc_3339_time() {
         "2026-11-27T16:13:32Z ",
     ] {
         assert_eq!(
-            create_errors(&with(SINCE, bad)),
+            updated(&with(SINCE, bad)),
             [format!(
                 "{S}: Invalid value: {bad:?}: must be an RFC 3339 time such as 2026-11-27T16:13:32Z"
             )],
@@ -191,7 +209,7 @@ fn all_four_are_reported_at_once() {
         .set(WORKER, json!("East"))
         .set(SINCE, json!("now"))
         .build();
-    let errors = create_errors(&job);
+    let errors = updated(&job);
     assert_eq!(errors.len(), 4, "{errors:#?}");
     for (path, error) in [W, L, P, S].iter().zip(&errors) {
         assert!(error.starts_with(path), "{error}");
