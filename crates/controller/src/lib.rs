@@ -34,22 +34,26 @@
 //!
 //! # Layout
 //!
-//! From the ground up; a module imports only those on its own layer or below.
+//! A folder per concern, from the ground up; a module imports only those below it, and inside
+//! a folder the same holds file by file.
 //!
-//! 1. Deciding, pure: `pods` (the cached pod) and `pod_failure_policy` (which rule a failed
-//!    pod matches) at the bottom, `pod_view` (one sync's view of a pod: the pod and the rule it
-//!    matches) above both, then `backoff`, `conditions`, `pod_template`, `success_policy`,
-//!    `per_index`, and over them all `plan` and its steps; `status_patch` (the write a status
-//!    becomes), `events` (the words of a sync's pod Events), `expectations`, `adoption` (which
-//!    pods a Job claims).
-//! 2. Acting: `cluster_api` (the writes, as a trait, and the runtime's `EventWriter`;
-//!    `kube_api` the real one), `executor` (applies a plan, checking each status write against
-//!    the rules first), `pod_cache`, `orphans` (a pure decision, and the release it leads to),
-//!    `claiming` (the pods a sync claims: adoption and release, and the labelled list of a
-//!    `manualSelector` Job's pods), `job_controller` (syncs one Job from the caches, its
-//!    Events through the runtime's outbox), `reconcile` (the loop; no sync before both caches
-//!    have listed).
-//! 3. This file wires them for one term; `metrics`.
+//! 1. `pods/`: a pod, pure. The cached pod (`mod.rs`), which rule of the pod failure policy a
+//!    failed pod matches (`failure_policy`), one sync's view of a pod with that rule (`view`),
+//!    the pod a Job's template becomes (`template`), the pod watch cache (`cache`). Beside
+//!    it on the ground, `metrics`.
+//! 2. `plan/`: deciding, pure. `plan` and its steps, over the rules they apply: the back-off
+//!    (`backoff`), `backoffLimitPerIndex` (`per_index`), the success policy
+//!    (`success_policy`), reading and setting conditions (`conditions`).
+//! 3. `cluster/`: the writes, as a trait that is also the runtime's `EventWriter`
+//!    (`mod.rs`), and `kube_api`, the real one.
+//! 4. `sync/`: one Job's sync (`JobController`, `mod.rs`): `adoption` (which pods a Job
+//!    claims) under `claiming` (the claims made: adoption and release, and the labelled list of
+//!    a `manualSelector` Job's pods), `status_patch` (the write a status becomes) under
+//!    `executor` (applies a plan, each status write checked against the rules first),
+//!    `expectations`, `pod_events` (the words of a sync's pod Events, which go out through the
+//!    runtime's outbox), and `orphans` (a pure decision, and the release it leads to).
+//! 5. `reconcile`: the loop (no sync before both caches have listed), and this file, which
+//!    runs it for one term of leadership.
 //!
 //! The fake cluster (`jobwarden-fake-cluster`) and the simulator (`jobwarden-simulator`) stand
 //! above this crate and are never imported by it: the public modules are what the binary, they
@@ -63,28 +67,12 @@
 //! cluster `JOBWARDEN_E2E_KUBECONFIG` names) and compares jobwarden with upstream's Job
 //! controller side by side; see `tests/e2e/main.rs`.
 
-mod adoption;
-pub mod backoff;
-mod claiming;
-pub mod cluster_api;
-pub mod conditions;
-mod events;
-pub mod executor;
-mod expectations;
-pub mod job_controller;
-mod kube_api;
+pub mod cluster;
 pub mod metrics;
-mod orphans;
-pub mod per_index;
 pub mod plan;
-mod pod_cache;
-pub mod pod_failure_policy;
-mod pod_template;
-pub mod pod_view;
 pub mod pods;
 pub mod reconcile;
-mod status_patch;
-pub mod success_policy;
+pub mod sync;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -100,10 +88,10 @@ use kube::{Api, Client};
 
 pub use metrics::{ControllerMetrics, METRICS_PREFIX, register_metrics};
 
-use crate::job_controller::JobController;
-use crate::kube_api::KubeApi;
+use crate::cluster::kube_api::KubeApi;
 use crate::plan::PlanConfig;
 use crate::reconcile::{LoopConfig, Sources};
+use crate::sync::JobController;
 use jobwarden_rules::well_known::CONTROLLER_UID_LABEL;
 use jobwarden_runtime::Election;
 use jobwarden_runtime::client::ControllerClients;

@@ -21,10 +21,10 @@ use kube::runtime::watcher;
 use tokio::sync::mpsc;
 use tokio_util::time::DelayQueue;
 
-use crate::cluster_api::ClusterApi;
-use crate::job_controller::{JobController, SyncError};
-use crate::orphans::{self, Orphan, OrphanCandidate};
-use crate::pod_cache::PodObservation;
+use crate::cluster::ClusterApi;
+use crate::pods::cache::PodObservation;
+use crate::sync::orphans::{self, Orphan, OrphanCandidate};
+use crate::sync::{JobController, SyncError};
 use jobwarden_runtime::error_chain;
 use jobwarden_runtime::job_cache::CachedJob;
 

@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
-use jobwarden_controller::backoff::{self, BackoffRecord, DEFAULT_BACKOFF, MAX_BACKOFF};
-use jobwarden_controller::per_index;
-use jobwarden_controller::pod_failure_policy::{Action, PolicyMatch};
-use jobwarden_controller::pod_view::PodView;
+use jobwarden_controller::plan::backoff::{self, BackoffRecord, DEFAULT_BACKOFF, MAX_BACKOFF};
+use jobwarden_controller::plan::per_index;
 use jobwarden_controller::pods::Phase;
+use jobwarden_controller::pods::failure_policy::{Action, PolicyMatch};
+use jobwarden_controller::pods::view::PodView;
 use jobwarden_rules::JobObject;
 use jobwarden_rules::well_known::POLICY_FAILED;
 use k8s_openapi::api::batch::v1::JobCondition;

@@ -1,16 +1,16 @@
 //! The story of a Job as a pure function of what was read (the Job, its pods, its events,
 //! jobwarden's Lease) and the time it is told at. Every judgement is the controller's own: the
-//! rule a failed pod matched is `pod_failure_policy::match_pod`, a back-off is
+//! rule a failed pod matched is `pods::failure_policy::match_pod`, a back-off is
 //! `backoff`/`per_index` over the pods, a stuck delegation is the audit's `stuck_delegation`.
 //! No I/O and no clock here.
 
 use std::time::Duration;
 
 use jobwarden_audit::{PodEvidence, stuck_delegation};
-use jobwarden_controller::backoff::{self, DEFAULT_BACKOFF, MAX_BACKOFF};
-use jobwarden_controller::per_index;
-use jobwarden_controller::pod_failure_policy::{Action, match_pod};
-use jobwarden_controller::pod_view::PodView;
+use jobwarden_controller::plan::backoff::{self, DEFAULT_BACKOFF, MAX_BACKOFF};
+use jobwarden_controller::plan::per_index;
+use jobwarden_controller::pods::failure_policy::{Action, match_pod};
+use jobwarden_controller::pods::view::PodView;
 use jobwarden_controller::pods::{CachedPod, Phase};
 use jobwarden_rules::condition::{COMPLETE, FAILED, SUCCESS_CRITERIA_MET, SUSPENDED};
 use jobwarden_rules::indexes::IndexSet;

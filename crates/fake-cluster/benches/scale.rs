@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jobwarden_controller::ControllerMetrics;
-use jobwarden_controller::job_controller::JobController;
 use jobwarden_controller::plan::PlanConfig;
+use jobwarden_controller::sync::JobController;
 use jobwarden_fake_cluster::{
     InMemoryCluster, LoopRunConfig, Outcome, Request, SeenPod, run_until_finished,
 };

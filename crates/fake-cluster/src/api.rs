@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::Value;
 
 use super::{InMemoryCluster, Request, State, str_at};
-use jobwarden_controller::cluster_api::{ApiError, ClusterApi, LiveJob};
+use jobwarden_controller::cluster::{ApiError, ClusterApi, LiveJob};
 use jobwarden_controller::plan::{PodRef, PodStartFailure};
 use jobwarden_controller::pods::CachedPod;
 use jobwarden_events::{EventRecord, JobRef, Seen};

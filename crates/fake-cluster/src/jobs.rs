@@ -9,7 +9,7 @@ use jobwarden_rules::{JobObject, defaults};
 use super::pods::{controller_uid, pod_ref};
 use super::stored::{metadata_mut, normalize, well_formed};
 use super::{Change, State, key, meta_key, parse, restore_metadata, set, str_at, text};
-use jobwarden_controller::cluster_api::ApiError;
+use jobwarden_controller::cluster::ApiError;
 use jobwarden_controller::plan::PodRef;
 
 impl State {

@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use jobwarden_controller::cluster_api::ApiError;
+use jobwarden_controller::cluster::ApiError;
 use jobwarden_events::{EventRecord, JobRef};
 
 mod api;

@@ -13,10 +13,10 @@ use serde_json::Value;
 use super::{
     Change, InMemoryCluster, Kubelet, Lags, Outcome, Resource, SeenPod, watch_jobs, watch_pods,
 };
-use jobwarden_controller::job_controller::JobController;
 use jobwarden_controller::metrics::ControllerMetrics;
 use jobwarden_controller::plan::PlanConfig;
 use jobwarden_controller::reconcile::{Clock, LoopConfig, Sources, run_loop};
+use jobwarden_controller::sync::JobController;
 use jobwarden_rules::well_known::TRACKING_FINALIZER;
 
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::stored::{metadata_mut, normalize, well_formed};
 use super::{Change, State, key, set, str_at};
-use jobwarden_controller::cluster_api::ApiError;
+use jobwarden_controller::cluster::ApiError;
 use jobwarden_controller::plan::{PodRef, PodStartFailure};
 use jobwarden_events::JobRef;
 use jobwarden_rules::well_known::{CONTROLLER_UID_LABEL, TRACKING_FINALIZER};

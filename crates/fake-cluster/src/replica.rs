@@ -13,9 +13,9 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
 
 use super::{Change, InMemoryCluster, Resource, WatchEvent};
-use jobwarden_controller::job_controller::{JobController, SyncError, SyncReport};
 use jobwarden_controller::metrics::ControllerMetrics;
 use jobwarden_controller::plan::PlanConfig;
+use jobwarden_controller::sync::{JobController, SyncError, SyncReport};
 use jobwarden_runtime::job_cache::CachedJob;
 
 pub struct Replica {

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use jobwarden_controller::cluster_api::ApiError;
+use jobwarden_controller::cluster::ApiError;
 
 /// The object's `metadata`, made an empty object when missing. `None` when the object is no
 /// JSON object at all, or its metadata is something else: the API server refuses those.

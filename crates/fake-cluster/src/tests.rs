@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::*;
-use jobwarden_controller::cluster_api::ApiError;
+use jobwarden_controller::cluster::ApiError;
 use jobwarden_controller::plan::PodRef;
 use jobwarden_rules::well_known::{CONTROLLER_UID_LABEL, TRACKING_FINALIZER};
 

@@ -16,10 +16,10 @@ use serde_json::Value;
 
 use super::book::PodBook;
 use super::story::*;
-use jobwarden_controller::backoff::{DEFAULT_BACKOFF, MAX_BACKOFF};
-use jobwarden_controller::per_index;
-use jobwarden_controller::pod_failure_policy::{Action, match_pod};
-use jobwarden_controller::pod_view::PodView;
+use jobwarden_controller::plan::backoff::{DEFAULT_BACKOFF, MAX_BACKOFF};
+use jobwarden_controller::plan::per_index;
+use jobwarden_controller::pods::failure_policy::{Action, match_pod};
+use jobwarden_controller::pods::view::PodView;
 use jobwarden_controller::pods::{CachedPod, parse_index};
 use jobwarden_fake_cluster::{Change, InMemoryCluster, Resource};
 use jobwarden_rules::condition::{COMPLETE, FAILED, FAILURE_TARGET, SUCCESS_CRITERIA_MET};
@@ -101,7 +101,7 @@ impl Observer {
     /// What the pods still running do under the success rule a `SuccessCriteriaMet` message
     /// names, when they carry on (`Continue`, `ContinueWithRecreations`).
     fn carrying_on(&self, message: &str) -> Option<WhenAchieved> {
-        jobwarden_controller::success_policy::rule_of_message(message)
+        jobwarden_controller::plan::success_policy::rule_of_message(message)
             .and_then(|rule| self.policy.when_achieved.get(rule).copied())
             .filter(|w| *w != WhenAchieved::Terminate)
     }

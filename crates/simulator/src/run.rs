@@ -15,7 +15,7 @@ use super::observer::{Observer, PolicyView, deadline_at, wait_until};
 use super::scenario::{JobShape, Scenario};
 use super::story::*;
 use super::{Limits, SimulationError};
-use jobwarden_controller::cluster_api::ApiError;
+use jobwarden_controller::cluster::ApiError;
 use jobwarden_controller::plan::PlanConfig;
 use jobwarden_fake_cluster::{InMemoryCluster, Kubelet, Outcome, Replica, meta_key};
 use jobwarden_rules::JobObject;

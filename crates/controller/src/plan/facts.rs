@@ -11,9 +11,9 @@ use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::jiff::Timestamp;
 
 use super::types::{InFlight, PlanConfig};
-use crate::pod_failure_policy;
-use crate::pod_template::JobIdentity;
-use crate::pod_view::PodView;
+use crate::pods::failure_policy;
+use crate::pods::template::JobIdentity;
+use crate::pods::view::PodView;
 use crate::pods::{CachedPod, Phase};
 use jobwarden_rules::well_known::{INDEXED, NON_INDEXED, POLICY_FAILED};
 
@@ -129,7 +129,7 @@ pub(super) fn pod_views<'p>(
             // Upstream matches only failed pods; those are terminal or being deleted.
             policy: policy
                 .filter(|_| p.phase == Phase::Failed || p.deleting)
-                .and_then(|policy| pod_failure_policy::match_pod(policy, p, namespace)),
+                .and_then(|policy| failure_policy::match_pod(policy, p, namespace)),
             tracked: p.has_finalizer && !in_flight.removing_finalizers.contains(&*p.uid),
         })
         .collect()

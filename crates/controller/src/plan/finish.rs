@@ -8,10 +8,10 @@ use jobwarden_rules::condition::{COMPLETE, FAILED, FAILURE_TARGET, SUCCESS_CRITE
 use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use super::conditions;
 use super::facts::JobFacts;
 use super::outcome::Finishing;
 use super::types::{Finish, event};
-use crate::conditions;
 use jobwarden_events::EventRecord;
 
 /// What recording the outcome did.

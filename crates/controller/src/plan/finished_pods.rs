@@ -6,10 +6,10 @@ use std::collections::HashSet;
 
 use jobwarden_rules::indexes::IndexSet;
 
+use super::backoff::{self, BackoffRecord};
 use super::facts::JobFacts;
-use crate::backoff::{self, BackoffRecord};
-use crate::pod_view::PodView;
 use crate::pods::Phase;
+use crate::pods::view::PodView;
 
 /// What finished since the last status write, and the totals with it.
 pub(super) struct Finished<'a> {

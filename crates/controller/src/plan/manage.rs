@@ -9,14 +9,14 @@ use std::time::Duration;
 
 use jobwarden_rules::indexes::IndexSet;
 
+use super::backoff::{self, BackoffRecord};
 use super::facts::{JobFacts, count};
 use super::finished_pods::Finished;
+use super::per_index;
 use super::types::{CreateReason, DeleteReason, PodCreation, PodDeletion, PodRef};
-use crate::backoff::{self, BackoffRecord};
-use crate::per_index;
-use crate::pod_template::build_pod;
-use crate::pod_view::PodView;
 use crate::pods::Phase;
+use crate::pods::template::build_pod;
+use crate::pods::view::PodView;
 
 /// What `manageJob` decided, and the pod counts after it.
 #[derive(Default)]

@@ -5,15 +5,23 @@
 //! pods, `suspend`, `finish` the conditions, `status` the write). It never performs I/O, never
 //! reads a clock, and plans at most one status write so that each write can be checked against
 //! the status-transition rules before it is made.
+//!
+//! The steps stand on the rules they apply, each in a file of its own that `explain` and
+//! `simulate` read too: `backoff` (the delay before a failed pod is replaced), `per_index`
+//! (`backoffLimitPerIndex`), `success_policy` (KEP-3998's rules matched) and `conditions`.
 
+pub mod backoff;
+pub mod conditions;
 mod facts;
 mod finish;
 mod finished_pods;
 mod lingering;
 mod manage;
 mod outcome;
+pub mod per_index;
 mod start_timeout;
 mod status;
+pub mod success_policy;
 mod suspend;
 mod tracking;
 mod types;
@@ -34,9 +42,8 @@ pub use types::{
     PodRef, PodStartFailure, Skip,
 };
 
-use crate::per_index;
-use crate::pod_view::PodView;
 use crate::pods::CachedPod;
+use crate::pods::view::PodView;
 use facts::{JobFacts, count};
 use finished_pods::Finished;
 use outcome::Finishing;

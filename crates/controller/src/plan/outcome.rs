@@ -21,12 +21,12 @@ use k8s_openapi::api::batch::v1::JobCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
 
+use super::conditions;
 use super::facts::JobFacts;
 use super::finished_pods::Finished;
-use crate::conditions;
-use crate::pod_failure_policy::Action;
+use super::success_policy;
 use crate::pods::Phase;
-use crate::success_policy;
+use crate::pods::failure_policy::Action;
 use jobwarden_rules::well_known::*;
 
 /// The terminal outcome the Job is heading to.

@@ -13,8 +13,8 @@ use jobwarden_rules::seconds;
 
 use super::facts::JobFacts;
 use super::types::{DeleteReason, PodDeletion, PodRef, PodStartFailure, event};
-use crate::pod_view::PodView;
 use crate::pods::Phase;
+use crate::pods::view::PodView;
 use jobwarden_events::EventRecord;
 
 /// The pods to fail and delete now, and when the next one runs out of time.

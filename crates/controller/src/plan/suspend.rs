@@ -9,9 +9,9 @@ use jobwarden_rules::condition::SUSPENDED;
 use k8s_openapi::api::batch::v1::JobCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use super::conditions;
 use super::facts::JobFacts;
 use super::types::event;
-use crate::conditions;
 use jobwarden_events::EventRecord;
 use jobwarden_rules::well_known::{
     MESSAGE_JOB_RESUMED, MESSAGE_JOB_SUSPENDED, REASON_JOB_RESUMED, REASON_JOB_SUSPENDED,

@@ -9,8 +9,8 @@ use jobwarden_rules::indexes::IndexSet;
 use super::facts::JobFacts;
 use super::outcome::Finishing;
 use super::types::PodRef;
-use crate::pod_view::PodView;
 use crate::pods::Phase;
+use crate::pods::view::PodView;
 
 /// The uncounted lists and the counters after the tracking step.
 pub(super) struct Tracked {

@@ -8,8 +8,8 @@ use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use crate::backoff::{self, BackoffRecord};
-use crate::pod_view::PodView;
+use super::backoff::{self, BackoffRecord};
+use crate::pods::view::PodView;
 use jobwarden_events::EventRecord;
 use jobwarden_rules::pod_timing::START_TIMEOUT_CONDITION;
 use jobwarden_rules::well_known::JOBWARDEN_CONTROLLER_NAME;

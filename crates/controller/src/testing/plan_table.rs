@@ -465,7 +465,7 @@ fn owned(list: &[&str]) -> Vec<String> {
 /// reject is never written, so a plan that makes one leaves the Job stuck.
 fn status_rules_broken(job: &Value, p: &Plan) -> Option<Mismatch> {
     let status = p.status.as_ref()?;
-    let patch = match crate::status_patch::status_patch(job, status) {
+    let patch = match crate::sync::status_patch::status_patch(job, status) {
         Ok(patch) => patch?,
         Err(e) => {
             return Some(Mismatch::note(format!(
@@ -473,7 +473,7 @@ fn status_rules_broken(job: &Value, p: &Plan) -> Option<Mismatch> {
             )));
         }
     };
-    let refused = crate::executor::check_status_patch(job, &patch).err()?;
+    let refused = crate::sync::executor::check_status_patch(job, &patch).err()?;
     Some(Mismatch::note(format!(
         "the executor would refuse the planned status: {refused}\n        patch: {patch}"
     )))

@@ -1,10 +1,11 @@
 //! What each of jobwarden's faces asks of the API server, from the code: the webhook's
 //! namespace watch (crates/server/src/namespaces.rs) and its read of its webhook
 //! configurations (src/cli/registered_webhooks.rs), the controller's kube calls
-//! (crates/controller/src/kube_api.rs, reconcile.rs; crates/runtime/src/leader/), the core/v1 Events the
-//! controller and the in-process audit create (crates/events), the reviews of scrapers'
-//! tokens (crates/server/src/metrics_access), and the dispatcher's calls on the management
-//! cluster and on each worker (issues 42-44). tests/deploy.rs holds these lists equal to what
+//! (crates/controller/src/cluster/kube_api.rs, reconcile.rs; the Lease's in
+//! crates/runtime/src/leader/), the core/v1 Events the controller and the in-process audit
+//! create (crates/events), the reviews of scrapers' tokens (crates/server/src/metrics_access),
+//! and the dispatcher's calls on the management cluster and on each worker
+//! (crates/dispatcher/src/api.rs). tests/deploy.rs holds these lists equal to what
 //! deploy/'s and the chart's RBAC grant each ServiceAccount, and the e2e suites run jobwarden
 //! under exactly that RBAC; doctor asks whether the installed ServiceAccounts still have them.
 

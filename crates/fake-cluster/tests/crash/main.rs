@@ -12,8 +12,8 @@ use std::sync::Arc;
 use jobwarden_rules::JobObject;
 use serde_json::Value;
 
-use jobwarden_controller::executor::{ApplyError, apply};
 use jobwarden_controller::plan::PlanConfig;
+use jobwarden_controller::sync::executor::{ApplyError, apply};
 use jobwarden_controller::testing::*;
 use jobwarden_fake_cluster::{
     InMemoryCluster, Kubelet, Outcome as PodOutcome, Replica, Resource, meta_key,

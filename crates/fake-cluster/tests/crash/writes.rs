@@ -7,8 +7,8 @@ use super::*;
 #[test]
 fn a_status_that_breaks_the_rules_is_refused_and_not_written() {
     use futures::executor::block_on;
-    use jobwarden_controller::conditions::new_condition;
     use jobwarden_controller::plan::Plan;
+    use jobwarden_controller::plan::conditions::new_condition;
 
     let cluster = InMemoryCluster::new(at(0));
     let stored = cluster

@@ -6,7 +6,7 @@
 
 use jobwarden_rules::well_known::TRACKING_FINALIZER;
 
-use crate::backoff::BackoffRecord;
+use crate::plan::backoff::BackoffRecord;
 use crate::plan::{DeleteReason::*, InFlight};
 use crate::testing::plan_table::{row, table};
 use crate::testing::*;

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher;
 
-use crate::pods::CachedPod;
+use super::CachedPod;
 
 /// The pods of one Job.
 #[derive(Debug, Default, Clone)]

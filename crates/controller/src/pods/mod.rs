@@ -2,6 +2,16 @@
 //! watch cache holds (a few hundred bytes instead of the whole `Pod`), built once per watch event;
 //! `PodView` is one sync's view of it, with the pod failure policy rule it matches. Pure reads;
 //! a malformed field reads as "unknown", never as a panic.
+//!
+//! Beside it, everything of a pod's own: `failure_policy` (which rule of the Job's
+//! `podFailurePolicy` a failed pod matches), `view` (above both), `cache` (the pod watch
+//! cache, indexed by Job) and `template` (the pod a Job's template becomes). This file imports
+//! none of them; they stand on it.
+
+pub(crate) mod cache;
+pub mod failure_policy;
+pub(crate) mod template;
+pub mod view;
 
 use std::sync::Arc;
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::cluster_api::ClusterApi;
+use crate::cluster::ClusterApi;
 use crate::plan::PodRef;
 use crate::pods::CachedPod;
 use jobwarden_runtime::job_cache::CachedJob;

@@ -1,11 +1,11 @@
 //! One sync's view of a cached pod: the pod, and the pod failure policy rule it matches. It
-//! stands above `pods` (what the cache holds) and `pod_failure_policy` (which rule a pod
+//! stands above `pods` (what the cache holds) and `pods::failure_policy` (which rule a pod
 //! matches), so that the matcher reads pods and pods know nothing of policies.
 
 use std::ops::Deref;
 
-use crate::pod_failure_policy::PolicyMatch;
-use crate::pods::CachedPod;
+use super::CachedPod;
+use super::failure_policy::PolicyMatch;
 
 /// One sync's view of a cached pod: the pod, and the pod failure policy rule it matches (only
 /// `plan` knows the Job, so only it can say).

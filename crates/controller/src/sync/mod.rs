@@ -1,10 +1,24 @@
 //! One Job's sync, from the caches: the Job as the watch cache holds it, its pods from the pod
 //! cache, and what the controller remembers between syncs (expectations, the Jobs' event
-//! buckets). Claims the Job's pods (`claiming`), plans, applies, keeps the expectations in step
-//! with the writes it made, and hands its events to the event outbox without waiting for them
-//! to be written (the runtime's `events::outbox`). Every read is a cache read but claiming's (a GET before
-//! adopting, a labelled LIST for a `manualSelector` Job). The kube wiring
-//! (`reconcile`), the scale benchmark and the tests all drive this same type.
+//! buckets). Claims the Job's pods (`claiming`), plans, applies (`executor`), keeps the
+//! expectations in step with the writes it made (`expectations`), and hands its events
+//! (`pod_events` words the pods') to the runtime's event outbox without waiting for them to
+//! be written. Every read is a cache read but claiming's (a GET before adopting, a labelled
+//! LIST for a `manualSelector` Job). The kube wiring (`reconcile`), the scale benchmark and
+//! the tests all drive this same type.
+//!
+//! Beside it, what a sync does to the cluster and remembers: `adoption` (which pods a Job
+//! claims, pure) under `claiming`; `status_patch` (the write a status becomes) under
+//! `executor`; `orphans` (pods whose Job is gone: a pure decision and the release it leads
+//! to, which the loop runs).
+
+mod adoption;
+mod claiming;
+pub mod executor;
+mod expectations;
+pub(crate) mod orphans;
+mod pod_events;
+pub(crate) mod status_patch;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
@@ -15,17 +29,16 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::watcher;
 
-use crate::backoff::BackoffRecord;
-use crate::claiming::{Claiming, SelectorLists};
-use crate::cluster_api::ClusterApi;
-use crate::events::pods_message;
-use crate::executor::{self, Applied, ApplyError};
-use crate::expectations::{EXPECTATIONS_TIMEOUT, Expectations};
+use crate::cluster::ClusterApi;
 use crate::metrics::{
     ControllerMetrics, CreatedLabels, FinishedLabels, StartTimeoutLabels, SyncLabels,
 };
+use crate::plan::backoff::BackoffRecord;
 use crate::plan::{Finish, InFlight, Plan, PlanConfig, plan};
-use crate::pod_cache::{PodCache, PodObservation};
+use crate::pods::cache::{PodCache, PodObservation};
+use claiming::{Claiming, SelectorLists};
+use executor::{Applied, ApplyError};
+use expectations::{EXPECTATIONS_TIMEOUT, Expectations};
 use jobwarden_events::{EventRecord, JobRef};
 use jobwarden_rules::well_known::{
     INDEXED, NON_INDEXED, REASON_COMPLETIONS_REACHED, REASON_POD_FAILURE_POLICY,
@@ -34,6 +47,7 @@ use jobwarden_rules::well_known::{
 use jobwarden_runtime::events::limiter::EventLimiter;
 use jobwarden_runtime::events::outbox::{Delivery, EventOutbox};
 use jobwarden_runtime::job_cache::CachedJob;
+use pod_events::pods_message;
 
 /// How many deleted Jobs' uids are remembered, so their orphaned pods are released without
 /// asking the API server whether the Job is gone.
@@ -492,9 +506,9 @@ pub fn metric_reason(finish: &Finish) -> &str {
 
 #[cfg(test)]
 mod tests {
+    use super::executor::ApplyError;
     use super::{SyncError, metric_reason};
-    use crate::cluster_api::ApiError;
-    use crate::executor::ApplyError;
+    use crate::cluster::ApiError;
     use crate::plan::Finish;
     use jobwarden_runtime::error_chain;
 

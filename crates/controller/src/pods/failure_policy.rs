@@ -7,7 +7,7 @@ use k8s_openapi::api::batch::v1::{
     PodFailurePolicyOnPodConditionsPattern,
 };
 
-use crate::pods::{CachedPod, ExitedContainer};
+use super::{CachedPod, ExitedContainer};
 
 /// What the first matching rule asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

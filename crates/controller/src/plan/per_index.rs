@@ -11,9 +11,9 @@ use jobwarden_rules::indexes::IndexSet;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use crate::backoff::{self, BackoffRecord};
-use crate::pod_failure_policy::Action;
-use crate::pod_view::PodView;
+use super::backoff::{self, BackoffRecord};
+use crate::pods::failure_policy::Action;
+use crate::pods::view::PodView;
 use jobwarden_rules::well_known::{INDEX_FAILURE_COUNT_KEY, INDEX_IGNORED_FAILURE_COUNT_KEY};
 
 /// Upstream's `isIndexFailed`: the pod's failure ends its index when a `FailIndex` rule matched,
@@ -153,8 +153,8 @@ pub fn remaining(
 
 #[cfg(test)]
 mod tests {
+    use super::backoff::{DEFAULT_BACKOFF, MAX_BACKOFF};
     use super::*;
-    use crate::backoff::{DEFAULT_BACKOFF, MAX_BACKOFF};
     use crate::pods::CachedPod;
     use crate::testing::*;
 

@@ -19,7 +19,7 @@ use kube::api::{
 use kube::core::Selector;
 use serde_json::{Value, json};
 
-use crate::cluster_api::{ApiError, ClusterApi, LiveJob};
+use super::{ApiError, ClusterApi, LiveJob};
 use crate::plan::{PodRef, PodStartFailure};
 use crate::pods::CachedPod;
 use jobwarden_events::{EventRecord, EventReporter, JobRef, Seen, record_repeated_job_event};

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
-use crate::pod_view::PodView;
+use crate::pods::view::PodView;
 use crate::pods::{CachedPod, Phase};
 
 /// Upstream's `DefaultJobPodFailureBackOff`.

@@ -17,12 +17,12 @@ use std::time::Duration;
 use jobwarden_rules::JobObject;
 use k8s_openapi::jiff::Timestamp;
 
-use crate::adoption::{Claim, Claimant, claim};
-use crate::cluster_api::{ApiError, ClusterApi};
-use crate::executor::ApplyError;
+use super::adoption::{Claim, Claimant, claim};
+use super::executor::ApplyError;
+use crate::cluster::{ApiError, ClusterApi};
 use crate::plan::PodRef;
-use crate::pod_cache::PodCache;
 use crate::pods::CachedPod;
+use crate::pods::cache::PodCache;
 use jobwarden_events::JobRef;
 use jobwarden_runtime::job_cache::CachedJob;
 

@@ -105,7 +105,7 @@ pub fn patched(stored: &Value, patch: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conditions::new_condition;
+    use crate::plan::conditions::new_condition;
     use crate::testing::at;
 
     #[test]

@@ -3,6 +3,8 @@
 //! stands in for kube-apiserver in tests, the scale benchmark and `jobwarden simulate`. Reads
 //! never go through here: the controller reads its watch caches.
 
+pub(crate) mod kube_api;
+
 use std::sync::Arc;
 
 use jobwarden_events::JobRef;

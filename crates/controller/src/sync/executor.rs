@@ -15,9 +15,9 @@ use jobwarden_rules::JobObject;
 use k8s_openapi::api::batch::v1::JobStatus;
 use serde_json::Value;
 
-use crate::cluster_api::{ApiError, ClusterApi};
+use super::status_patch::{patched, status_patch};
+use crate::cluster::{ApiError, ClusterApi};
 use crate::plan::{Plan, PodRef};
-use crate::status_patch::{patched, status_patch};
 
 /// Finalizer removals and deletions in flight at once for one Job: upstream runs them all in
 /// parallel; a bound keeps one large Job from queueing hundreds of requests at a time.
