@@ -183,10 +183,7 @@ fn dispatch_namespaces_and_the_dispatcher_s_writes_pass_through_the_api_server()
         ["validate", &remote, "plain", "UPDATE", "status"],
     ] {
         let seen = seen.map(str::to_owned);
-        assert!(
-            reviews.iter().any(|r| *r == seen),
-            "no review {seen:?} in {reviews:?}"
-        );
+        assert!(reviews.contains(&seen), "no review {seen:?} in {reviews:?}");
     }
 
     unregister(plane, name);

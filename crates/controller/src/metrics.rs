@@ -274,7 +274,7 @@ mod tests {
     /// Whatever reason a Job ends with, its label set is one of those served from the start.
     #[test]
     fn every_finish_lands_on_a_label_set_served_from_the_start() {
-        use crate::job_controller::metric_reason;
+        use crate::sync::metric_reason;
         use crate::plan::Finish;
         let known = finished_label_sets();
         for (succeeded, reason, indexed) in [

@@ -2,8 +2,10 @@
 //! no kubelet), two ways:
 //!
 //! * [`kubelet`]: every pod of a namespace runs as soon as it is seen, and its container `main`
-//!   exits 0 a second later; a pod being deleted is killed (exit 143). Pods are read by
-//!   polling, as a test's own reads, so a slow watch cannot hide one.
+//!   exits 0 a second later; a pod being deleted is killed (exit 143). A pod may say otherwise
+//!   in its annotations: [`EXIT_CODE_ANNOTATION`] (the code `main` exits with) and
+//!   [`RUNS_SECONDS_ANNOTATION`] (how long it runs first). Pods are read by polling, as a
+//!   test's own reads, so a slow watch cannot hide one.
 //! * [`finish_pods_after_a_second`]: for load, each pod is watched and ended, succeeded, a
 //!   second after it first appears (no Running step), with as few requests as a kubelet makes.
 //!   Its client is the caller's: name it (User-Agent) to tell its requests apart in the audit
@@ -18,6 +20,22 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Client, ResourceExt as _};
 use serde_json::{Value, json};
+
+/// The exit code of a pod's container `main` (default 0), for [`kubelet`].
+pub const EXIT_CODE_ANNOTATION: &str = "e2e.jobwarden.io/exit-code";
+/// How many seconds a pod runs before `main` exits (default 1), for [`kubelet`].
+pub const RUNS_SECONDS_ANNOTATION: &str = "e2e.jobwarden.io/runs-seconds";
+
+/// The value of one of the pod's annotations, read as a number.
+fn annotated<T: std::str::FromStr>(pod: &Pod, key: &str) -> Option<T> {
+    pod.metadata
+        .annotations
+        .as_ref()?
+        .get(key)?
+        .trim()
+        .parse()
+        .ok()
+}
 
 /// Plays the kubelet for the pods `pods` lists until the task is aborted.
 pub fn kubelet(pods: Api<Pod>) -> tokio::task::JoinHandle<()> {
@@ -48,11 +66,12 @@ async fn step(pods: &Api<Pod>, pod: &Pod, running: &mut HashMap<String, Instant>
         "Succeeded" | "Failed" => return,
         _ if pod.metadata.deletion_timestamp.is_some() => ended(143),
         "Running"
-            if running
-                .get(&uid)
-                .is_some_and(|t| t.elapsed() >= Duration::from_secs(1)) =>
+            if running.get(&uid).is_some_and(|t| {
+                t.elapsed()
+                    >= Duration::from_secs(annotated(pod, RUNS_SECONDS_ANNOTATION).unwrap_or(1))
+            }) =>
         {
-            ended(0)
+            ended(annotated(pod, EXIT_CODE_ANNOTATION).unwrap_or(0))
         }
         "Running" => {
             running.entry(uid).or_insert_with(Instant::now);

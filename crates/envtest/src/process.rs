@@ -71,6 +71,16 @@ pub fn remove_at_exit(dir: &Path) {
 
 /// Starts `program` with its output appended to `log`; call on the keeper thread.
 pub fn spawn(program: &Path, args: &[String], log: &Path) -> Result<u32, String> {
+    spawn_with(program, args, &[], log)
+}
+
+/// [`spawn`], with `envs` added to the environment it inherits.
+pub fn spawn_with(
+    program: &Path,
+    args: &[String],
+    envs: &[(String, String)],
+    log: &Path,
+) -> Result<u32, String> {
     let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -82,6 +92,7 @@ pub fn spawn(program: &Path, args: &[String], log: &Path) -> Result<u32, String>
     let mut command = Command::new(program);
     command
         .args(args)
+        .envs(envs.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err);
@@ -109,6 +120,17 @@ pub fn spawn(program: &Path, args: &[String], log: &Path) -> Result<u32, String>
         .children
         .push(child);
     Ok(pid)
+}
+
+/// Sends SIGKILL to `pid`, one of ours, and reaps it.
+pub fn kill(pid: u32) {
+    let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(index) = live.children.iter().position(|c| c.id() == pid) {
+        let mut child = live.children.remove(index);
+        drop(live);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }
 
 /// Whether the process is still running (false once it has exited).

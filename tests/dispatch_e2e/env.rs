@@ -1,0 +1,524 @@
+//! The dispatcher's world for this test binary: the shared fleet (a management cluster and two
+//! workers, each running upstream's Job controller), the worker side installed on each worker
+//! as docs/dispatch.md says (deploy/worker/, a kubeconfig with an expiring token), the
+//! kubeconfigs in Secrets of jobwarden's namespace, and one `jobwarden serve --no-webhook` run
+//! as deploy/ installs it, configured only through the policy file:
+//!
+//! ```yaml
+//! dispatch:
+//!   workerLostSeconds: 20
+//!   workers:
+//!     - {name: east, kubeconfigSecret: jobwarden-worker-east}
+//!     - {name: west, kubeconfigSecret: jobwarden-worker-west}
+//!     - {name: plugin, kubeconfigSecret: jobwarden-worker-plugin}   # an exec plugin: refused
+//! ```
+//!
+//! Each test has a namespace of its own, of the same name on the three clusters, and plays
+//! the kubelet on both workers there. A test that stops a process the others use (jobwarden,
+//! a worker's API server) holds [`DISRUPTION`] for writing; the others for reading.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
+use jobwarden_envtest::{Fleet, Installed, OwnedProcess, kubelet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Secret, ServiceAccount};
+use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use kube::{Client, ResourceExt as _};
+use serde_json::{Value, json};
+
+/// The workers' names in the policy, in the fleet's order.
+pub const WORKERS: [&str; 2] = ["east", "west"];
+/// A worker whose kubeconfig runs an exec plugin: refused, never used.
+pub const PLUGIN_WORKER: &str = "plugin";
+pub const DISPATCHER: &str = "jobwarden.io/dispatcher";
+pub const WORKER_LOST_SECONDS: u64 = 20;
+
+/// How long a condition may take on a busy two-core machine.
+pub const PATIENCE: Duration = Duration::from_secs(180);
+
+/// Held for writing by a test that stops what the others use.
+pub static DISRUPTION: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+/// What the tests share: paths and processes, never clients (each test has its runtime).
+pub struct World {
+    pub fleet: &'static Fleet,
+    pub identity: Installed,
+    pub dir: PathBuf,
+    pub metrics_port: u16,
+    jobwarden: Mutex<Option<OwnedProcess>>,
+    args: Vec<String>,
+    envs: Vec<(String, String)>,
+}
+
+static WORLD: OnceLock<Option<World>> = OnceLock::new();
+
+impl World {
+    /// The world, set up on first use; `None` (after one line) without the binaries.
+    pub fn get() -> Option<&'static World> {
+        WORLD
+            .get_or_init(|| {
+                let fleet = Fleet::shared()?;
+                Some(off_runtime(move || World::set_up(fleet)))
+            })
+            .as_ref()
+    }
+
+    async fn set_up(fleet: &'static Fleet) -> World {
+        let mgmt = fleet.management.client().await;
+        let identity = fleet.management.installed_identity().await;
+        let secrets: Api<Secret> = Api::namespaced(mgmt.clone(), &identity.namespace);
+        for (name, worker) in WORKERS.iter().zip(&fleet.workers) {
+            let kubeconfig = worker
+                .dispatcher_kubeconfig(None)
+                .await
+                .unwrap_or_else(|e| panic!("the worker side is installed on {name}: {e}"));
+            put_secret(&secrets, &format!("jobwarden-worker-{name}"), &kubeconfig).await;
+        }
+        put_secret(
+            &secrets,
+            &format!("jobwarden-worker-{PLUGIN_WORKER}"),
+            &plugin_kubeconfig(),
+        )
+        .await;
+        let dir =
+            std::env::temp_dir().join(format!("jobwarden-dispatch-e2e-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("the suite's folder");
+        let policy = dir.join("policy.yaml");
+        std::fs::write(
+            &policy,
+            format!(
+                "dispatch:\n  workerLostSeconds: {WORKER_LOST_SECONDS}\n  workers:\n{}",
+                WORKERS
+                    .iter()
+                    .chain([&PLUGIN_WORKER])
+                    .map(|w| format!(
+                        "    - {{name: {w}, kubeconfigSecret: jobwarden-worker-{w}}}\n"
+                    ))
+                    .collect::<String>()
+            ),
+        )
+        .expect("the policy file is written");
+        let certificate = jobwarden_envtest::serving_certificate(&dir);
+        let metrics_port = jobwarden_envtest::free_port().expect("a free port");
+        let args: Vec<String> = [
+            "serve",
+            "--no-webhook",
+            "--audit-interval-seconds",
+            "0",
+            "--metrics-secure=false",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .chain([
+            format!("--metrics-listen=127.0.0.1:{metrics_port}"),
+            format!("--tls-cert={}", certificate.cert.display()),
+            format!("--tls-key={}", certificate.key.display()),
+            format!("--config={}", policy.display()),
+        ])
+        .collect();
+        let envs = vec![
+            (
+                "KUBECONFIG".to_owned(),
+                identity
+                    .kubeconfig(&identity.namespace)
+                    .display()
+                    .to_string(),
+            ),
+            ("HOSTNAME".to_owned(), "dispatch-e2e".to_owned()),
+            ("RUST_LOG".to_owned(), "info".to_owned()),
+        ];
+        let world = World {
+            fleet,
+            identity,
+            dir,
+            metrics_port,
+            jobwarden: Mutex::new(None),
+            args,
+            envs,
+        };
+        world.start_jobwarden();
+        world
+    }
+
+    /// Starts jobwarden (again), a new log each time.
+    pub fn start_jobwarden(&self) {
+        let mut running = self.jobwarden.lock().unwrap_or_else(|e| e.into_inner());
+        let n = std::fs::read_dir(&self.dir).map_or(0, |d| d.count());
+        let log = self.dir.join(format!("jobwarden-{n}.log"));
+        let process = OwnedProcess::start(
+            std::path::Path::new(env!("CARGO_BIN_EXE_jobwarden")),
+            &self.args,
+            &self.envs,
+            &log,
+        )
+        .unwrap_or_else(|e| panic!("jobwarden starts: {e}"));
+        *running = Some(process);
+    }
+
+    /// SIGKILL of jobwarden, as a node lost under it.
+    pub fn kill_jobwarden(&self) {
+        if let Some(p) = self
+            .jobwarden
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            p.kill();
+        }
+    }
+
+    /// The end of jobwarden's log, for a failure's message.
+    pub fn jobwarden_log(&self) -> String {
+        self.jobwarden
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map_or_else(String::new, |p| p.tail(60))
+    }
+
+    /// jobwarden's /metrics, `None` while it does not answer.
+    pub async fn metrics(&self) -> Option<String> {
+        let port = self.metrics_port;
+        tokio::task::spawn_blocking(move || jobwarden_envtest::http_get(port, "/metrics"))
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// One sample's value from /metrics (`name{labels}` exactly as served).
+    pub async fn sample(&self, series: &str) -> Option<f64> {
+        let text = self.metrics().await?;
+        text.lines().find_map(|l| {
+            l.strip_prefix(series)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse()
+                .ok()
+        })
+    }
+}
+
+/// A Secret holding `kubeconfig`, made or replaced.
+async fn put_secret(secrets: &Api<Secret>, name: &str, kubeconfig: &str) {
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "stringData": {"kubeconfig": kubeconfig},
+    }))
+    .expect("a Secret");
+    let _ = secrets.delete(name, &Default::default()).await;
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap_or_else(|e| panic!("the Secret {name} is created: {e}"));
+}
+
+/// A kubeconfig as cloud providers hand them out: its user runs a program for a token.
+fn plugin_kubeconfig() -> String {
+    "apiVersion: v1
+kind: Config
+current-context: plugin
+contexts: [{name: plugin, context: {cluster: plugin, user: plugin}}]
+clusters: [{name: plugin, cluster: {server: 'https://127.0.0.1:1', certificate-authority-data: Q0E=}}]
+users:
+- name: plugin
+  user:
+    exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, args: [-c, 'echo pwned > /tmp/jobwarden-exec-plugin-ran']}
+"
+    .to_owned()
+}
+
+/// Runs `f` to its end on a runtime of its own, off the caller's.
+fn off_runtime<T: Send, Fut: Future<Output = T>>(f: impl FnOnce() -> Fut + Send) -> T {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime")
+                .block_on(f())
+        })
+        .join()
+        .expect("the set-up does not panic")
+    })
+}
+
+/// One test: its namespace on the three clusters, admin clients, and kubelets on the workers.
+pub struct Test {
+    pub world: &'static World,
+    pub ns: String,
+    pub mgmt: Client,
+    /// Each worker's admin client, in [`WORKERS`]' order.
+    pub workers: Vec<Client>,
+    kubelets: Vec<tokio::task::JoinHandle<()>>,
+    pub census: Census,
+}
+
+impl Test {
+    pub async fn new(prefix: &str) -> Option<Test> {
+        let world = World::get()?;
+        let mgmt = world.fleet.management.client().await;
+        let ns = world.fleet.management.create_namespace(&mgmt, prefix).await;
+        let mut workers = Vec::new();
+        for plane in &world.fleet.workers {
+            let client = plane.client().await;
+            create_named_namespace(&client, &ns).await;
+            workers.push(client);
+        }
+        let kubelets = workers
+            .iter()
+            .map(|c| kubelet(Api::<Pod>::namespaced(c.clone(), &ns)))
+            .collect();
+        let census = Census::start(&workers, &ns);
+        Some(Test {
+            world,
+            ns,
+            mgmt,
+            workers,
+            kubelets,
+            census,
+        })
+    }
+
+    pub fn jobs(&self) -> Api<Job> {
+        Api::namespaced(self.mgmt.clone(), &self.ns)
+    }
+
+    pub fn worker(&self, name: &str) -> &Client {
+        let i = WORKERS
+            .iter()
+            .position(|w| *w == name)
+            .unwrap_or_else(|| panic!("no worker {name}"));
+        &self.workers[i]
+    }
+
+    pub fn worker_jobs(&self, name: &str) -> Api<Job> {
+        Api::namespaced(self.worker(name).clone(), &self.ns)
+    }
+
+    pub fn worker_pods(&self, name: &str) -> Api<Pod> {
+        Api::namespaced(self.worker(name).clone(), &self.ns)
+    }
+
+    /// Creates a dispatched Job from `spec` (merged over a one-pod Job's) and `annotations`.
+    pub async fn create(&self, name: &str, spec: Value, annotations: Value) -> Job {
+        let mut job = jobwarden_envtest::delegated_job(name, DISPATCHER, spec);
+        job["metadata"]["annotations"] = annotations;
+        let job: Job = serde_json::from_value(job).expect("a Job");
+        self.jobs()
+            .create(&PostParams::default(), &job)
+            .await
+            .unwrap_or_else(|e| panic!("the Job {name} is created: {e}"))
+    }
+
+    /// Waits until the user's Job `name` satisfies `f`; returns it.
+    pub async fn wait_job(&self, name: &str, what: &str, f: impl Fn(&Job) -> bool) -> Job {
+        let jobs = self.jobs();
+        let started = Instant::now();
+        loop {
+            if let Ok(job) = jobs.get(name).await
+                && f(&job)
+            {
+                return job;
+            }
+            if started.elapsed() > PATIENCE {
+                let last = jobs.get(name).await.ok();
+                panic!(
+                    "{name}: {what} not within {PATIENCE:?}; last seen {:#?}\nits events: {:#?}\njobwarden's log:\n{}",
+                    last.and_then(|j| j.status),
+                    self.events(name).await,
+                    self.world.jobwarden_log()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Waits until `look` says yes.
+    pub async fn wait_for<F, Fut>(&self, what: &str, mut look: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = bool>,
+    {
+        let started = Instant::now();
+        while !look().await {
+            assert!(
+                started.elapsed() < PATIENCE,
+                "{what} not within {PATIENCE:?}; jobwarden's log:\n{}",
+                self.world.jobwarden_log()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The Events about the Job `name`, as `reason: message`, oldest first.
+    pub async fn events(&self, name: &str) -> Vec<String> {
+        let events: Api<Event> = Api::namespaced(self.mgmt.clone(), &self.ns);
+        let mut list: Vec<Event> = events
+            .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default();
+        list.sort_by_key(|e| e.metadata.creation_timestamp.clone().map(|t| t.0));
+        list.iter()
+            .map(|e| {
+                format!(
+                    "{}: {}",
+                    e.reason.as_deref().unwrap_or_default(),
+                    e.message.as_deref().unwrap_or_default()
+                )
+            })
+            .collect()
+    }
+
+    /// Ends the test: the kubelets stop, the census says no Job ever had two copies at once,
+    /// and neither jobwarden (on the management cluster) nor its identity on a worker was
+    /// refused anything. Returns the census's record.
+    pub async fn finish(self) -> BTreeMap<String, CopyHistory> {
+        for k in &self.kubelets {
+            k.abort();
+        }
+        self.world.identity.assert_nothing_refused();
+        for (name, plane) in WORKERS.iter().zip(&self.world.fleet.workers) {
+            let refused = plane
+                .refusals_of(jobwarden_envtest::WORKER_DISPATCHER_USER)
+                .unwrap_or_default();
+            assert!(
+                refused.is_empty(),
+                "worker {name} refused the dispatcher: {refused:#?}"
+            );
+        }
+        let seen = self.census.stop().await;
+        for (origin, history) in &seen {
+            assert!(
+                history.most_at_once <= 1,
+                "the Job with UID {origin} had {} copies at once: {history:#?}",
+                history.most_at_once
+            );
+        }
+        seen
+    }
+}
+
+async fn create_named_namespace(client: &Client, name: &str) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": name}})).expect("a namespace");
+    match namespaces.create(&PostParams::default(), &ns).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => panic!("the namespace {name} is created: {e}"),
+    }
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), name);
+    let sa: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "default"}})).expect("an account");
+    match accounts.create(&PostParams::default(), &sa).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => panic!("the default ServiceAccount of {name} is created: {e}"),
+    }
+}
+
+/// Every copy seen on the workers in a test's namespace, by the origin UID it names: which
+/// workers held one, every copy's UID, and the most that existed at once.
+#[derive(Debug, Clone, Default)]
+pub struct CopyHistory {
+    pub workers: BTreeSet<String>,
+    pub copies: BTreeSet<String>,
+    pub most_at_once: usize,
+    live: BTreeSet<String>,
+}
+
+/// Watches the workers' copies for the whole test.
+pub struct Census {
+    seen: Arc<Mutex<BTreeMap<String, CopyHistory>>>,
+    watches: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Census {
+    fn start(workers: &[Client], ns: &str) -> Census {
+        let seen: Arc<Mutex<BTreeMap<String, CopyHistory>>> = Arc::default();
+        let watches = WORKERS
+            .iter()
+            .zip(workers)
+            .map(|(name, client)| {
+                let (seen, jobs) = (seen.clone(), Api::<Job>::namespaced(client.clone(), ns));
+                let name = (*name).to_owned();
+                tokio::spawn(async move {
+                    let params = WatchParams::default().labels("jobwarden.io/origin-uid");
+                    let mut version = "0".to_owned();
+                    loop {
+                        let Ok(stream) = jobs.watch(&params, &version).await else {
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                            continue;
+                        };
+                        let mut stream = std::pin::pin!(stream);
+                        while let Some(Ok(event)) = stream.next().await {
+                            let (job, added) = match event {
+                                WatchEvent::Added(j) | WatchEvent::Modified(j) => (j, true),
+                                WatchEvent::Deleted(j) => (j, false),
+                                _ => continue,
+                            };
+                            version = job.resource_version().unwrap_or_default();
+                            let Some(origin) = job.labels().get("jobwarden.io/origin-uid").cloned()
+                            else {
+                                continue;
+                            };
+                            let uid = job.uid().unwrap_or_default();
+                            let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+                            let h = seen.entry(origin).or_default();
+                            h.workers.insert(name.clone());
+                            h.copies.insert(uid.clone());
+                            if added {
+                                h.live.insert(uid);
+                            } else {
+                                h.live.remove(&uid);
+                            }
+                            h.most_at_once = h.most_at_once.max(h.live.len());
+                        }
+                    }
+                })
+            })
+            .collect();
+        Census { seen, watches }
+    }
+
+    /// What was seen of the copies of the Job with this UID so far.
+    pub fn of(&self, uid: &str) -> CopyHistory {
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(uid)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    async fn stop(self) -> BTreeMap<String, CopyHistory> {
+        for w in &self.watches {
+            w.abort();
+        }
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+pub fn condition(job: &Job, type_: &str) -> Option<String> {
+    job.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == "True")
+        .map(|c| c.reason.clone().unwrap_or_default())
+}
+
+pub fn recorded(job: &Job) -> Option<String> {
+    job.annotations().get("jobwarden.io/worker").cloned()
+}
+
+pub fn uid(job: &Job) -> String {
+    job.uid().unwrap_or_default()
+}

@@ -1,0 +1,1 @@
+//! Lost workers (issue 43): to come.
