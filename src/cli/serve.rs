@@ -233,6 +233,15 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
                 lease_duration: Duration::from_secs(args.leader_elect_lease_duration_seconds),
                 renew_deadline,
                 retry_period: Duration::from_secs(args.leader_elect_retry_period_seconds),
+                // The dispatcher's Jobs placed on its local worker run here, by this controller.
+                local_dispatch: policy
+                    .dispatch
+                    .local_worker()
+                    .filter(|_| policy.dispatch.is_enabled())
+                    .map(|worker| jobwarden_controller::plan::LocalDispatch {
+                        dispatcher: policy.dispatch.controller_name.clone(),
+                        worker: worker.to_owned(),
+                    }),
                 ..Default::default()
             };
             let (jobs_tx, jobs) = watch::channel(None);

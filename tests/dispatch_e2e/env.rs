@@ -11,6 +11,7 @@
 //!     - {name: east, kubeconfigSecret: jobwarden-worker-east}
 //!     - {name: west, kubeconfigSecret: jobwarden-worker-west}
 //!     - {name: plugin, kubeconfigSecret: jobwarden-worker-plugin}   # an exec plugin: refused
+//!     - {name: here, local: true, namespaces: {names: [dispatch-local]}}
 //! ```
 //!
 //! Each test has a namespace of its own, of the same name on the three clusters, and plays
@@ -34,6 +35,9 @@ use serde_json::{Value, json};
 pub const WORKERS: [&str; 2] = ["east", "west"];
 /// A worker whose kubeconfig runs an exec plugin: refused, never used.
 pub const PLUGIN_WORKER: &str = "plugin";
+/// The local worker: this (the management) cluster, for the Jobs of [`LOCAL_NAMESPACE`] only.
+pub const LOCAL_WORKER: &str = "here";
+pub const LOCAL_NAMESPACE: &str = "dispatch-local";
 pub const DISPATCHER: &str = "jobwarden.io/dispatcher";
 pub const WORKER_LOST_SECONDS: u64 = 20;
 
@@ -98,6 +102,9 @@ impl World {
                     .map(|w| format!(
                         "    - {{name: {w}, kubeconfigSecret: jobwarden-worker-{w}}}\n"
                     ))
+                    .chain([format!(
+                        "    - {{name: {LOCAL_WORKER}, local: true, namespaces: {{names: [{LOCAL_NAMESPACE}]}}}}\n"
+                    )])
                     .collect::<String>()
             ),
         )
@@ -263,6 +270,22 @@ impl Test {
         let world = World::get()?;
         let mgmt = world.fleet.management.client().await;
         let ns = world.fleet.management.create_namespace(&mgmt, prefix).await;
+        Test::in_namespace(world, mgmt, ns).await
+    }
+
+    /// The test of the local worker, in the one namespace it takes (on the management cluster
+    /// only: no copy is made), its pods played on the management cluster.
+    pub async fn local() -> Option<Test> {
+        let world = World::get()?;
+        let mgmt = world.fleet.management.client().await;
+        create_named_namespace(&mgmt, LOCAL_NAMESPACE).await;
+        let mut test = Test::in_namespace(world, mgmt.clone(), LOCAL_NAMESPACE.to_owned()).await?;
+        test.kubelets
+            .push(kubelet(Api::<Pod>::namespaced(mgmt, LOCAL_NAMESPACE)));
+        Some(test)
+    }
+
+    async fn in_namespace(world: &'static World, mgmt: Client, ns: String) -> Option<Test> {
         let mut workers = Vec::new();
         for plane in &world.fleet.workers {
             let client = plane.client().await;

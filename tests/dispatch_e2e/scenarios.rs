@@ -514,3 +514,47 @@ async fn jobwarden_killed_right_after_a_job_is_created_makes_exactly_one_copy() 
     }
     test.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_worker_runs_the_job_here_without_a_copy() {
+    let Some(test) = Test::local().await else {
+        return;
+    };
+    let _shared = DISRUPTION.read().await;
+    let user = test
+        .create(
+            "at-home",
+            json!({"completions": 2, "parallelism": 2}),
+            json!({"jobwarden.io/workers": LOCAL_WORKER}),
+        )
+        .await;
+    let done = test
+        .wait_job("at-home", "Complete", |j| {
+            condition(j, "Complete").is_some()
+        })
+        .await;
+    assert_eq!(recorded(&done).as_deref(), Some(LOCAL_WORKER));
+    assert_eq!(done.status.as_ref().and_then(|s| s.succeeded), Some(2));
+    // Run here, by jobwarden's Job controller: its pods are here, carrying its name.
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(test.mgmt.clone(), &test.ns);
+    let made: Vec<_> = pods
+        .list(&Default::default())
+        .await
+        .expect("the pods")
+        .items
+        .into_iter()
+        .filter(|p| p.labels().get("batch.kubernetes.io/controller-uid") == Some(&uid(&user)))
+        .collect();
+    assert_eq!(made.len(), 2, "{made:#?}");
+    assert!(
+        made.iter()
+            .all(|p| p.annotations().get("jobwarden.io/created-by")
+                == Some(&"jobwarden.io/job-controller".to_owned()))
+    );
+    let seen = test.finish().await;
+    assert!(
+        seen.get(&uid(&user)).is_none(),
+        "no copy anywhere: {seen:#?}"
+    );
+}

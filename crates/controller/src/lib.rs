@@ -119,6 +119,8 @@ pub struct ControllerConfig {
     pub concurrent_syncs: u16,
     /// How long pod events wait to be handled together (upstream's 1 s batch period).
     pub batch_period: Duration,
+    /// The dispatcher's local worker, whose Jobs this controller runs in place.
+    pub local_dispatch: Option<plan::LocalDispatch>,
 }
 
 impl Default for ControllerConfig {
@@ -132,6 +134,7 @@ impl Default for ControllerConfig {
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(2),
             concurrent_syncs: 5,
+            local_dispatch: None,
             batch_period: Duration::from_secs(1),
         }
     }
@@ -194,6 +197,7 @@ pub fn run_term(
                 .fenced(term.leading),
             PlanConfig {
                 controller_name: config.controller_name.clone(),
+                local_dispatch: config.local_dispatch.clone(),
                 ..PlanConfig::default()
             },
             metrics.clone(),

@@ -215,10 +215,12 @@ fn job_event<A: ClusterApi>(
     orphans: &mpsc::UnboundedSender<OrphanCandidate>,
     event: &watcher::Event<CachedJob>,
 ) -> Vec<Wake> {
-    let name = &ctl.config().controller_name;
     match event {
         watcher::Event::Apply(job) | watcher::Event::InitApply(job) => {
-            if !job.is_managed_by(name) {
+            if !ctl
+                .config()
+                .runs(job.managed_by.as_deref(), job.worker.as_deref())
+            {
                 ctl.saw_foreign(job);
                 return Vec::new();
             }

@@ -25,7 +25,6 @@ use tokio::task::JoinSet;
 
 use jobwarden_admission::policy::Dispatch;
 use jobwarden_events::EventReporter;
-use jobwarden_rules::well_known::WORKER_ANNOTATION;
 use jobwarden_runtime::client::RateLimit;
 use jobwarden_runtime::events::outbox::{Delivery, EventOutbox};
 
@@ -251,12 +250,8 @@ fn job_ref(job: &CachedJob) -> ObjectRef<CachedJob> {
     ObjectRef::new(job.name()).within(job.namespace())
 }
 
-fn recorded(job: &CachedJob) -> Option<String> {
-    job.value()
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(WORKER_ANNOTATION))
-        .and_then(|w| w.as_str())
-        .map(str::to_owned)
+fn recorded(job: &CachedJob) -> Option<&str> {
+    job.worker.as_deref()
 }
 
 /// What a watch event of the management cluster wakes, and what it changes in the counts.
@@ -269,7 +264,7 @@ fn job_event(
     match event {
         watcher::Event::Apply(job) | watcher::Event::InitApply(job) => {
             if let Ok(mut loads) = dispatcher.loads.lock() {
-                loads.observe(job.uid(), recorded(&job).as_deref(), job.finished);
+                loads.observe(job.uid(), recorded(&job), job.finished);
             }
             vec![job_ref(&job)]
         }
@@ -326,7 +321,7 @@ fn wake_refs(
             store
                 .state()
                 .iter()
-                .filter(|j| !j.finished || recorded(j).as_deref() == Some(worker.as_str()))
+                .filter(|j| !j.finished || recorded(j) == Some(worker.as_str()))
                 .filter(|j| match recorded(j) {
                     Some(w) => w == worker || waiting.contains(j.uid()),
                     None => true,

@@ -272,6 +272,11 @@ impl Dispatcher {
                             return Err(e.into());
                         }
                     }
+                    if self.link(&to).is_some_and(|l| l.is_local()) {
+                        self.say(job, false, "Dispatched", format!(
+                            "Placed on worker {to}, this cluster: jobwarden's Job controller runs it here"
+                        ));
+                    }
                     if let Some(from) = replacing {
                         let why = lock(&self.avoid).get(&job.uid).and_then(|a| {
                             a.iter()

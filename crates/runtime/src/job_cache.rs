@@ -14,6 +14,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use jobwarden_rules::condition::{COMPLETE, FAILED};
+use jobwarden_rules::well_known::WORKER_ANNOTATION;
 
 #[derive(Debug, Clone)]
 pub struct CachedJob {
@@ -21,6 +22,9 @@ pub struct CachedJob {
     pub metadata: ObjectMeta,
     /// `spec.managedBy`, for routing without parsing the text.
     pub managed_by: Option<Box<str>>,
+    /// The dispatcher's record (`jobwarden.io/worker`): where a dispatched Job is placed; the
+    /// Job controller runs the Jobs placed on the local worker.
+    pub worker: Option<Box<str>>,
     /// `Complete` or `Failed` is true.
     pub finished: bool,
     /// The whole Job as the API server returned it, less `metadata.managedFields`.
@@ -48,6 +52,11 @@ impl CachedJob {
                 .and_then(|t| serde_json::from_value(t.clone()).ok()),
             ..ObjectMeta::default()
         };
+        let worker = meta
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| a.get(WORKER_ANNOTATION))
+            .and_then(Value::as_str)
+            .map(Box::from);
         let managed_by = job
             .get("spec")
             .and_then(|s| s.get("managedBy"))
@@ -68,6 +77,7 @@ impl CachedJob {
         CachedJob {
             metadata,
             managed_by,
+            worker,
             finished,
             json: Arc::from(serde_json::to_string(&job).unwrap_or_default()),
         }

@@ -33,13 +33,14 @@ use std::time::Duration;
 use jobwarden_rules::JobObject;
 use jobwarden_rules::indexes::IndexSet;
 use jobwarden_rules::success_rule_settings::WhenAchieved;
+use jobwarden_rules::well_known::WORKER_ANNOTATION;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
 pub use status::same_status;
 pub use types::{
-    CreateReason, DeleteReason, Finish, InFlight, Plan, PlanConfig, PodCreation, PodDeletion,
-    PodRef, PodStartFailure, Skip,
+    CreateReason, DeleteReason, Finish, InFlight, LocalDispatch, Plan, PlanConfig, PodCreation,
+    PodDeletion, PodRef, PodStartFailure, Skip,
 };
 
 use crate::pods::CachedPod;
@@ -47,11 +48,6 @@ use crate::pods::view::PodView;
 use facts::{JobFacts, count};
 use finished_pods::Finished;
 use outcome::Finishing;
-
-/// Whether the controller named `controller_name` runs this Job.
-pub fn is_managed_by(job: &JobObject<'_>, controller_name: &str) -> bool {
-    job.spec.managed_by.as_deref() == Some(controller_name)
-}
 
 /// Pods by state, as the status reports them.
 struct PodCounts {
@@ -67,7 +63,10 @@ pub fn plan(
     config: &PlanConfig,
     in_flight: &InFlight,
 ) -> Plan {
-    if !is_managed_by(job, &config.controller_name) {
+    if !config.runs(
+        job.spec.managed_by.as_deref(),
+        job.annotation(WORKER_ANNOTATION),
+    ) {
         return skip(Skip::ForeignManager(job.spec.managed_by.clone()));
     }
     let views = facts::pod_views(job, pods, in_flight);

@@ -14,11 +14,23 @@ use jobwarden_events::EventRecord;
 use jobwarden_rules::pod_timing::START_TIMEOUT_CONDITION;
 use jobwarden_rules::well_known::JOBWARDEN_CONTROLLER_NAME;
 
+/// The dispatcher's local worker (the policy's `dispatch.workers[].local`): its Jobs run in
+/// this cluster, by this controller, no copy made (the role MultiKueue's manager cannot take).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalDispatch {
+    /// The dispatcher's `spec.managedBy` value.
+    pub dispatcher: String,
+    /// The local worker's name, as `jobwarden.io/worker` records it.
+    pub worker: String,
+}
+
 /// Tunables of `plan`; the defaults are upstream's.
 #[derive(Debug, Clone)]
 pub struct PlanConfig {
     /// The `spec.managedBy` value of the Jobs this controller runs.
     pub controller_name: String,
+    /// The dispatcher's Jobs this controller runs too: those placed on its local worker.
+    pub local_dispatch: Option<LocalDispatch>,
     /// Upstream's `MaxPodCreateDeletePerSync`.
     pub max_pod_changes_per_sync: usize,
     /// Upstream's `MaxUncountedPods`: keeps `uncountedTerminatedPods` small.
@@ -33,10 +45,26 @@ pub struct PlanConfig {
     pub jobwarden_extensions: bool,
 }
 
+impl PlanConfig {
+    /// Whether this controller runs the Job that names `managed_by` and is recorded on
+    /// `worker`: its own, and the dispatcher's placed on the local worker.
+    pub fn runs(&self, managed_by: Option<&str>, worker: Option<&str>) -> bool {
+        match managed_by {
+            Some(m) if m == self.controller_name => true,
+            Some(m) => self
+                .local_dispatch
+                .as_ref()
+                .is_some_and(|l| l.dispatcher == m && worker == Some(l.worker.as_str())),
+            None => false,
+        }
+    }
+}
+
 impl Default for PlanConfig {
     fn default() -> Self {
         PlanConfig {
             controller_name: JOBWARDEN_CONTROLLER_NAME.to_owned(),
+            local_dispatch: None,
             max_pod_changes_per_sync: 500,
             max_uncounted_pods: 500,
             backoff_base: backoff::DEFAULT_BACKOFF,
@@ -240,5 +268,40 @@ pub(super) fn event(warning: bool, reason: &str, message: &str) -> EventRecord {
         warning,
         reason: reason.to_owned(),
         message: message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dispatchers_jobs_placed_on_the_local_worker_are_run_here() {
+        let config = PlanConfig {
+            local_dispatch: Some(LocalDispatch {
+                dispatcher: "jobwarden.io/dispatcher".to_owned(),
+                worker: "here".to_owned(),
+            }),
+            ..PlanConfig::default()
+        };
+        let ours = Some("jobwarden.io/job-controller");
+        let dispatched = Some("jobwarden.io/dispatcher");
+        for (managed_by, worker, runs) in [
+            (ours, None, true),
+            (ours, Some("east"), true),
+            (dispatched, Some("here"), true),
+            (dispatched, Some("east"), false),
+            (dispatched, None, false),
+            (Some("kubernetes.io/job-controller"), Some("here"), false),
+            (None, Some("here"), false),
+        ] {
+            assert_eq!(
+                config.runs(managed_by, worker),
+                runs,
+                "{managed_by:?} {worker:?}"
+            );
+        }
+        // Without a local worker, only its own.
+        assert!(!PlanConfig::default().runs(dispatched, Some("here")));
     }
 }

@@ -211,7 +211,10 @@ impl<A: ClusterApi> JobController<A> {
     /// Syncs one Job from the caches.
     pub async fn sync(&self, job: &CachedJob, now: Timestamp) -> Result<SyncReport, SyncError> {
         let uid = job.uid();
-        if !job.is_managed_by(&self.config.controller_name) {
+        if !self
+            .config
+            .runs(job.managed_by.as_deref(), job.worker.as_deref())
+        {
             self.saw_foreign(job);
             return Ok(SyncReport {
                 skipped: Some("managed by another controller"),
