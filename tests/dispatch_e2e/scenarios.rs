@@ -554,7 +554,7 @@ async fn the_local_worker_runs_the_job_here_without_a_copy() {
     );
     let seen = test.finish().await;
     assert!(
-        seen.get(&uid(&user)).is_none(),
+        !seen.contains_key(&uid(&user)),
         "no copy anywhere: {seen:#?}"
     );
 }
