@@ -47,13 +47,17 @@ pub const PATIENCE: Duration = Duration::from_secs(180);
 /// Held for writing by a test that stops what the others use.
 pub static DISRUPTION: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
+/// jobwarden's replicas, as deploy/ runs two: one leads, the other stands by.
+pub const REPLICAS: usize = 2;
+
 /// What the tests share: paths and processes, never clients (each test has its runtime).
 pub struct World {
     pub fleet: &'static Fleet,
     pub identity: Installed,
     pub dir: PathBuf,
-    pub metrics_port: u16,
-    jobwarden: Mutex<Option<OwnedProcess>>,
+    /// Each replica's metrics port.
+    metrics_ports: Vec<u16>,
+    replicas: Mutex<Vec<Option<OwnedProcess>>>,
     args: Vec<String>,
     envs: Vec<(String, String)>,
 }
@@ -110,7 +114,9 @@ impl World {
         )
         .expect("the policy file is written");
         let certificate = jobwarden_envtest::serving_certificate(&dir);
-        let metrics_port = jobwarden_envtest::free_port().expect("a free port");
+        let metrics_ports: Vec<u16> = (0..REPLICAS)
+            .map(|_| jobwarden_envtest::free_port().expect("a free port"))
+            .collect();
         let args: Vec<String> = [
             "serve",
             "--no-webhook",
@@ -121,7 +127,6 @@ impl World {
         .into_iter()
         .map(str::to_owned)
         .chain([
-            format!("--metrics-listen=127.0.0.1:{metrics_port}"),
             format!("--tls-cert={}", certificate.cert.display()),
             format!("--tls-key={}", certificate.key.display()),
             format!("--config={}", policy.display()),
@@ -135,68 +140,125 @@ impl World {
                     .display()
                     .to_string(),
             ),
-            ("HOSTNAME".to_owned(), "dispatch-e2e".to_owned()),
             ("RUST_LOG".to_owned(), "info".to_owned()),
         ];
         let world = World {
             fleet,
             identity,
             dir,
-            metrics_port,
-            jobwarden: Mutex::new(None),
+            metrics_ports,
+            replicas: Mutex::new((0..REPLICAS).map(|_| None).collect()),
             args,
             envs,
         };
-        world.start_jobwarden();
+        for i in 0..REPLICAS {
+            world.start_replica(i);
+        }
         world
     }
 
-    /// Starts jobwarden (again), a new log each time.
-    pub fn start_jobwarden(&self) {
-        let mut running = self.jobwarden.lock().unwrap_or_else(|e| e.into_inner());
+    fn identity_of(i: usize) -> String {
+        format!("dispatch-e2e-{i}")
+    }
+
+    /// Starts replica `i` (again), a new log each time.
+    pub fn start_replica(&self, i: usize) {
+        let mut replicas = self.replicas.lock().unwrap_or_else(|e| e.into_inner());
         let n = std::fs::read_dir(&self.dir).map_or(0, |d| d.count());
-        let log = self.dir.join(format!("jobwarden-{n}.log"));
+        let log = self.dir.join(format!("{}-{n}.log", World::identity_of(i)));
+        let mut args = self.args.clone();
+        args.push(format!(
+            "--metrics-listen=127.0.0.1:{}",
+            self.metrics_ports[i]
+        ));
+        let mut envs = self.envs.clone();
+        envs.push(("HOSTNAME".to_owned(), World::identity_of(i)));
         let process = OwnedProcess::start(
             std::path::Path::new(env!("CARGO_BIN_EXE_jobwarden")),
-            &self.args,
-            &self.envs,
+            &args,
+            &envs,
             &log,
         )
         .unwrap_or_else(|e| panic!("jobwarden starts: {e}"));
-        *running = Some(process);
+        replicas[i] = Some(process);
     }
 
-    /// SIGKILL of jobwarden, as a node lost under it.
-    pub fn kill_jobwarden(&self) {
-        if let Some(p) = self
-            .jobwarden
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
+    /// The replica the Lease names, once one leads.
+    pub async fn leader(&self, mgmt: &Client) -> Option<usize> {
+        let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+            Api::namespaced(mgmt.clone(), &self.identity.namespace);
+        let lease = leases.get_opt("jobwarden-job-controller").await.ok()??;
+        let holder = lease.spec?.holder_identity?;
+        (0..REPLICAS).find(|i| World::identity_of(*i) == holder)
+    }
+
+    /// SIGKILL of the leading replica, as a node lost under it; it is started again at once
+    /// (it comes back as the standby). Returns which it was.
+    pub async fn kill_leader(&self, mgmt: &Client) -> usize {
+        let leader = self.wait_leader(mgmt).await;
+        let process = self.replicas.lock().unwrap_or_else(|e| e.into_inner())[leader].take();
+        if let Some(p) = process {
             p.kill();
+        }
+        self.start_replica(leader);
+        leader
+    }
+
+    /// SIGTERM of the leading replica (it hands its Lease over); started again once it has
+    /// exited.
+    pub async fn terminate_leader(&self, mgmt: &Client) -> usize {
+        let leader = self.wait_leader(mgmt).await;
+        let process = self.replicas.lock().unwrap_or_else(|e| e.into_inner())[leader].take();
+        if let Some(p) = process {
+            let stopped = tokio::task::spawn_blocking(move || p.terminate(Duration::from_secs(60)))
+                .await
+                .expect("the stop does not panic");
+            assert!(stopped.is_ok(), "the leader stops on SIGTERM: {stopped:?}");
+        }
+        self.start_replica(leader);
+        leader
+    }
+
+    pub async fn wait_leader(&self, mgmt: &Client) -> usize {
+        let started = Instant::now();
+        loop {
+            if let Some(i) = self.leader(mgmt).await {
+                return i;
+            }
+            assert!(started.elapsed() < PATIENCE, "no replica leads");
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 
-    /// The end of jobwarden's log, for a failure's message.
+    /// The end of each replica's log, for a failure's message.
     pub fn jobwarden_log(&self) -> String {
-        self.jobwarden
+        self.replicas
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map_or_else(String::new, |p| p.tail(60))
-    }
-
-    /// jobwarden's /metrics, `None` while it does not answer.
-    pub async fn metrics(&self) -> Option<String> {
-        let port = self.metrics_port;
-        tokio::task::spawn_blocking(move || jobwarden_envtest::http_get(port, "/metrics"))
-            .await
-            .ok()
+            .iter()
             .flatten()
+            .map(|p| format!("== {}\n{}", p.log().display(), p.tail(40)))
+            .collect()
     }
 
-    /// One sample's value from /metrics (`name{labels}` exactly as served).
+    /// The leading replica's /metrics, `None` while none answers as the leader.
+    pub async fn metrics(&self) -> Option<String> {
+        for port in self.metrics_ports.clone() {
+            let text =
+                tokio::task::spawn_blocking(move || jobwarden_envtest::http_get(port, "/metrics"))
+                    .await
+                    .ok()
+                    .flatten();
+            if let Some(text) = text
+                && text.lines().any(|l| l == "jobwarden_controller_leader 1")
+            {
+                return Some(text);
+            }
+        }
+        None
+    }
+
+    /// One sample's value from the leader's /metrics (`name{labels}` exactly as served).
     pub async fn sample(&self, series: &str) -> Option<f64> {
         let text = self.metrics().await?;
         text.lines().find_map(|l| {
@@ -263,6 +325,8 @@ pub struct Test {
     pub workers: Vec<Client>,
     kubelets: Vec<tokio::task::JoinHandle<()>>,
     pub census: Census,
+    /// The Jobs the test moved off a lost worker.
+    moved: Mutex<BTreeSet<String>>,
 }
 
 impl Test {
@@ -304,7 +368,17 @@ impl Test {
             workers,
             kubelets,
             census,
+            moved: Mutex::default(),
         })
+    }
+
+    /// The Job with this UID is expected to leave a lost worker: its old copy stays there
+    /// until the worker answers again.
+    pub fn expect_move(&self, uid: &str) {
+        self.moved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(uid.to_owned());
     }
 
     pub fn jobs(&self) -> Api<Job> {
@@ -415,12 +489,19 @@ impl Test {
                 "worker {name} refused the dispatcher: {refused:#?}"
             );
         }
+        let moved = self.moved.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let seen = self.census.stop().await;
         for (origin, history) in &seen {
-            assert!(
-                history.most_at_once <= 1,
-                "the Job with UID {origin} had {} copies at once: {history:#?}",
+            // A Job that left a lost worker has its old copy there until the worker answers
+            // again (nothing can reach it); one copy per worker, and none left, all the same.
+            let most = if moved.contains(origin) {
+                history.most_on_one_worker
+            } else {
                 history.most_at_once
+            };
+            assert!(
+                most <= 1,
+                "the Job with UID {origin} had {most} copies at once: {history:#?}"
             );
         }
         seen
@@ -453,7 +534,10 @@ pub struct CopyHistory {
     pub workers: BTreeSet<String>,
     pub copies: BTreeSet<String>,
     pub most_at_once: usize,
-    live: BTreeSet<String>,
+    /// The most that existed at once on one worker.
+    pub most_on_one_worker: usize,
+    /// The copies that exist now, by worker.
+    pub live: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// Watches the workers' copies for the whole test.
@@ -496,12 +580,16 @@ impl Census {
                             let h = seen.entry(origin).or_default();
                             h.workers.insert(name.clone());
                             h.copies.insert(uid.clone());
+                            let here = h.live.entry(name.clone()).or_default();
                             if added {
-                                h.live.insert(uid);
+                                here.insert(uid);
                             } else {
-                                h.live.remove(&uid);
+                                here.remove(&uid);
                             }
-                            h.most_at_once = h.most_at_once.max(h.live.len());
+                            let on_one = here.len();
+                            let at_once = h.live.values().map(BTreeSet::len).sum();
+                            h.most_on_one_worker = h.most_on_one_worker.max(on_one);
+                            h.most_at_once = h.most_at_once.max(at_once);
                         }
                     }
                 })

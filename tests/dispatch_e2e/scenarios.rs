@@ -490,13 +490,13 @@ async fn a_same_named_job_on_a_worker_is_left_untouched_and_the_copy_goes_elsewh
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn jobwarden_killed_right_after_a_job_is_created_makes_exactly_one_copy() {
+async fn the_leader_killed_right_after_a_job_is_created_makes_exactly_one_copy() {
     let Some(test) = Test::new("dispatch-killed").await else {
         return;
     };
     let _alone = DISRUPTION.write().await;
-    // Killed once as soon as the Job is created, once as soon as its record is written (the
-    // copy being made, or not yet), each time started again at once.
+    // The leader killed once as soon as the Job is created, once as soon as its record is
+    // written (the copy being made, or not yet); the standby takes over.
     for (name, at_record) in [("killed-at-create", false), ("killed-at-record", true)] {
         let user = test
             .create(name, json!({"completions": 2, "parallelism": 2}), json!({}))
@@ -505,8 +505,7 @@ async fn jobwarden_killed_right_after_a_job_is_created_makes_exactly_one_copy() 
             test.wait_job(name, "recorded", |j| recorded(j).is_some())
                 .await;
         }
-        test.world.kill_jobwarden();
-        test.world.start_jobwarden();
+        test.world.kill_leader(&test.mgmt).await;
         test.wait_job(name, "Complete", |j| condition(j, "Complete").is_some())
             .await;
         let history = test.census.of(&uid(&user));

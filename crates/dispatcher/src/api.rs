@@ -20,6 +20,8 @@ use jobwarden_events::{EventRecord, EventReporter, JobRef, Seen, record_repeated
 use jobwarden_rules::well_known::{ORIGIN_LABEL, WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION};
 use jobwarden_runtime::events::{EventWriteError, EventWriter};
 
+use crate::fence::LiveJob;
+
 /// The field manager of every write.
 pub const FIELD_MANAGER: &str = "jobwarden-dispatcher";
 
@@ -167,13 +169,25 @@ impl Management {
             .map_err(ApiError::from)
     }
 
-    /// The UID of the Job `ns/name` as the API server holds it now (not the cache), `None` when
-    /// there is none: the read that confirms a copy's Job is gone.
-    pub async fn live_uid(&self, ns: &str, name: &str) -> Result<Option<String>, ApiError> {
-        match jobs(&self.client, ns).get_metadata_opt(name).await {
-            Ok(found) => Ok(found.and_then(|j| j.metadata.uid)),
-            Err(e) => Err(e.into()),
-        }
+    /// The Job `ns/name` as the API server holds it now (not the cache): its UID and record,
+    /// `None` when there is none. The read that confirms a copy must go.
+    pub async fn live(&self, ns: &str, name: &str) -> Result<Option<LiveJob>, ApiError> {
+        let found = jobs(&self.client, ns)
+            .get_metadata_opt(name)
+            .await
+            .map_err(ApiError::from)?;
+        Ok(found.and_then(|j| {
+            let worker = j
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(WORKER_ANNOTATION))
+                .cloned();
+            Some(LiveJob {
+                uid: j.metadata.uid?,
+                worker,
+            })
+        }))
     }
 }
 

@@ -2,8 +2,10 @@
 //! never reach the Job again), and those whose Job is gone (deleted while jobwarden was down, or
 //! while the worker was lost). A worker that answers again is fenced before anything else is
 //! done there. Copies are the dispatcher's only by their origin labels; any other Job on a
-//! worker is never judged here. Pure: the caller confirms an orphan with a fresh read of the
-//! management cluster before it deletes (the cache may not show a Job created a moment ago).
+//! worker is never judged here. Pure, in two steps: `judge` from the caches says which copies
+//! may have to go, and `confirmed` decides from a fresh read of the user's Job (a cache may
+//! lag the dispatcher's own last record: a copy just made on the Job's new worker would look
+//! moved from the record the cache still shows).
 
 use serde_json::Value;
 
@@ -52,10 +54,24 @@ pub fn judge(copy: &Value, worker: &str, origin: &str, user: Option<&Value>) -> 
     }
 }
 
-/// Whether a fresh read of the user's Job confirms an orphan: there is no Job of the copy's
-/// name, or it is another Job (another UID).
-pub fn orphan_confirmed(copy: &Value, live_uid: Option<&str>) -> bool {
-    live_uid.is_none_or(|uid| copy::origin_uid(copy) != Some(uid))
+/// The user's Job as a fresh read from the management cluster shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveJob {
+    pub uid: String,
+    /// Its `jobwarden.io/worker`.
+    pub worker: Option<String>,
+}
+
+/// Whether a fresh read confirms that `copy`, found on `worker`, must go: no Job of its name
+/// (or another Job, another UID), or its Job recorded on another worker.
+pub fn confirmed(copy: &Value, worker: &str, live: Option<&LiveJob>) -> Option<Verdict> {
+    let Some(live) = live.filter(|l| copy::origin_uid(copy) == Some(l.uid.as_str())) else {
+        return Some(Verdict::Orphan);
+    };
+    match live.worker.as_deref() {
+        Some(recorded) if recorded != worker => Some(Verdict::Moved),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -106,10 +122,24 @@ mod tests {
     }
 
     #[test]
-    fn an_orphan_is_confirmed_by_absence_or_another_uid() {
+    fn a_deletion_is_confirmed_by_a_fresh_read() {
         let c = copy("mgmt", "u-1");
-        assert!(orphan_confirmed(&c, None));
-        assert!(orphan_confirmed(&c, Some("u-2")), "deleted and made again");
-        assert!(!orphan_confirmed(&c, Some("u-1")), "created a moment ago");
+        let live = |uid: &str, worker: Option<&str>| LiveJob {
+            uid: uid.to_owned(),
+            worker: worker.map(str::to_owned),
+        };
+        let cases: &[(Option<LiveJob>, Option<Verdict>)] = &[
+            (None, Some(Verdict::Orphan)),
+            // Deleted and made again under the same name.
+            (Some(live("u-2", Some("east"))), Some(Verdict::Orphan)),
+            (Some(live("u-1", Some("west"))), Some(Verdict::Moved)),
+            // The cache lagged: the Job is recorded here after all.
+            (Some(live("u-1", Some("east"))), None),
+            // Created a moment ago, not recorded yet.
+            (Some(live("u-1", None)), None),
+        ];
+        for (read, verdict) in cases {
+            assert_eq!(confirmed(&c, "east", read.as_ref()), *verdict, "{read:?}");
+        }
     }
 }

@@ -116,6 +116,7 @@ pub async fn run_term(
         waiting: Mutex::default(),
         pending,
         events: EventOutbox::new(Delivery::Background, metrics.events.clone()),
+        link_ctx: link_ctx.clone(),
         limiter: Mutex::default(),
     });
 

@@ -63,6 +63,8 @@ pub struct Dispatcher {
     pub pending: Arc<Mutex<HashMap<String, Instant>>>,
     /// Where syncs leave their Events; a writer task sends them within the budget.
     pub events: EventOutbox,
+    /// What the workers' links share: the fence's reads and deletions go through it.
+    pub link_ctx: Arc<crate::worker_link::LinkContext>,
     /// Upstream's per-object spam filter.
     pub limiter: Mutex<EventLimiter>,
 }
@@ -171,6 +173,16 @@ impl Dispatcher {
             tracing::error!(namespace = ns, job = name, error = %refused, "the copy's status breaks the Job status rules; not written");
         }
         let mirrors = plan.steps.iter().any(|s| matches!(s, Step::Mirror { .. }));
+        // The record as this sync leaves it.
+        let recorded = plan
+            .steps
+            .iter()
+            .rev()
+            .find_map(|s| match s {
+                Step::Record { to, .. } => Some(to.clone()),
+                _ => None,
+            })
+            .or(recorded);
         let requeue_after = plan
             .recheck_at
             .and_then(|at| at.duration_since(now).try_into().ok())
@@ -421,33 +433,32 @@ impl Dispatcher {
 
     /// A copy of the Job on another worker than the recorded one (its record was changed by
     /// hand, or it moved while that worker seemed lost) goes now, not at the collector's next
-    /// pass: never two copies of a Job that both run.
+    /// pass, once a fresh read of the Job confirms it moved: never two copies that both run.
     async fn fence_elsewhere(&self, job: &JobRef, recorded: &str) {
         for link in &self.links {
             if link.name() == recorded || link.is_local() || !link.is_ready() {
                 continue;
             }
-            let Some(copy) = link
-                .cached(&job.namespace, &job.name)
-                .map(|c| c.value())
-                .filter(|c| copy::is_copy_of(c, &job.uid, &self.settings.origin))
-            else {
-                continue;
-            };
-            let (Some(api), Some(uid)) = (
+            let (Some(api), Some(copy)) = (
                 link.api(),
-                copy.pointer("/metadata/uid").and_then(Value::as_str),
+                link.cached(&job.namespace, &job.name)
+                    .map(|c| c.value())
+                    .filter(|c| copy::is_copy_of(c, &job.uid, &self.settings.origin)),
             ) else {
                 continue;
             };
-            match api.delete(&job.namespace, &job.name, uid).await {
-                Ok(()) => {
-                    self.metrics.deleted(link.name(), "moved");
-                    self.say(job, false, "CopyDeleted", format!(
-                        "Deleted the Job's copy on worker {}: the Job is recorded on worker {recorded}",
-                        link.name()
-                    ));
-                }
+            match crate::worker_link::collect(&self.link_ctx, link.name(), &api, &copy).await {
+                Ok(Some(verdict)) => self.say(
+                    job,
+                    false,
+                    "CopyDeleted",
+                    format!(
+                        "Deleted the Job's copy on worker {} ({})",
+                        link.name(),
+                        verdict.label()
+                    ),
+                ),
+                Ok(None) => {}
                 Err(error) => {
                     tracing::warn!(worker = link.name(), %error, "deleting a copy of a Job that moved");
                 }

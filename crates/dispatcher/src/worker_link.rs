@@ -436,35 +436,32 @@ impl Link {
     }
 }
 
-/// Judges one copy found on `worker` and deletes it when the fence says so.
+/// Judges one copy found on `worker` and deletes it when the fence says so, confirmed by a
+/// fresh read of its Job; returns why it was deleted, if it was.
 pub async fn collect(
     ctx: &LinkContext,
     worker: &str,
     api: &api::Worker,
     copy: &serde_json::Value,
-) -> Result<(), ApiError> {
+) -> Result<Option<Verdict>, ApiError> {
     let (Some(ns), Some(name), Some(uid)) = (
         copy.pointer("/metadata/namespace").and_then(|v| v.as_str()),
         copy.pointer("/metadata/name").and_then(|v| v.as_str()),
         copy.pointer("/metadata/uid").and_then(|v| v.as_str()),
     ) else {
-        return Ok(());
+        return Ok(None);
     };
     let cached = ctx
         .jobs
         .get(&ObjectRef::new(name).within(ns))
         .filter(|j| Some(j.uid()) == crate::copy::origin_uid(copy));
     let user = cached.map(|j| j.value());
-    let verdict = fence::judge(copy, worker, &ctx.origin, user.as_ref());
-    let delete = match verdict {
-        Verdict::Keep => false,
-        Verdict::Moved => true,
-        Verdict::Orphan => {
-            let live = ctx.management.live_uid(ns, name).await?;
-            fence::orphan_confirmed(copy, live.as_deref())
-        }
-    };
-    if delete {
+    if fence::judge(copy, worker, &ctx.origin, user.as_ref()) == Verdict::Keep {
+        return Ok(None);
+    }
+    let live = ctx.management.live(ns, name).await?;
+    let verdict = fence::confirmed(copy, worker, live.as_ref());
+    if let Some(verdict) = verdict {
         api.delete(ns, name, uid).await?;
         ctx.metrics.deleted(worker, verdict.label());
         tracing::info!(
@@ -475,7 +472,7 @@ pub async fn collect(
             "deleted a copy"
         );
     }
-    Ok(())
+    Ok(verdict)
 }
 
 #[cfg(test)]

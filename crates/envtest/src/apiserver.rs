@@ -4,12 +4,32 @@
 //! same port, flags and etcd, for the tests of an API server that goes away while Jobs run.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
 
 use crate::{ControlPlane, pki, process};
 
 /// How long kube-apiserver may take to drain its requests after SIGTERM and stop listening.
 const STOP_GRACE: Duration = Duration::from_secs(60);
+
+/// How long after a restarted kube-apiserver is ready its authorizer may still refuse what
+/// RBAC grants: it authorizes from caches of the roles and bindings that fill in its first
+/// seconds (its 403s then list the built-in roles themselves as "not found").
+const SETTLE: Duration = Duration::from_secs(10);
+
+/// Each restart of a kube-apiserver: its audit log, and from when until when its refusals are
+/// its caches' and not a grant missing.
+static RESTARTS: Mutex<Vec<(PathBuf, SystemTime, SystemTime)>> = Mutex::new(Vec::new());
+
+/// Whether a request received at `at` by the API server writing `audit_log` came while it was
+/// starting again.
+pub(crate) fn while_restarting(audit_log: &Path, at: SystemTime) -> bool {
+    RESTARTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .any(|(log, from, until)| log == audit_log && *from <= at && at <= *until)
+}
 
 /// kube-apiserver as it was started: the same program, flags, port and log each time.
 pub(crate) struct ApiServer {
@@ -138,6 +158,7 @@ impl ControlPlane {
         let Some(current) = process.as_mut().filter(|p| p.stopped) else {
             return Err("kube-apiserver is running; stop it first".to_owned());
         };
+        let from = SystemTime::now();
         let pid = apiserver.spawn()?;
         // The new process takes the old one's place among the pids (etcd, kube-apiserver,
         // kube-controller-manager).
@@ -156,7 +177,13 @@ impl ControlPlane {
             stopped: false,
         };
         drop(process);
-        apiserver.wait_until_ready(self.kubeconfig(), pid)
+        let ready = apiserver.wait_until_ready(self.kubeconfig(), pid);
+        RESTARTS.lock().unwrap_or_else(|e| e.into_inner()).push((
+            owned.dir.join(AUDIT_LOG),
+            from,
+            SystemTime::now() + SETTLE,
+        ));
+        ready
     }
 
     fn started_apiserver(&self) -> Result<(&crate::Owned, &ApiServer), String> {

@@ -353,6 +353,14 @@ fn refusals_in(log: &Path, user: &str) -> Vec<Refusal> {
         .filter(|e| e["user"]["username"] == user)
         .filter(|e| e["responseStatus"]["code"] == 403)
         .filter(|e| {
+            // A restarted API server's first seconds: its authorizer's caches, not the grants.
+            let at = e["requestReceivedTimestamp"]
+                .as_str()
+                .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+                .map(std::time::SystemTime::from);
+            !at.is_some_and(|at| crate::apiserver::while_restarting(log, at))
+        })
+        .filter(|e| {
             !e["responseStatus"]["message"]
                 .as_str()
                 .is_some_and(|m| m.ends_with("because it is being terminated"))
