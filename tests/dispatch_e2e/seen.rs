@@ -4,14 +4,14 @@
 //! worker (with the operator's own kubeconfig for it; with the dispatcher's own, from its
 //! Secret, the pods are said unread, and the worker refuses nothing), then, once the Job has
 //! ended, that its copy was deleted; it says why a Job only the refused worker may take waits.
-//! doctor's dispatch checks pass for east and west and fail for the refused worker, naming
-//! why.
+//! doctor's dispatch checks pass for east and west, fail for the refused worker naming why, and
+//! for a worker whose token it never issued, with its 401.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use jobwarden_envtest::kubelet::{EXIT_CODE_ANNOTATION, RUNS_SECONDS_ANNOTATION};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::ResourceExt as _;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -317,12 +317,47 @@ async fn doctor_checks_every_worker_as_the_dispatcher_meets_it() {
         return;
     };
     let _shared = DISRUPTION.read().await;
+    // doctor is given the policy jobwarden runs with and one worker more, `stale`: east's
+    // kubeconfig with a token east never issued, as a token that expired would be refused.
+    let namespace = &test.world.identity.namespace;
+    let secrets: Api<Secret> = Api::namespaced(test.mgmt.clone(), namespace);
+    let east = secrets
+        .get("jobwarden-worker-east")
+        .await
+        .expect("east's kubeconfig Secret");
+    let text = east
+        .data
+        .as_ref()
+        .and_then(|d| d.get("kubeconfig"))
+        .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+        .expect("its kubeconfig");
+    let mut stale: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).expect("YAML");
+    stale["users"][0]["user"]["token"] = "not-a-token-east-issued".into();
+    let stale: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "jobwarden-worker-stale"},
+        "stringData": {"kubeconfig": serde_yaml_ng::to_string(&stale).expect("YAML")},
+    }))
+    .expect("a Secret");
+    let _ = secrets
+        .delete("jobwarden-worker-stale", &Default::default())
+        .await;
+    secrets
+        .create(&Default::default(), &stale)
+        .await
+        .expect("the stale Secret is created");
+    let with_stale = test.world.dir.join("policy-doctor.yaml");
+    let running = std::fs::read_to_string(policy(&test)).expect("the policy");
+    std::fs::write(
+        &with_stale,
+        format!("{running}    - {{name: stale, kubeconfigSecret: jobwarden-worker-stale}}\n"),
+    )
+    .expect("doctor's policy is written");
     let args: Vec<String> = [
         "doctor",
         "-n",
-        &test.world.identity.namespace,
+        namespace,
         "--config",
-        &policy(&test),
+        &with_stale.display().to_string(),
         "-o",
         "json",
     ]
@@ -386,6 +421,34 @@ async fn doctor_checks_every_worker_as_the_dispatcher_meets_it() {
     );
     assert!(plugin[0].2.contains("exec_plugin"), "{plugin:#?}");
     assert_eq!(plugin[1].1, "skipped", "{plugin:#?}");
+    let stale = of("stale");
+    let stale: Vec<(&str, &str)> = stale
+        .iter()
+        .map(|(n, s, _)| (n.as_str(), s.as_str()))
+        .collect();
+    assert_eq!(
+        stale,
+        [
+            ("worker kubeconfig", "ok"),
+            ("worker API server answers", "ok"),
+            ("worker credentials accepted", "error"),
+            ("worker permissions", "skipped"),
+        ],
+        "{dispatch:#?}"
+    );
+    assert!(
+        dispatch
+            .iter()
+            .any(|c| c["name"] == "worker credentials accepted"
+                && c["message"].as_str().is_some_and(|m| m.contains(
+                    "worker stale refuses the kubeconfig's credentials as unauthorized (401)"
+                ))
+                && c["hint"]
+                    .as_str()
+                    .is_some_and(|h| h.contains("create token")
+                        && h.contains(&format!("Secret {namespace}/jobwarden-worker-stale")))),
+        "{dispatch:#?}"
+    );
     assert!(
         dispatch.iter().any(|c| c["name"] == "lost workers"),
         "{dispatch:#?}"

@@ -224,19 +224,23 @@ async fn install_policy(
     face: &str,
     command_line: &dyn ServeCommandLine,
 ) -> Result<Policy, String> {
-    let Some(webhook) = deployment else {
+    let Some(deployment) = deployment else {
         return Err(format!(
             "no Deployment in namespace {namespace} {face} to read its policy from"
         ));
     };
-    let path = webhook.flags.as_ref().ok().and_then(|f| f.config.clone());
+    let path = deployment
+        .flags
+        .as_ref()
+        .ok()
+        .and_then(|f| f.config.clone());
     let Some(path) = path else {
-        return command_line.policy(&webhook.args, None);
+        return command_line.policy(&deployment.args, None);
     };
-    let Some(FileSource::ConfigMap { name, key }) = file_source(&webhook.pod_spec, &path) else {
+    let Some(FileSource::ConfigMap { name, key }) = file_source(&deployment.pod_spec, &path) else {
         return Err(format!(
             "Deployment {} reads its policy from {path}, which is in no ConfigMap",
-            webhook.name
+            deployment.name
         ));
     };
     let map = Api::<ConfigMap>::namespaced(cluster.client.clone(), namespace)
@@ -248,7 +252,7 @@ async fn install_policy(
         .and_then(|d| d.get(&key).cloned())
         .ok_or_else(|| format!("ConfigMap {namespace}/{name} has no key {key}"))?;
     command_line
-        .policy(&webhook.args, Some(&text))
+        .policy(&deployment.args, Some(&text))
         .map_err(|e| format!("ConfigMap {namespace}/{name}: {e}"))
 }
 
