@@ -360,41 +360,44 @@ fn the_policy_examples_are_usable_policies() {
     }
 }
 
-/// Every check `doctor` makes links to `docs/operations.md#<its name as an anchor>`: the
-/// Troubleshooting section, the page's last, has one `###` entry per check, headed by its name,
-/// and no other.
+/// Every check `doctor` makes links to `<its page>#<its name as an anchor>`: the
+/// Troubleshooting section, the page's last, of docs/operations.md (and of docs/dispatch.md for
+/// the dispatcher's checks) has one `###` entry per check, headed by its name, and no other.
 #[test]
 fn the_troubleshooting_page_has_an_entry_for_every_doctor_check() {
-    let text =
-        std::fs::read_to_string(Path::new(ROOT).join("docs/operations.md")).expect("readable");
-    let (_, section) = text
-        .split_once("\n## Troubleshooting\n")
-        .expect("docs/operations.md has a Troubleshooting section");
-    assert!(
-        !section.lines().any(|l| l.starts_with("## ")),
-        "Troubleshooting is the last section of docs/operations.md"
-    );
-    let entries: Vec<&str> = section
-        .lines()
-        .filter_map(|l| l.strip_prefix("### "))
-        .collect();
-    let checks: Vec<&str> = jobwarden_doctor::catalogue::ALL
-        .iter()
-        .map(|k| k.name)
-        .collect();
-    assert_eq!(
-        entries, checks,
-        "one entry per check, in the order doctor prints them"
-    );
-    // Anchors are unique on the page: no other heading slugs to a check's anchor.
-    let anchor =
-        |heading: &str| jobwarden_doctor::check::anchor(heading.trim_start_matches('#').trim());
-    for kind in jobwarden_doctor::catalogue::ALL {
-        let same: Vec<&str> = text
+    use jobwarden_doctor::check::{DISPATCH_TROUBLESHOOTING_PAGE, TROUBLESHOOTING_PAGE};
+    for page in [TROUBLESHOOTING_PAGE, DISPATCH_TROUBLESHOOTING_PAGE] {
+        let text = std::fs::read_to_string(Path::new(ROOT).join(page)).expect("readable");
+        let (_, section) = text
+            .split_once("\n## Troubleshooting\n")
+            .unwrap_or_else(|| panic!("{page} has a Troubleshooting section"));
+        assert!(
+            !section.lines().any(|l| l.starts_with("## ")),
+            "Troubleshooting is the last section of {page}"
+        );
+        let entries: Vec<&str> = section
             .lines()
-            .filter(|l| l.starts_with('#') && anchor(l) == kind.anchor())
+            .filter_map(|l| l.strip_prefix("### "))
             .collect();
-        assert_eq!(same.len(), 1, "{}: headings {same:?}", kind.doc());
+        let kinds: Vec<_> = jobwarden_doctor::catalogue::ALL
+            .iter()
+            .filter(|k| k.group.page() == page)
+            .collect();
+        let checks: Vec<&str> = kinds.iter().map(|k| k.name).collect();
+        assert_eq!(
+            entries, checks,
+            "{page}: one entry per check, in the order doctor prints them"
+        );
+        // Anchors are unique on the page: no other heading slugs to a check's anchor.
+        let anchor =
+            |heading: &str| jobwarden_doctor::check::anchor(heading.trim_start_matches('#').trim());
+        for kind in kinds {
+            let same: Vec<&str> = text
+                .lines()
+                .filter(|l| l.starts_with('#') && anchor(l) == kind.anchor())
+                .collect();
+            assert_eq!(same.len(), 1, "{}: headings {same:?}", kind.doc());
+        }
     }
 }
 

@@ -206,7 +206,8 @@ struct ServeLineArgs {
     serve: ServeCommand,
 }
 
-struct ServeLine;
+/// `serve`'s command line as doctor (and explain, finding the installed policy) reads it.
+pub(super) struct ServeLine;
 
 impl ServeLine {
     fn parse(args: &[String]) -> Result<ServeCommand, String> {

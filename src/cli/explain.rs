@@ -1,16 +1,23 @@
 //! `jobwarden explain [-n NAMESPACE] JOB`: a live Job's story, read-only, with the caller's
-//! kubeconfig. The reading is `jobwarden_explain::read`, the story `jobwarden_explain::explain`;
-//! this only parses flags, reads the clock and prints.
+//! kubeconfig. The reading is `jobwarden_explain::read` (and, for a dispatched Job,
+//! `read_dispatch`, its worker reached as the policy says: the installed policy is found as
+//! `doctor` finds it), the story `jobwarden_explain::explain`; this only parses flags, reads
+//! the clock and prints.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use jobwarden_admission::policy::{Dispatch, WorkerSource};
 use jobwarden_audit::connect::connect;
-use jobwarden_explain::{Settings, Target};
+use jobwarden_doctor::installed::deployment::{FileSource, file_source};
+use jobwarden_explain::{Settings, Target, WorkerAccess};
 use k8s_openapi::jiff::Timestamp;
+use kube::Client;
 
 use super::Outcome;
+use super::doctor::ServeLine;
 use super::output::Output;
 
 /// How the story is printed.
@@ -45,10 +52,28 @@ pub struct ExplainArgs {
     /// `spec.managedBy` get jobwarden's Lease read.
     #[arg(long, value_name = "NAME", default_value = jobwarden_rules::well_known::JOBWARDEN_CONTROLLER_NAME)]
     controller_name: String,
-    /// Where jobwarden's Lease is (the namespace it is installed in). Reading it is optional:
+    /// jobwarden's dispatcher's name (the policy's `dispatch.controllerName`): Jobs with this
+    /// `spec.managedBy` get their worker and their copy's story there told.
+    #[arg(long, value_name = "NAME", default_value = jobwarden_rules::well_known::DISPATCHER_NAME)]
+    dispatcher_name: String,
+    /// The namespace jobwarden is installed in: its Deployments, the policy ConfigMap they
+    /// mount, the workers' kubeconfig Secrets, its Lease.
+    #[arg(long, value_name = "NAMESPACE", default_value = "jobwarden-system",
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    jobwarden_namespace: String,
+    /// The policy file (YAML) the dispatcher runs with, instead of the installed one (read from
+    /// the ConfigMap jobwarden's controller Deployment mounts).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Your own kubeconfig for a worker (`east=~/.kube/east`), used as kubectl uses it, instead
+    /// of the worker's kubeconfig Secret; repeatable. The dispatcher's own identity on a worker
+    /// may not list pods or events there: yours tells the copy's pods.
+    #[arg(long = "worker-kubeconfig", value_name = "NAME=FILE", value_parser = worker_kubeconfig)]
+    worker_kubeconfigs: Vec<(String, PathBuf)>,
+    /// Where jobwarden's Lease is (default: --jobwarden-namespace). Reading it is optional:
     /// without `get` on it, the story says so.
-    #[arg(long, value_name = "NAMESPACE", default_value = "jobwarden-system")]
-    lease_namespace: String,
+    #[arg(long, value_name = "NAMESPACE")]
+    lease_namespace: Option<String>,
     #[arg(long, value_name = "NAME", default_value = jobwarden_rules::well_known::LEASE_NAME)]
     lease_name: String,
     /// The kubeconfig file (default: KUBECONFIG, ~/.kube/config, else the in-cluster service
@@ -58,6 +83,16 @@ pub struct ExplainArgs {
     /// The kubeconfig context to use (default: its current context).
     #[arg(long, value_name = "NAME")]
     context: Option<String>,
+}
+
+/// `east=~/.kube/east` → (`east`, the path).
+fn worker_kubeconfig(value: &str) -> Result<(String, PathBuf), String> {
+    match value.split_once('=') {
+        Some((name, path)) if !name.trim().is_empty() && !path.trim().is_empty() => {
+            Ok((name.trim().to_owned(), PathBuf::from(path.trim())))
+        }
+        _ => Err("expected NAME=FILE: a worker's name and a kubeconfig file".to_owned()),
+    }
 }
 
 pub fn run(args: &ExplainArgs) -> Outcome {
@@ -89,10 +124,13 @@ async fn explain(args: &ExplainArgs) -> Outcome {
             .unwrap_or_else(|| client.default_namespace().to_owned()),
         name: args.job.clone(),
         controller_name: args.controller_name.clone(),
-        lease_namespace: args.lease_namespace.clone(),
+        lease_namespace: args
+            .lease_namespace
+            .clone()
+            .unwrap_or_else(|| args.jobwarden_namespace.clone()),
         lease_name: args.lease_name.clone(),
     };
-    let observed = match jobwarden_explain::read(&client, &target).await {
+    let mut observed = match jobwarden_explain::read(&client, &target).await {
         Ok(observed) => observed,
         Err(e) => {
             eprintln!(
@@ -102,8 +140,19 @@ async fn explain(args: &ExplainArgs) -> Outcome {
             return Outcome::Unreadable;
         }
     };
+    let dispatched = observed
+        .job
+        .pointer("/spec/managedBy")
+        .and_then(|v| v.as_str())
+        == Some(args.dispatcher_name.as_str());
+    if dispatched {
+        let access = worker_access(&client, args).await;
+        observed.dispatch =
+            Some(jobwarden_explain::read_dispatch(&client, &observed.job, &access).await);
+    }
     let settings = Settings {
         controller_name: args.controller_name.clone(),
+        dispatcher_name: args.dispatcher_name.clone(),
         stuck_after: args.stuck_after,
     };
     let explanation = match jobwarden_explain::explain(&observed, Timestamp::now(), &settings) {
@@ -129,4 +178,60 @@ async fn explain(args: &ExplainArgs) -> Outcome {
         return Outcome::Unreadable;
     }
     Outcome::Ok
+}
+
+/// How to reach a dispatched Job's worker: the policy (`--config`, else the installed
+/// controller's, as `doctor` reads it), the Secrets its `kubeconfigFile`s are mounted from, and
+/// the caller's own kubeconfigs.
+async fn worker_access(client: &Client, args: &ExplainArgs) -> WorkerAccess {
+    let namespace = args.jobwarden_namespace.clone();
+    let (policy, pod_spec) = match &args.config {
+        Some(path) => match jobwarden_server::load_policy_file(path) {
+            Ok(policy) => (Ok(policy.dispatch), None),
+            Err(e) => (Err(format!("{:#}", anyhow::Error::from(e))), None),
+        },
+        None => {
+            let cluster = jobwarden_doctor::Cluster {
+                client: client.clone(),
+                server: String::new(),
+            };
+            match jobwarden_doctor::read::installed::controller_policy(
+                &cluster, &namespace, &ServeLine,
+            )
+            .await
+            {
+                Ok((policy, pod_spec)) => (Ok(policy.dispatch), Some(pod_spec)),
+                Err(e) => (Err(e), None),
+            }
+        }
+    };
+    let mounted = mounted_kubeconfigs(policy.as_ref().ok(), pod_spec.as_ref());
+    WorkerAccess {
+        policy,
+        namespace,
+        given: args.worker_kubeconfigs.iter().cloned().collect(),
+        mounted,
+    }
+}
+
+/// The Secret (and key) each worker's `kubeconfigFile` is mounted from in jobwarden's
+/// controller Deployment, by path.
+fn mounted_kubeconfigs(
+    dispatch: Option<&Dispatch>,
+    pod_spec: Option<&serde_json::Value>,
+) -> BTreeMap<String, (String, String)> {
+    let (Some(dispatch), Some(pod_spec)) = (dispatch, pod_spec) else {
+        return BTreeMap::new();
+    };
+    dispatch
+        .workers
+        .iter()
+        .filter_map(|w| match w.source() {
+            Some(WorkerSource::File(path)) => match file_source(pod_spec, path) {
+                Some(FileSource::Secret { name, key }) => Some((path.to_owned(), (name, key))),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
 }

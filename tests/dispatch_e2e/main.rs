@@ -9,3 +9,4 @@
 mod env;
 mod lost;
 mod scenarios;
+mod seen;

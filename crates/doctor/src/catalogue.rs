@@ -1,5 +1,6 @@
 //! Every check doctor makes, once: its group and its name, which is also its heading on the
-//! troubleshooting page (docs/operations.md, "Troubleshooting"; a test holds the two together).
+//! troubleshooting page (docs/operations.md, "Troubleshooting"; the dispatcher's on
+//! docs/dispatch.md's; a test holds the two together).
 
 use crate::check::{Group, Kind};
 
@@ -39,8 +40,15 @@ pub const SERVING_CERTIFICATE: Kind = kind(Group::Webhook, "serving certificate"
 pub const REFUSED_JOBS: Kind = kind(Group::StoredJobs, "stored Jobs the rules refuse");
 pub const NOBODY_RUNS: Kind = kind(Group::StoredJobs, "Jobs nobody runs");
 
+pub const WORKER_KUBECONFIG: Kind = kind(Group::Dispatch, "worker kubeconfig");
+pub const WORKER_ANSWERS: Kind = kind(Group::Dispatch, "worker API server answers");
+pub const WORKER_CREDENTIALS: Kind = kind(Group::Dispatch, "worker credentials accepted");
+pub const WORKER_PERMISSIONS: Kind = kind(Group::Dispatch, "worker permissions");
+pub const WORKER_NAMESPACES: Kind = kind(Group::Dispatch, "worker namespaces");
+pub const LOST_WORKERS: Kind = kind(Group::Dispatch, "lost workers");
+
 /// All of them, in the order a run prints them.
-pub const ALL: [Kind; 27] = [
+pub const ALL: [Kind; 33] = [
     API_SERVER_REACHABLE,
     API_SERVER_VERSION,
     CALLER,
@@ -68,4 +76,10 @@ pub const ALL: [Kind; 27] = [
     SERVING_CERTIFICATE,
     REFUSED_JOBS,
     NOBODY_RUNS,
+    WORKER_KUBECONFIG,
+    WORKER_ANSWERS,
+    WORKER_CREDENTIALS,
+    WORKER_PERMISSIONS,
+    WORKER_NAMESPACES,
+    LOST_WORKERS,
 ];

@@ -5,8 +5,11 @@
 use serde::Serialize;
 use serde::ser::SerializeMap as _;
 
-/// The page every check's troubleshooting entry is on.
+/// The page every check's troubleshooting entry is on, but the dispatcher's.
 pub const TROUBLESHOOTING_PAGE: &str = "docs/operations.md";
+
+/// The page the dispatcher's checks' entries are on (its own page's Troubleshooting section).
+pub const DISPATCH_TROUBLESHOOTING_PAGE: &str = "docs/dispatch.md";
 
 /// A Markdown heading's anchor: lowercase, spaces to `-`, everything but letters, digits, `-`
 /// and `_` left out (GitHub's rule, for the headings the troubleshooting page uses).
@@ -67,6 +70,10 @@ pub enum Group {
     Webhook,
     /// What `audit` would report today.
     StoredJobs,
+    /// The dispatcher's worker clusters, from the dispatcher's point of view: its kubeconfig
+    /// for each, the worker answering and taking it, its permissions there, the namespaces its
+    /// Jobs need there; and the workers its Jobs find lost.
+    Dispatch,
 }
 
 impl Group {
@@ -77,6 +84,15 @@ impl Group {
             Group::Jobwarden => "jobwarden",
             Group::Webhook => "Webhook",
             Group::StoredJobs => "Stored Jobs",
+            Group::Dispatch => "Dispatch",
+        }
+    }
+
+    /// The page its checks' troubleshooting entries are on.
+    pub fn page(self) -> &'static str {
+        match self {
+            Group::Dispatch => DISPATCH_TROUBLESHOOTING_PAGE,
+            _ => TROUBLESHOOTING_PAGE,
         }
     }
 }
@@ -95,9 +111,9 @@ impl Kind {
         anchor(self.name)
     }
 
-    /// `docs/operations.md#<anchor>`.
+    /// `docs/operations.md#<anchor>` (`docs/dispatch.md#<anchor>` for the dispatcher's).
     pub fn doc(&self) -> String {
-        format!("{TROUBLESHOOTING_PAGE}#{}", self.anchor())
+        format!("{}#{}", self.group.page(), self.anchor())
     }
 
     pub fn ok(self, message: impl Into<String>) -> Check {

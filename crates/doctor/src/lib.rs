@@ -9,12 +9,14 @@
 //!   probes and what a dropped field means), [`pre`] (`--pre`: permission to install, cert-
 //!   manager, the namespace, Pod Security, webhook names; [`pre::install`] reads the rendered
 //!   manifests, [`pre::shipped`] holds deploy/'s, built in), [`installed`] (Deployments, the Lease, permissions, registration, the webhook
-//!   probes, the serving certificate, what `audit` would report).
+//!   probes, the serving certificate, what `audit` would report), [`dispatch`] (each worker
+//!   as the dispatcher meets it, and the workers its Jobs find lost).
 //! * [`read`]: the thin shell, read-only but for server-side dry runs and access reviews, with
 //!   the caller's credentials; [`run::diagnose`] runs it all once.
 //! * [`text`]: the report as text (`-o json` is [`Check`]'s serialization, one per line).
 //!
-//! It never writes, never imports the server or the controller: what it knows of `serve`'s
+//! It never writes, never imports the server or the controller (the dispatcher's crate only for
+//! its pure judges: a worker's kubeconfig, the Jobs' annotations): what it knows of `serve`'s
 //! command line it is told through [`installed::deployment::ServeCommandLine`].
 
 pub mod access;
@@ -22,6 +24,7 @@ pub mod answer;
 pub mod api_server;
 pub mod catalogue;
 pub mod check;
+pub mod dispatch;
 pub mod features;
 pub mod installed;
 pub mod pre;

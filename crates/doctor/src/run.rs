@@ -10,7 +10,6 @@ use crate::check::Report;
 use crate::features;
 use crate::installed;
 use crate::installed::deployment::{DEFAULT_CONFIGURATIONS, ServeCommandLine};
-use crate::installed::stored_jobs::Tally;
 use crate::pre;
 use crate::pre::install::{Install, WebhookConfiguration};
 use crate::read::{self, Cluster};
@@ -33,7 +32,7 @@ pub struct Options {
 #[derive(Debug, Clone, Default)]
 pub struct Memo {
     /// The stored Jobs, counted once (see [`read::installed::read`]).
-    stored: Option<Result<Tally, String>>,
+    stored: Option<read::installed::Counted>,
 }
 
 pub async fn diagnose(
@@ -89,15 +88,15 @@ pub async fn diagnose(
             .checks
             .extend(pre::checks(&namespace, install, &ours, &observed));
     } else {
-        let observed = read::installed::read(
+        let (observed, counted) = read::installed::read(
             cluster,
             &options.namespace,
             command_line,
             options.policy.as_ref(),
-            memo.stored.clone(),
+            memo.stored.take(),
         )
         .await;
-        memo.stored = Some(observed.stored.clone());
+        memo.stored = Some(counted);
         report
             .checks
             .extend(installed::checks(&options.namespace, &observed));

@@ -34,6 +34,9 @@ pub struct Explanation {
     pub indexes: Option<IndexView>,
     /// The Job's events, oldest first (the last [`crate::MAX_EVENTS`]).
     pub events: Vec<EventLine>,
+    /// For a Job jobwarden's dispatcher runs: its worker, and its copy's story there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dispatch: Option<DispatchView>,
 }
 
 /// Who runs the Job and whether it shows signs of doing so.
@@ -42,7 +45,7 @@ pub struct Explanation {
 pub struct Runner {
     /// `spec.managedBy` as stored; `None` means the built-in controller.
     pub managed_by: Option<String>,
-    /// `builtIn`, `jobwarden` or `other`.
+    /// `builtIn`, `jobwarden`, `dispatcher` or `other`.
     pub controller: ControllerKind,
     /// jobwarden's Lease, for a Job jobwarden runs.
     pub lease: Option<LeaseView>,
@@ -65,6 +68,8 @@ pub struct Runner {
 pub enum ControllerKind {
     BuiltIn,
     Jobwarden,
+    /// jobwarden's dispatcher: a copy runs on a worker cluster.
+    Dispatcher,
     Other,
 }
 
@@ -253,4 +258,94 @@ pub struct EventLine {
     pub count: i32,
     /// `reportingComponent`, else `source.component`.
     pub from: String,
+}
+
+/// A dispatched Job: where it is recorded, what happens if its worker is lost, why it waits
+/// for a worker, and its copy as read from the worker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DispatchView {
+    /// The dispatcher's name (`spec.managedBy`).
+    pub dispatcher: String,
+    /// `jobwarden.io/worker`: the worker the Job is recorded on; `None` while it is not placed.
+    pub worker: Option<String>,
+    /// `jobwarden.io/workers`: the workers it may go to; empty: any.
+    pub named_workers: Vec<String>,
+    /// `jobwarden.io/on-worker-lost` (`Redispatch`, the default, `Wait` or `Fail`).
+    pub on_worker_lost: String,
+    /// The policy's `dispatch.workerLostSeconds`, when the policy could be read.
+    pub worker_lost_seconds: Option<u64>,
+    /// Why the policy could not be read.
+    pub policy_unreadable: Option<String>,
+    /// The mark `jobwarden.io/worker-lost-since`: the recorded worker does not answer.
+    pub lost: Option<LostView>,
+    /// The dispatcher's latest Warning Event about the Job, verbatim, while it is not placed,
+    /// or its latest Event when that is a Warning, while it runs.
+    pub dispatcher_said: Option<EventLine>,
+    pub copy: CopyView,
+}
+
+/// The recorded worker does not answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LostView {
+    /// The mark, as written.
+    pub mark: String,
+    /// The mark read as a time (`None` when it does not read as one).
+    pub since: Option<Timestamp>,
+    /// Until when the Job keeps its place: the mark plus `dispatch.workerLostSeconds`.
+    pub keeps_place_until: Option<Timestamp>,
+    /// Seconds of that left (0 once past).
+    pub remaining_seconds: Option<u64>,
+}
+
+/// The copy of a dispatched Job on its worker, as read there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "camelCase")]
+pub enum CopyView {
+    /// No worker is recorded: no copy is made before one is.
+    NotPlaced,
+    /// The recorded worker is this cluster (`local: true`): jobwarden's own Job controller runs
+    /// the Job itself, no copy is made.
+    Local,
+    /// The worker was not read (the caller did not ask).
+    NotRead,
+    /// No kubeconfig reaches the worker: why.
+    #[serde(rename_all = "camelCase")]
+    NoKubeconfig { reason: String },
+    /// The worker's kubeconfig is refused, as the dispatcher refuses it, and never used.
+    #[serde(rename_all = "camelCase")]
+    Refused {
+        via: String,
+        /// The refusal's label (`exec_plugin`, …), as the dispatcher's metric names it.
+        reason: String,
+        message: String,
+    },
+    /// The worker gave no answer, or refused the read.
+    #[serde(rename_all = "camelCase")]
+    Unreachable { via: String, reason: String },
+    /// No Job of the name on the worker.
+    #[serde(rename_all = "camelCase")]
+    Missing {
+        via: String,
+        /// The dispatcher's `CopyDeleted` Event naming the worker, if any.
+        deleted: Option<EventLine>,
+    },
+    /// A Job of the name on the worker that is not this Job's copy (someone else's).
+    #[serde(rename_all = "camelCase")]
+    NotTheCopy {
+        via: String,
+        /// Its `jobwarden.io/origin-uid`, if it has one.
+        origin_uid: Option<String>,
+    },
+    /// The copy, its story told from its pods and events on the worker.
+    #[serde(rename_all = "camelCase")]
+    Read {
+        via: String,
+        story: Box<Explanation>,
+        /// Why its pods could not be read (the story then has none).
+        pods_unread: Option<String>,
+        /// Why its events could not be read.
+        events_unread: Option<String>,
+    },
 }

@@ -8,9 +8,15 @@
 //! * [`explanation`]: the story as data (`-o json`; the schema is in docs/cli.md).
 //! * [`text`] (pure): the story as text.
 //! * [`timeline`] (pure): the story drawn, an SVG timeline (`-o svg`).
+//! * [`dispatch`] (pure): for a Job jobwarden's dispatcher runs, its worker, a lost worker's
+//!   mark and what follows it, why it waits for a worker, and its copy's story as read from
+//!   the worker, told by [`story`] over the copy and its pods there.
 //! * [`read`]: the thin, read-only shell that reads the Job, its pods, its events and
-//!   jobwarden's Lease with the caller's credentials.
+//!   jobwarden's Lease with the caller's credentials; and, for a dispatched Job, its copy,
+//!   pods and events on the worker, with a kubeconfig the caller gives or the worker's own
+//!   (the dispatcher's, judged by the dispatcher's judge first).
 
+pub mod dispatch;
 pub mod explanation;
 mod pods;
 pub mod read;
@@ -18,8 +24,9 @@ pub mod story;
 pub mod text;
 pub mod timeline;
 
+pub use dispatch::{CopyReading, DispatchReading};
 pub use explanation::Explanation;
-pub use read::{ReadError, Target, read};
+pub use read::{ReadError, Target, WorkerAccess, read, read_dispatch};
 pub use story::{ExplainError, LeaseReading, MAX_EVENTS, Observed, Settings, explain};
 pub use text::render;
 

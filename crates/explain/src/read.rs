@@ -1,16 +1,41 @@
 //! The thin shell: what `explain` reads, with the caller's own credentials, and nothing it
 //! writes. RBAC in the Job's namespace: `get` on `jobs`, `list` on `pods` and `events`; and,
 //! optional, `get` on jobwarden's Lease (a refusal is told, not fatal).
+//!
+//! For a dispatched Job, its worker too: with the kubeconfig the caller names for it (theirs,
+//! used as kubectl uses it), else the worker's own from where the policy keeps it (a Secret in
+//! jobwarden's namespace, read with the caller's credentials), judged first by the
+//! dispatcher's own judge: a kubeconfig read from the cluster never runs a program or reads a
+//! file here. On the worker: `get` of the Job of that name, and, for the copy, its pods and
+//! events, each listed only where an access review says the credentials may (the dispatcher's
+//! identity there may not, and is never refused anything by explain).
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use jobwarden_admission::policy::{Dispatch, WorkerSource};
+use jobwarden_dispatcher::copy::origin_uid;
+use jobwarden_dispatcher::credential_source::SECRET_KEY;
+use jobwarden_dispatcher::credentials;
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::{ApiResource, DynamicObject, ListParams};
+use k8s_openapi::api::core::v1::{Event, Pod, Secret};
+use kube::api::{ApiResource, DynamicObject, ListParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client};
+use serde_json::Value;
 
 use jobwarden_rules::well_known::CONTROLLER_UID_LABEL;
 
+use crate::dispatch::{CopyReading, DispatchReading, recorded_worker};
 use crate::story::{LeaseReading, Observed};
+
+/// The longest explain waits for one answer of a worker.
+const WORKER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Which Job, and where jobwarden keeps its Lease.
 #[derive(Debug, Clone)]
@@ -85,6 +110,7 @@ pub async fn read(client: &Client, target: &Target) -> Result<Observed, ReadErro
         pods,
         events,
         lease,
+        dispatch: None,
     })
 }
 
@@ -112,4 +138,254 @@ async fn read_lease(client: &Client, target: &Target) -> LeaseReading {
             }
         }
     }
+}
+
+/// How explain reaches a dispatched Job's worker.
+#[derive(Debug, Clone)]
+pub struct WorkerAccess {
+    /// The policy's `dispatch` section (the installed one, or a file's), or why it could not
+    /// be read.
+    pub policy: Result<Dispatch, String>,
+    /// jobwarden's namespace, where the workers' kubeconfig Secrets are.
+    pub namespace: String,
+    /// The caller's own kubeconfig files by worker (`--worker-kubeconfig NAME=PATH`).
+    pub given: BTreeMap<String, PathBuf>,
+    /// Where a worker's `kubeconfigFile` comes from: the Secret and key jobwarden's
+    /// Deployment mounts at that path, by path.
+    pub mounted: BTreeMap<String, (String, String)>,
+}
+
+/// What the worker the dispatched Job `job` is recorded on holds of it.
+pub async fn read_dispatch(client: &Client, job: &Value, access: &WorkerAccess) -> DispatchReading {
+    let copy = match recorded_worker(job) {
+        None => CopyReading::NotPlaced,
+        Some(worker) => read_copy(client, job, worker, access).await,
+    };
+    DispatchReading {
+        policy: access.policy.clone(),
+        copy,
+    }
+}
+
+async fn read_copy(
+    client: &Client,
+    job: &Value,
+    worker: &str,
+    access: &WorkerAccess,
+) -> CopyReading {
+    let spec = access.policy.as_ref().ok().and_then(|p| p.worker(worker));
+    if spec.is_some_and(|s| s.local) {
+        return CopyReading::Local;
+    }
+    let (via, config) = if let Some(path) = access.given.get(worker) {
+        let via = format!("--worker-kubeconfig {worker}={}", path.display());
+        // The caller's own file, for the caller's own use: read as kubectl reads it.
+        let config = match Kubeconfig::read_from(path) {
+            Ok(config) => config,
+            Err(e) => {
+                return CopyReading::NoKubeconfig(format!(
+                    "cannot read {}: {}",
+                    path.display(),
+                    with_causes(&e)
+                ));
+            }
+        };
+        (via, config)
+    } else {
+        let (via, text) = match worker_kubeconfig(client, worker, access).await {
+            Ok(found) => found,
+            Err(why) => return CopyReading::NoKubeconfig(why),
+        };
+        match credentials::check(&text) {
+            Ok(config) => (via, config),
+            Err(refusal) => return CopyReading::Refused { via, refusal },
+        }
+    };
+    let worker_client = match worker_client(config).await {
+        Ok(client) => client,
+        Err(reason) => return CopyReading::Unreachable { via, reason },
+    };
+    let text = |p: &str| job.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let (namespace, name, uid) = (
+        text("/metadata/namespace"),
+        text("/metadata/name"),
+        text("/metadata/uid"),
+    );
+    let jobs: Api<DynamicObject> = Api::namespaced_with(
+        worker_client.clone(),
+        namespace,
+        &ApiResource::erase::<Job>(&()),
+    );
+    let found = match jobs.get_opt(name).await {
+        Ok(found) => found.and_then(|j| serde_json::to_value(j).ok()),
+        Err(e) => {
+            return CopyReading::Unreachable {
+                via,
+                reason: worker_error(worker, &e),
+            };
+        }
+    };
+    let copy = match found {
+        Some(copy) if origin_uid(&copy) == Some(uid) => copy,
+        // None, or someone else's Job of the name: nothing more of it is read.
+        other => {
+            return CopyReading::Read {
+                via,
+                job: other,
+                pods: Ok(Vec::new()),
+                events: Ok(Vec::new()),
+            };
+        }
+    };
+    let copy_uid = copy
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let pods = match may_list(&worker_client, namespace, "pods").await {
+        Ok(true) => Api::<Pod>::namespaced(worker_client.clone(), namespace)
+            .list(&ListParams::default().labels(&format!("{CONTROLLER_UID_LABEL}={copy_uid}")))
+            .await
+            .map(|l| l.items)
+            .map_err(|e| worker_error(worker, &e)),
+        Ok(false) => Err(format!(
+            "{via} may not list pods in namespace {namespace} on worker {worker}"
+        )),
+        Err(e) => Err(e),
+    };
+    let events = match may_list(&worker_client, namespace, "events").await {
+        Ok(true) => Api::<Event>::namespaced(worker_client.clone(), namespace)
+            .list(&ListParams::default().fields(&format!("involvedObject.uid={copy_uid}")))
+            .await
+            .map(|l| l.items)
+            .map_err(|e| worker_error(worker, &e)),
+        Ok(false) => Err(format!(
+            "{via} may not list events in namespace {namespace} on worker {worker}"
+        )),
+        Err(e) => Err(e),
+    };
+    CopyReading::Read {
+        via,
+        job: Some(copy),
+        pods,
+        events,
+    }
+}
+
+/// The worker's kubeconfig where the policy keeps it, read with the caller's credentials:
+/// where from, and its text.
+async fn worker_kubeconfig(
+    client: &Client,
+    worker: &str,
+    access: &WorkerAccess,
+) -> Result<(String, String), String> {
+    let policy = access.policy.as_ref().map_err(|e| {
+        format!("the policy that names worker {worker}'s kubeconfig could not be read: {e}")
+    })?;
+    let spec = policy
+        .worker(worker)
+        .ok_or_else(|| format!("the policy names no worker {worker}"))?;
+    let ns = &access.namespace;
+    let (name, key, via) = match spec.source() {
+        Some(WorkerSource::Secret(name)) => (
+            name.to_owned(),
+            SECRET_KEY.to_owned(),
+            format!("Secret {ns}/{name}"),
+        ),
+        Some(WorkerSource::File(path)) => match access.mounted.get(path) {
+            Some((name, key)) => (
+                name.clone(),
+                key.clone(),
+                format!("Secret {ns}/{name} (key {key}, mounted at {path})"),
+            ),
+            None => {
+                return Err(format!(
+                    "worker {worker}'s kubeconfig is the file {path} in jobwarden's container, mounted from no Secret explain could find"
+                ));
+            }
+        },
+        Some(WorkerSource::Local) => return Err(format!("worker {worker} is this cluster")),
+        None => {
+            return Err(format!(
+                "the policy names no single kubeconfig for worker {worker}"
+            ));
+        }
+    };
+    let secret = Api::<Secret>::namespaced(client.clone(), ns)
+        .get_opt(&name)
+        .await
+        .map_err(|e| format!("cannot read {via}: {}", with_causes(&e)))?
+        .ok_or_else(|| format!("{via} does not exist"))?;
+    let bytes = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(&key))
+        .ok_or_else(|| format!("{via} has no key {key:?}"))?;
+    let text = String::from_utf8(bytes.0.clone())
+        .map_err(|_| format!("{via}: its key {key:?} is not UTF-8 text"))?;
+    Ok((via, text))
+}
+
+/// A client for the worker, with a short timeout: a worker that does not answer is said, not
+/// waited for.
+async fn worker_client(config: Kubeconfig) -> Result<Client, String> {
+    let mut config = kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| {
+            format!(
+                "no client can be made from the kubeconfig: {}",
+                with_causes(&e)
+            )
+        })?;
+    config.connect_timeout = Some(WORKER_TIMEOUT);
+    config.read_timeout = Some(WORKER_TIMEOUT);
+    Client::try_from(config).map_err(|e| {
+        format!(
+            "no client can be made from the kubeconfig: {}",
+            with_causes(&e)
+        )
+    })
+}
+
+/// May these credentials list `resource` (core) in `namespace`? A SelfSubjectAccessReview,
+/// which every authenticated user may create.
+async fn may_list(client: &Client, namespace: &str, resource: &str) -> Result<bool, String> {
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                namespace: Some(namespace.to_owned()),
+                verb: Some("list".to_owned()),
+                resource: Some(resource.to_owned()),
+                ..ResourceAttributes::default()
+            }),
+            ..SelfSubjectAccessReviewSpec::default()
+        },
+        ..SelfSubjectAccessReview::default()
+    };
+    Api::<SelfSubjectAccessReview>::all(client.clone())
+        .create(&PostParams::default(), &review)
+        .await
+        .map(|r| r.status.is_some_and(|s| s.allowed))
+        .map_err(|e| {
+            format!(
+                "cannot ask whether {resource} may be listed: {}",
+                with_causes(&e)
+            )
+        })
+}
+
+/// A worker's error, said plainly: no answer, credentials refused, or its refusal.
+fn worker_error(worker: &str, e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) if s.code == 401 => format!(
+            "worker {worker} refuses the credentials as unauthorized (401): the token expired, or is not one of that cluster's"
+        ),
+        kube::Error::Api(s) => format!("worker {worker} refused the read: {}", s.message),
+        other => format!("worker {worker} does not answer: {}", with_causes(other)),
+    }
+}
+
+/// An error and what caused it (as `audit`'s connect says them).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    jobwarden_audit::connect::with_causes(e)
 }

@@ -24,6 +24,7 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
+use crate::dispatch::{self, DispatchReading};
 use crate::explanation::*;
 use crate::pods::{self, add, matched_rule};
 
@@ -40,6 +41,8 @@ pub struct Observed {
     /// The events about it.
     pub events: Vec<Event>,
     pub lease: LeaseReading,
+    /// For a Job the dispatcher runs: the policy and its copy as read from its worker.
+    pub dispatch: Option<DispatchReading>,
 }
 
 /// jobwarden's Lease: read only for a Job jobwarden runs, and optional (RBAC may not grant it).
@@ -63,6 +66,8 @@ pub enum LeaseReading {
 pub struct Settings {
     /// jobwarden's controller name (`serve --controller-name`).
     pub controller_name: String,
+    /// jobwarden's dispatcher's name (the policy's `dispatch.controllerName`).
+    pub dispatcher_name: String,
     /// How long a delegated Job may show no sign of its controller.
     pub stuck_after: Duration,
 }
@@ -192,6 +197,46 @@ pub fn explain(
 
     let (active_pods, finished_pods) =
         pods::pods(&job, &views, &names, finished.as_ref().and_then(|f| f.at));
+    let mut runner = runner(observed, &job, &cached, now, settings);
+    let all_events: Vec<EventLine> = observed.events.iter().map(event_line).collect();
+    let dispatch = match runner.controller {
+        ControllerKind::Dispatcher => {
+            let uid = meta.uid.as_deref().unwrap_or_default();
+            // The copy is told as any Job with its pods is: the worker's built-in controller
+            // runs it.
+            let copy_story = match dispatch::copy_read(observed.dispatch.as_ref(), uid) {
+                Some((copy, pods, events)) => Some(explain(
+                    &Observed {
+                        job: copy.clone(),
+                        pods: pods.clone().unwrap_or_default(),
+                        events: events.clone().unwrap_or_default(),
+                        lease: LeaseReading::NotRead,
+                        dispatch: None,
+                    },
+                    now,
+                    settings,
+                )?),
+                None => None,
+            };
+            Some(dispatch::view(
+                &observed.job,
+                &all_events,
+                observed.dispatch.as_ref(),
+                copy_story,
+                finished.is_some(),
+                now,
+                &settings.dispatcher_name,
+            ))
+        }
+        _ => None,
+    };
+    if let Some(d) = &dispatch
+        && (d.worker.is_some() || all_events.iter().any(|e| e.from == d.dispatcher))
+    {
+        // The dispatcher acts on it (a worker recorded, an Event of its own): a Job that waits
+        // for a worker is not one nobody runs, and its pods are its copy's, on the worker.
+        runner.stuck = None;
+    }
     Ok(Explanation {
         namespace,
         name: meta.name.clone().unwrap_or_default(),
@@ -200,7 +245,7 @@ pub fn explain(
         created: meta.creation_timestamp.as_ref().map(|t| t.0),
         completion_mode: if indexed { "Indexed" } else { "NonIndexed" }.to_owned(),
         pod_failure_policy_rules: policy.map_or(0, |p| p.rules.len()),
-        runner: runner(observed, &job, &cached, now, settings),
+        runner,
         conditions: pods::conditions(&job.status.conditions),
         finished,
         active_pods,
@@ -208,6 +253,7 @@ pub fn explain(
         waiting,
         indexes,
         events: events(&observed.events),
+        dispatch,
     })
 }
 
@@ -222,6 +268,7 @@ fn runner(
     let controller = match managed_by.as_deref() {
         None | Some(BUILT_IN_CONTROLLER_NAME) => ControllerKind::BuiltIn,
         Some(name) if name == settings.controller_name => ControllerKind::Jobwarden,
+        Some(name) if name == settings.dispatcher_name => ControllerKind::Dispatcher,
         Some(_) => ControllerKind::Other,
     };
     let status = &job.status;
@@ -461,29 +508,31 @@ fn success_rules(job: &JobObject<'_>, completions: i32, completed: &IndexSet) ->
         .collect()
 }
 
+/// One event as the story tells it.
+pub(crate) fn event_line(e: &Event) -> EventLine {
+    EventLine {
+        at: e
+            .last_timestamp
+            .as_ref()
+            .map(|t| t.0)
+            .or_else(|| e.event_time.as_ref().map(|t| t.0))
+            .or_else(|| e.first_timestamp.as_ref().map(|t| t.0))
+            .or_else(|| e.metadata.creation_timestamp.as_ref().map(|t| t.0)),
+        type_: e.type_.clone().unwrap_or_else(|| "Normal".to_owned()),
+        reason: e.reason.clone().unwrap_or_default(),
+        message: e.message.clone().unwrap_or_default(),
+        count: e.count.unwrap_or(1),
+        from: e
+            .reporting_component
+            .clone()
+            .filter(|c| !c.is_empty())
+            .or_else(|| e.source.as_ref().and_then(|s| s.component.clone()))
+            .unwrap_or_default(),
+    }
+}
+
 fn events(events: &[Event]) -> Vec<EventLine> {
-    let mut lines: Vec<EventLine> = events
-        .iter()
-        .map(|e| EventLine {
-            at: e
-                .last_timestamp
-                .as_ref()
-                .map(|t| t.0)
-                .or_else(|| e.event_time.as_ref().map(|t| t.0))
-                .or_else(|| e.first_timestamp.as_ref().map(|t| t.0))
-                .or_else(|| e.metadata.creation_timestamp.as_ref().map(|t| t.0)),
-            type_: e.type_.clone().unwrap_or_else(|| "Normal".to_owned()),
-            reason: e.reason.clone().unwrap_or_default(),
-            message: e.message.clone().unwrap_or_default(),
-            count: e.count.unwrap_or(1),
-            from: e
-                .reporting_component
-                .clone()
-                .filter(|c| !c.is_empty())
-                .or_else(|| e.source.as_ref().and_then(|s| s.component.clone()))
-                .unwrap_or_default(),
-        })
-        .collect();
+    let mut lines: Vec<EventLine> = events.iter().map(event_line).collect();
     lines.sort_by_key(|l| l.at);
     let skip = lines.len().saturating_sub(MAX_EVENTS);
     lines.drain(..skip);

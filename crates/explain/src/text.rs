@@ -1,11 +1,17 @@
 //! The story as text, in `simulate`'s voice: who runs the Job, each pod and the rule it
-//! matched, what the Job waits for. Spans are counted back from the moment the story was told
+//! matched, what the Job waits for; for a dispatched Job, its worker and its copy's story there,
+//! told the same way and set in. Spans are counted back from the moment the story was told
 //! (`12s ago`) and printed as Go prints durations. Pure formatting; it decides nothing.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use jobwarden_rules::seconds;
+use jobwarden_rules::well_known::{
+    ON_WORKER_LOST_ANNOTATION as ON_WORKER_LOST, ORIGIN_UID_LABEL as ORIGIN_UID,
+    WORKER_ANNOTATION as WORKER, WORKER_LOST_SINCE_ANNOTATION as LOST_SINCE,
+    WORKERS_ANNOTATION as WORKERS,
+};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::explanation::*;
@@ -14,7 +20,24 @@ use crate::explanation::*;
 pub fn render(e: &Explanation) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", who_runs_it(e));
-    for line in acting(e) {
+    out.push_str(&body(e, &Parts::default()));
+    out
+}
+
+/// What a story leaves out or says otherwise: the copy's told from a worker, where its pods or
+/// events may be unreadable, under headings that name the worker.
+#[derive(Default)]
+struct Parts<'a> {
+    pods_unread: Option<&'a str>,
+    events_unread: Option<&'a str>,
+    /// `Events on worker east`; `Events` when `None`.
+    events_heading: Option<String>,
+}
+
+/// Everything after the first line.
+fn body(e: &Explanation, parts: &Parts<'_>) -> String {
+    let mut out = String::new();
+    for line in acting(e, parts.pods_unread.is_some()) {
         let _ = writeln!(out, "{line}");
     }
     // The conditions on the way to the end: the success criteria met, a failure on its way.
@@ -41,57 +64,27 @@ pub fn render(e: &Explanation) -> String {
         let _ = writeln!(out, "{line}.");
     }
 
-    let _ = writeln!(out);
-    if e.active_pods.is_empty() && e.finished_pods.is_empty() {
-        let _ = writeln!(out, "Pods: none.");
-    } else {
-        let _ = writeln!(out, "Pods:");
-        for p in &e.finished_pods {
-            let _ = writeln!(out, "  {}", finished_pod(e, p));
-        }
-        for p in &e.active_pods {
-            let _ = writeln!(out, "  {}", active_pod(p));
-        }
-    }
-
-    if e.finished.is_none() {
-        let _ = writeln!(out);
-        if e.waiting.is_empty() {
-            let what = if e.active_pods.is_empty() {
-                "its controller to create pods"
-            } else {
-                "its pods to finish"
-            };
-            let _ = writeln!(out, "Waiting for: {what}.");
-        } else {
-            let _ = writeln!(out, "Waiting for:");
-            for w in &e.waiting {
-                let _ = writeln!(out, "  {}", wait(e.now, w));
+    match &e.dispatch {
+        // A copy runs elsewhere: its pods, what it waits for and its indexes are its story's.
+        Some(d) if d.copy != CopyView::Local => out.push_str(&dispatch(e, d)),
+        local => {
+            if let Some(d) = local {
+                let _ = writeln!(out);
+                let _ = writeln!(out, "{}", placed(e, d));
             }
+            pods_and_waiting(e, parts, &mut out);
+            indexes(e, &mut out);
         }
     }
 
-    if let Some(ix) = &e.indexes {
-        let parts: Vec<String> = [
-            ("succeeded", &ix.succeeded),
-            ("failed", &ix.failed),
-            ("running", &ix.running),
-            ("back-off", &ix.backoff),
-            ("waiting", &ix.waiting),
-        ]
-        .into_iter()
-        .filter(|(_, set)| !set.is_empty())
-        .map(|(what, set)| format!("{what} {set}"))
-        .collect();
-        let _ = writeln!(out);
-        let _ = writeln!(out, "Indexes ({}): {}.", ix.completions, parts.join("; "));
-    }
-
     let _ = writeln!(out);
-    if e.events.is_empty() {
-        let _ = writeln!(out, "Events: none.");
+    let heading = parts.events_heading.as_deref().unwrap_or("Events");
+    if let Some(why) = parts.events_unread {
+        let _ = writeln!(out, "{heading}: not read: {why}.");
+    } else if e.events.is_empty() {
+        let _ = writeln!(out, "{heading}: none.");
     } else {
-        let _ = writeln!(out, "Events:");
+        let _ = writeln!(out, "{heading}:");
         for ev in &e.events {
             let count = if ev.count > 1 {
                 format!(" (x{})", ev.count)
@@ -112,6 +105,255 @@ pub fn render(e: &Explanation) -> String {
     out
 }
 
+fn pods_and_waiting(e: &Explanation, parts: &Parts<'_>, out: &mut String) {
+    let _ = writeln!(out);
+    if let Some(why) = parts.pods_unread {
+        let _ = writeln!(out, "Pods: not read: {why}.");
+    } else if e.active_pods.is_empty() && e.finished_pods.is_empty() {
+        let _ = writeln!(out, "Pods: none.");
+    } else {
+        let _ = writeln!(out, "Pods:");
+        for p in &e.finished_pods {
+            let _ = writeln!(out, "  {}", finished_pod(e, p));
+        }
+        for p in &e.active_pods {
+            let _ = writeln!(out, "  {}", active_pod(p));
+        }
+    }
+
+    if e.finished.is_none() {
+        if e.waiting.is_empty() {
+            // Without its pods, what it waits for among them is not known.
+            if parts.pods_unread.is_none() {
+                let what = if e.active_pods.is_empty() {
+                    "its controller to create pods"
+                } else {
+                    "its pods to finish"
+                };
+                let _ = writeln!(out);
+                let _ = writeln!(out, "Waiting for: {what}.");
+            }
+        } else {
+            let _ = writeln!(out);
+            let _ = writeln!(out, "Waiting for:");
+            for w in &e.waiting {
+                let _ = writeln!(out, "  {}", wait(e.now, w));
+            }
+        }
+    }
+}
+
+fn indexes(e: &Explanation, out: &mut String) {
+    if let Some(ix) = &e.indexes {
+        let parts: Vec<String> = [
+            ("succeeded", &ix.succeeded),
+            ("failed", &ix.failed),
+            ("running", &ix.running),
+            ("back-off", &ix.backoff),
+            ("waiting", &ix.waiting),
+        ]
+        .into_iter()
+        .filter(|(_, set)| !set.is_empty())
+        .map(|(what, set)| format!("{what} {set}"))
+        .collect();
+        let _ = writeln!(out);
+        let _ = writeln!(out, "Indexes ({}): {}.", ix.completions, parts.join("; "));
+    }
+}
+
+/// A dispatched Job's placement, its lost worker, what the dispatcher said, and its copy.
+fn dispatch(e: &Explanation, d: &DispatchView) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out);
+    let Some(worker) = &d.worker else {
+        let named = if d.named_workers.is_empty() {
+            String::new()
+        } else {
+            format!(" ({WORKERS}: {})", d.named_workers.join(", "))
+        };
+        let _ = writeln!(out, "Not placed on a worker yet{named}.");
+        if e.finished.is_none() {
+            match &d.dispatcher_said {
+                Some(ev) => {
+                    let _ = writeln!(
+                        out,
+                        "Waiting for: a worker to take it; the dispatcher said {} ({}): {}",
+                        ago(e.now, ev.at),
+                        ev.reason,
+                        ev.message
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "Waiting for: the dispatcher to place it on a worker (it has said nothing about the Job yet)."
+                    );
+                }
+            }
+        }
+        return out;
+    };
+    let _ = writeln!(out, "{}", placed(e, d));
+    if let Some(ev) = &d.dispatcher_said {
+        let _ = writeln!(
+            out,
+            "The dispatcher said {} ({}): {}",
+            ago(e.now, ev.at),
+            ev.reason,
+            ev.message
+        );
+    }
+    let _ = writeln!(out);
+    let name = format!("{}/{}", e.namespace, e.name);
+    match &d.copy {
+        CopyView::Read {
+            via,
+            story,
+            pods_unread,
+            events_unread,
+        } => {
+            let _ = writeln!(
+                out,
+                "Its copy on worker {worker}, read with {via}: Job {name} (UID {}), run there by the built-in Job controller.",
+                story.uid
+            );
+            let parts = Parts {
+                pods_unread: pods_unread.as_deref(),
+                events_unread: events_unread.as_deref(),
+                events_heading: Some(format!("Events on worker {worker}")),
+            };
+            for line in body(story, &parts).lines() {
+                if line.is_empty() {
+                    let _ = writeln!(out);
+                } else {
+                    let _ = writeln!(out, "  {line}");
+                }
+            }
+        }
+        CopyView::Missing {
+            deleted: Some(ev), ..
+        } => {
+            let _ = writeln!(
+                out,
+                "Its copy on worker {worker} is gone: the dispatcher deleted it {} ({}: {}).",
+                ago(e.now, ev.at),
+                ev.reason,
+                ev.message
+            );
+        }
+        CopyView::Missing { via, deleted: None } => {
+            let _ = writeln!(
+                out,
+                "No copy of it on worker {worker}: no Job {name} there (read with {via})."
+            );
+        }
+        CopyView::NotTheCopy { via, origin_uid } => {
+            let whose = match origin_uid {
+                Some(uid) => format!("its {ORIGIN_UID} is {uid}, not {}", e.uid),
+                None => format!("it has no {ORIGIN_UID}"),
+            };
+            let _ = writeln!(
+                out,
+                "Worker {worker} holds a Job {name} that is not this Job's copy ({whose}; read with {via}): someone else's, which the dispatcher never touches."
+            );
+        }
+        CopyView::Unreachable { via, reason } => {
+            let _ = writeln!(
+                out,
+                "Its copy on worker {worker} could not be read with {via}: {reason}. What this cluster shows is above: the status as the dispatcher last mirrored it, and its Events below."
+            );
+        }
+        CopyView::Refused {
+            via,
+            reason,
+            message,
+        } => {
+            let _ = writeln!(
+                out,
+                "Its copy on worker {worker} is not read: the kubeconfig in {via} is refused, as the dispatcher refuses it ({reason}): {message}. `--worker-kubeconfig {worker}=FILE` reads it with yours."
+            );
+        }
+        CopyView::NoKubeconfig { reason } => {
+            let _ = writeln!(
+                out,
+                "Its copy on worker {worker} is not read: {reason}. `--worker-kubeconfig {worker}=FILE` reads it with yours."
+            );
+        }
+        CopyView::NotRead => {
+            let _ = writeln!(out, "Its copy on worker {worker} was not read.");
+        }
+        CopyView::NotPlaced | CopyView::Local => {}
+    }
+    out
+}
+
+/// Where the Job is placed, and what follows if (or since) its worker is lost.
+fn placed(e: &Explanation, d: &DispatchView) -> String {
+    let worker = d.worker.as_deref().unwrap_or("?");
+    let then = match d.on_worker_lost.as_str() {
+        "Wait" => format!("it waits for {worker} to answer again"),
+        "Fail" => "it fails with reason WorkerLost".to_owned(),
+        _ => "another worker runs it".to_owned(),
+    };
+    let choice = format!("{ON_WORKER_LOST}: {}", d.on_worker_lost);
+    let grace = match (d.worker_lost_seconds, &d.policy_unreadable) {
+        (Some(s), _) => seconds::format(s),
+        (None, Some(why)) => {
+            format!("dispatch.workerLostSeconds (the policy could not be read: {why})")
+        }
+        (None, None) => "dispatch.workerLostSeconds".to_owned(),
+    };
+    if d.copy == CopyView::Local {
+        return format!(
+            "Placed on worker {worker} ({WORKER}): this cluster, where jobwarden's own Job controller runs it."
+        );
+    }
+    if e.finished.is_some() {
+        return format!("Placed on worker {worker} ({WORKER}).");
+    }
+    let Some(lost) = &d.lost else {
+        return format!(
+            "Placed on worker {worker} ({WORKER}); should it stop answering, the Job keeps its place there for {grace}, then {then} ({choice})."
+        );
+    };
+    let since = match lost.since {
+        Some(t) => format!("{t:.0} ({}", ago(e.now, Some(t))),
+        None => format!("{:?} (not a time", lost.mark),
+    };
+    let mut s = format!(
+        "Placed on worker {worker} ({WORKER}), which does not answer: lost since {since}, {LOST_SINCE})."
+    );
+    match (lost.keeps_place_until, lost.remaining_seconds) {
+        (Some(until), Some(left)) if left > 0 => {
+            let _ = write!(
+                s,
+                " The Job keeps its place there until {until:.0} (in {}; dispatch.workerLostSeconds: {}), then {then} ({choice}).",
+                seconds::format(left),
+                d.worker_lost_seconds.unwrap_or(0)
+            );
+        }
+        (Some(until), _) => {
+            let now = match d.on_worker_lost.as_str() {
+                "Wait" => format!("it waits for {worker} to answer again"),
+                "Fail" => "it is to fail with reason WorkerLost".to_owned(),
+                _ => "it is to move to another worker".to_owned(),
+            };
+            let _ = write!(
+                s,
+                " Its place was kept until {until:.0} ({}): now {now} ({choice}).",
+                ago(e.now, Some(until))
+            );
+        }
+        (None, _) => {
+            let _ = write!(
+                s,
+                " The Job keeps its place there for {grace} from that mark, then {then} ({choice})."
+            );
+        }
+    }
+    s
+}
+
 pub(crate) fn who_runs_it(e: &Explanation) -> String {
     let job = format!("Job {}/{}", e.namespace, e.name);
     match (e.runner.controller, e.runner.managed_by.as_deref()) {
@@ -125,6 +367,16 @@ pub(crate) fn who_runs_it(e: &Explanation) -> String {
             "{job}, run by jobwarden's controller (spec.managedBy: {}).",
             m.unwrap_or("")
         ),
+        (ControllerKind::Dispatcher, m) => {
+            let by = format!(
+                "{job}, run by jobwarden's dispatcher (spec.managedBy: {})",
+                m.unwrap_or("")
+            );
+            match e.dispatch.as_ref().and_then(|d| d.worker.as_deref()) {
+                Some(worker) => format!("{by} on worker {worker}."),
+                None => format!("{by}, not placed on a worker yet."),
+            }
+        }
         (ControllerKind::Other, m) => format!(
             "{job}, run by {} (spec.managedBy), not by the built-in Job controller.",
             m.unwrap_or("")
@@ -133,8 +385,8 @@ pub(crate) fn who_runs_it(e: &Explanation) -> String {
 }
 
 /// Whether the controller shows signs of acting: jobwarden's Lease, the status beside the
-/// pods, and the plain statement when nothing at all shows.
-fn acting(e: &Explanation) -> Vec<String> {
+/// pods (unless they could not be read), and the plain statement when nothing at all shows.
+fn acting(e: &Explanation, pods_unread: bool) -> Vec<String> {
     let mut lines = Vec::new();
     if let Some(l) = &e.runner.lease {
         let lease = format!("jobwarden's Lease {}/{}", l.namespace, l.name);
@@ -166,10 +418,20 @@ fn acting(e: &Explanation) -> Vec<String> {
         (None, _) => "Its status was never written".to_owned(),
     };
     let pods = match e.runner.pods_changed {
-        Some(t) => format!("its pods {}", ago(e.now, Some(t))),
-        None => "it has no pods".to_owned(),
+        Some(t) => format!("; its pods {}", ago(e.now, Some(t))),
+        None => "; it has no pods".to_owned(),
     };
-    lines.push(format!("{status}; {pods}."));
+    // A dispatched Job's pods are its copy's, on the worker, told below.
+    let copy_elsewhere = e
+        .dispatch
+        .as_ref()
+        .is_some_and(|d| d.copy != CopyView::Local);
+    let pods = if copy_elsewhere || pods_unread {
+        String::new()
+    } else {
+        pods
+    };
+    lines.push(format!("{status}{pods}."));
     if let Some(s) = &e.runner.stuck {
         lines.push(format!(
             "No controller is running it: {:?} shows no sign of acting on it {} after its creation (it is {} old, not suspended, with no status.startTime and no pods). Is that controller installed, running, and spelled so?",

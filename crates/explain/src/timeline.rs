@@ -3,7 +3,8 @@
 //! to when the story was told), the rule its failure matched, the back-off its failure held
 //! its replacement for, the Job's conditions as lines across the lanes, the active deadline,
 //! and the moment the story was told. Times count from the Job's creation; each bar's hover
-//! text is the story's own line about the pod.
+//! text is the story's own line about the pod. A dispatched Job is drawn as its copy, whose
+//! pods are on the worker, when the copy was read.
 
 use jobwarden_rules::seconds;
 use jobwarden_timeline::{Bar, Builder, Moment, MomentKind, Outcome, RuleMark, Timeline};
@@ -17,7 +18,24 @@ pub fn svg(e: &Explanation) -> String {
     jobwarden_timeline::svg(&timeline(e))
 }
 
+/// The story drawn; a dispatched Job's is its copy's, read from the worker, when there is one.
 pub fn timeline(e: &Explanation) -> Timeline {
+    if let Some(DispatchView {
+        worker: Some(worker),
+        copy: CopyView::Read { story, .. },
+        ..
+    }) = &e.dispatch
+    {
+        let note = format!(
+            "The copy of Job {}/{} (UID {}) on worker {worker}, read there: its pods are run by that cluster's built-in Job controller.",
+            e.namespace, e.name, e.uid
+        );
+        return drawn(story, Some(note));
+    }
+    drawn(e, None)
+}
+
+fn drawn(e: &Explanation, note: Option<String>) -> Timeline {
     // Times count from the Job's creation, else from the first pod's, else from now.
     let origin = e
         .created
@@ -160,14 +178,17 @@ pub fn timeline(e: &Explanation) -> Timeline {
             )
         }
     };
-    let notes = vec![
-        text::who_runs_it(e),
-        format!(
-            "Times are since the Job was created ({origin:.0}); told at {:.0}.",
-            e.now
-        ),
-        "Pods deleted and gone from the API are not drawn.".to_owned(),
-    ];
+    let notes: Vec<String> = note
+        .into_iter()
+        .chain([
+            text::who_runs_it(e),
+            format!(
+                "Times are since the Job was created ({origin:.0}); told at {:.0}.",
+                e.now
+            ),
+            "Pods deleted and gone from the API are not drawn.".to_owned(),
+        ])
+        .collect();
     let end = e.finished.as_ref().and_then(|f| f.at).map_or(now, at);
     b.build(
         format!("Job {}/{}", e.namespace, e.name),

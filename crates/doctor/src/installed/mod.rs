@@ -1,7 +1,8 @@
 //! `doctor` on an installed jobwarden: its Deployments and their ready replicas, the
 //! controller's Lease and its priority level, the ServiceAccounts' permissions, the metrics reader role; the webhook
 //! configurations against the policy, the webhook answering through the API server, its
-//! certificate; and what `audit` would report. Pure, but for [`crate::read::installed`] which
+//! certificate; what `audit` would report; and, when the policy names workers, the dispatch
+//! checks ([`crate::dispatch`]). Pure, but for [`crate::read::installed`] which
 //! reads what [`checks`] judges.
 
 pub mod certificate;
@@ -56,6 +57,8 @@ pub struct InstalledObserved {
     pub accounts: Vec<AccountAnswers>,
     pub metrics_reader: Result<Option<Value>, String>,
     pub stored: Result<Tally, String>,
+    /// The dispatch checks' readings, when the policy the controller runs names workers.
+    pub dispatch: Option<crate::dispatch::DispatchObserved>,
     /// When the Lease was read: what its age is measured against.
     pub now: Timestamp,
 }
@@ -109,5 +112,8 @@ pub fn checks(namespace: &str, o: &InstalledObserved) -> Vec<Check> {
         &endpoints, &o.serving, o.now,
     ));
     out.extend(stored_jobs::stored_jobs(&o.stored, DEFAULT_STUCK_AFTER));
+    if let Some(dispatch) = &o.dispatch {
+        out.extend(crate::dispatch::checks(dispatch));
+    }
     out
 }

@@ -1,7 +1,9 @@
 //! What doctor reads of an installed jobwarden: its Deployments (and from the webhook's pod
 //! template, the policy file and serving certificate it mounts), the namespace's pods and the
 //! Lease, the FlowSchemas and priority levels, the webhook configurations, the two webhook probes, the ServiceAccounts' access
-//! reviews, the metrics reader role, and every stored Job, counted page by page.
+//! reviews, the metrics reader role, every stored Job, counted page by page (the dispatcher's
+//! among them kept for the dispatch checks), and, when the policy the controller runs names
+//! workers, what the dispatch checks judge ([`super::dispatch`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -24,6 +26,7 @@ use jobwarden_rules::well_known::LEASE_NAME;
 
 use super::{Cluster, collection, with_causes};
 use crate::access::Access;
+use crate::dispatch::jobs::DispatchedJob;
 use crate::installed::certificate::Serving;
 use crate::installed::deployment::{
     DEFAULT_CONFIGURATIONS, DeploymentView, FileSource, PART_OF, ServeCommandLine, file_source,
@@ -36,6 +39,14 @@ use crate::installed::stored_jobs::Tally;
 use crate::installed::webhook_probe::{Probed, admitted_probe, denied_probe, probe_namespace};
 use crate::installed::{AccountAnswers, InstalledObserved};
 
+/// The stored Jobs' pass: their tally, and the dispatcher's Jobs not finished (for the dispatch
+/// checks), or why the Jobs could not be listed.
+#[derive(Debug, Clone)]
+pub struct Counted {
+    pub tally: Result<Tally, String>,
+    pub dispatched: Result<Vec<DispatchedJob>, String>,
+}
+
 fn api_error(e: kube::Error) -> String {
     match e {
         kube::Error::Api(status) => status.message,
@@ -47,16 +58,17 @@ fn json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or_default()
 }
 
-/// `counted`: the stored Jobs' tally of an earlier run, which `--wait` reuses: listing every
-/// Job again every few seconds would cost a large cluster dearly, and the counts only ever
-/// warn, so they never decide whether a run passes.
+/// `counted`: the stored Jobs' pass of an earlier run, which `--wait` reuses: listing every
+/// Job again every few seconds would cost a large cluster dearly, and what is read from them
+/// only ever warns (the counts, lost workers, the namespaces Jobs need on a worker), so it
+/// never decides whether a run passes.
 pub async fn read(
     cluster: &Cluster,
     namespace: &str,
     command_line: &dyn ServeCommandLine,
     policy_given: Option<&Policy>,
-    counted: Option<Result<Tally, String>>,
-) -> InstalledObserved {
+    counted: Option<Counted>,
+) -> (InstalledObserved, Counted) {
     let client = &cluster.client;
     let deployments = Api::<Deployment>::namespaced(client.clone(), namespace)
         .list(&ListParams::default().labels(PART_OF))
@@ -77,8 +89,31 @@ pub async fn read(
         });
     let policy = match policy_given {
         Some(p) => Ok(p.clone()),
-        None => install_policy(cluster, namespace, webhook, command_line).await,
+        None => {
+            install_policy(
+                cluster,
+                namespace,
+                webhook,
+                "serves the webhook",
+                command_line,
+            )
+            .await
+        }
     };
+    // The dispatcher runs beside the Job controller: its workers are the controller's policy's.
+    let controller = found.iter().find(|d| d.runs_controller());
+    let controller_policy = match (policy_given, controller, webhook) {
+        (Some(p), _, _) => Ok(p.clone()),
+        (None, Some(c), Some(w)) if c.name == w.name => policy.clone(),
+        (None, c, _) => {
+            install_policy(cluster, namespace, c, "runs the controller", command_line).await
+        }
+    };
+    let dispatcher = controller_policy
+        .as_ref()
+        .ok()
+        .filter(|p| p.dispatch.is_enabled())
+        .map(|p| p.dispatch.controller_name.clone());
     let pods = Api::<Pod>::namespaced(client.clone(), namespace)
         .list(&ListParams::default())
         .await
@@ -101,7 +136,24 @@ pub async fn read(
         .map_err(api_error);
     let registered = registered(cluster, &configurations).await;
     let (denied, admitted) = probe(cluster, &registered).await;
-    InstalledObserved {
+    let counted = match counted {
+        Some(counted) => counted,
+        None => stored(cluster, policy.as_ref().ok(), dispatcher.as_deref()).await,
+    };
+    let dispatch = match &controller_policy {
+        Ok(p) if p.dispatch.is_enabled() => Some(
+            super::dispatch::read(
+                cluster,
+                namespace,
+                &p.dispatch,
+                controller.map(|c| &c.pod_spec),
+                counted.dispatched.clone(),
+            )
+            .await,
+        ),
+        _ => None,
+    };
+    let observed = InstalledObserved {
         serving: serving(cluster, namespace, webhook).await,
         accounts: accounts(cluster, namespace, found).await,
         metrics_reader: Api::<ClusterRole>::all(client.clone())
@@ -109,10 +161,8 @@ pub async fn read(
             .await
             .map(|r| r.map(|r| json(&r)))
             .map_err(api_error),
-        stored: match counted {
-            Some(tally) => tally,
-            None => stored(cluster, policy.as_ref().ok()).await,
-        },
+        stored: counted.tally.clone(),
+        dispatch,
         deployments,
         pods,
         lease,
@@ -124,28 +174,73 @@ pub async fn read(
         denied,
         admitted,
         now,
-    }
+    };
+    (observed, counted)
 }
 
-/// The policy the webhook's replicas run: their `serve` arguments, with the file `--config`
-/// names read from the ConfigMap mounted there.
+/// The policy jobwarden's controller Deployment in `namespace` runs (and so its dispatcher),
+/// with that Deployment's pod template (where a worker's `kubeconfigFile` is mounted from):
+/// what `explain` reads to reach a dispatched Job's worker.
+pub async fn controller_policy(
+    cluster: &Cluster,
+    namespace: &str,
+    command_line: &dyn ServeCommandLine,
+) -> Result<(Policy, Value), String> {
+    let deployments = Api::<Deployment>::namespaced(cluster.client.clone(), namespace)
+        .list(&ListParams::default().labels(PART_OF))
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot list jobwarden's Deployments in namespace {namespace}: {}",
+                api_error(e)
+            )
+        })?;
+    let views: Vec<DeploymentView> = deployments
+        .items
+        .iter()
+        .map(|d| DeploymentView::of(&json(d), command_line))
+        .collect();
+    let controller = views.iter().find(|d| d.runs_controller());
+    let policy = install_policy(
+        cluster,
+        namespace,
+        controller,
+        "runs the controller",
+        command_line,
+    )
+    .await?;
+    Ok((
+        policy,
+        controller.map(|c| c.pod_spec.clone()).unwrap_or_default(),
+    ))
+}
+
+/// The policy `deployment`'s replicas run: their `serve` arguments, with the file `--config`
+/// names read from the ConfigMap mounted there. `face`: what the Deployment was looked for as.
 async fn install_policy(
     cluster: &Cluster,
     namespace: &str,
-    webhook: Option<&DeploymentView>,
+    deployment: Option<&DeploymentView>,
+    face: &str,
     command_line: &dyn ServeCommandLine,
 ) -> Result<Policy, String> {
-    let Some(webhook) = webhook else {
-        return Err("no Deployment serves the webhook to read its policy from".to_owned());
+    let Some(deployment) = deployment else {
+        return Err(format!(
+            "no Deployment in namespace {namespace} {face} to read its policy from"
+        ));
     };
-    let path = webhook.flags.as_ref().ok().and_then(|f| f.config.clone());
+    let path = deployment
+        .flags
+        .as_ref()
+        .ok()
+        .and_then(|f| f.config.clone());
     let Some(path) = path else {
-        return command_line.policy(&webhook.args, None);
+        return command_line.policy(&deployment.args, None);
     };
-    let Some(FileSource::ConfigMap { name, key }) = file_source(&webhook.pod_spec, &path) else {
+    let Some(FileSource::ConfigMap { name, key }) = file_source(&deployment.pod_spec, &path) else {
         return Err(format!(
             "Deployment {} reads its policy from {path}, which is in no ConfigMap",
-            webhook.name
+            deployment.name
         ));
     };
     let map = Api::<ConfigMap>::namespaced(cluster.client.clone(), namespace)
@@ -157,7 +252,7 @@ async fn install_policy(
         .and_then(|d| d.get(&key).cloned())
         .ok_or_else(|| format!("ConfigMap {namespace}/{name} has no key {key}"))?;
     command_line
-        .policy(&webhook.args, Some(&text))
+        .policy(&deployment.args, Some(&text))
         .map_err(|e| format!("ConfigMap {namespace}/{name}: {e}"))
 }
 
@@ -283,17 +378,38 @@ async fn accounts(
     out
 }
 
-/// Every stored Job, page by page, counted as the audit would report them.
-async fn stored(cluster: &Cluster, policy: Option<&Policy>) -> Result<Tally, String> {
+/// Every stored Job, page by page, counted as the audit would report them; the Jobs of the
+/// dispatcher named `dispatcher` kept.
+async fn stored(cluster: &Cluster, policy: Option<&Policy>, dispatcher: Option<&str>) -> Counted {
     let default = Policy::default();
     let policy = policy.unwrap_or(&default);
     let mut lister = JobLister::new(cluster.client.clone(), ListScope::default());
     let mut tally = Tally::default();
+    let mut dispatched = Vec::new();
     let now = Timestamp::now();
-    while let Some(page) = lister.next_page().await.map_err(|e| with_causes(&e))? {
-        for job in &page.items {
-            tally.add(job, policy, now, DEFAULT_STUCK_AFTER);
+    loop {
+        match lister.next_page().await {
+            Ok(Some(page)) => {
+                for job in &page.items {
+                    tally.add(job, policy, now, DEFAULT_STUCK_AFTER);
+                    if let Some(job) = dispatcher.and_then(|d| DispatchedJob::of(job, d)) {
+                        dispatched.push(job);
+                    }
+                }
+            }
+            Ok(None) => {
+                return Counted {
+                    tally: Ok(tally),
+                    dispatched: Ok(dispatched),
+                };
+            }
+            Err(e) => {
+                let e = with_causes(&e);
+                return Counted {
+                    tally: Err(e.clone()),
+                    dispatched: Err(e),
+                };
+            }
         }
     }
-    Ok(tally)
 }

@@ -3,6 +3,7 @@
 //! never stored); it writes nothing. What it gets back goes, unjudged, to the pure checks.
 
 pub mod api;
+pub mod dispatch;
 pub mod installed;
 pub mod pre;
 
@@ -60,6 +61,14 @@ impl Cluster {
             warnings,
             body,
         })
+    }
+
+    /// GET `path`, its answer kept whole (a 401 is an answer).
+    pub async fn ask(&self, path: &str) -> Reply {
+        let request = http::Request::get(path)
+            .body(Vec::new())
+            .map_err(|e| e.to_string())?;
+        self.send(request).await
     }
 
     /// GET `path`: the object, `None` on 404, `Err` with the refusal otherwise.

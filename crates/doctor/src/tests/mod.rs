@@ -4,6 +4,7 @@
 
 mod api_server;
 mod certificate;
+mod dispatch;
 mod installed;
 mod lease;
 mod lease_priority;

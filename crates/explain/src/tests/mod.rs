@@ -12,6 +12,7 @@ use crate::explanation::*;
 use crate::story::{LeaseReading, Observed, Settings, explain};
 use crate::text::render;
 
+mod dispatch;
 mod history;
 
 const T0: &str = "2026-01-01T00:00:00Z";
@@ -132,6 +133,7 @@ impl PodB {
 fn settings() -> Settings {
     Settings {
         controller_name: "jobwarden.io/job-controller".to_owned(),
+        dispatcher_name: "jobwarden.io/dispatcher".to_owned(),
         stuck_after: Duration::from_secs(120),
     }
 }
@@ -146,6 +148,7 @@ fn tell_with(job: JobB, pods: Vec<PodB>, now: i64, lease: LeaseReading) -> Expla
         pods: pods.into_iter().map(PodB::build).collect(),
         events: Vec::new(),
         lease,
+        dispatch: None,
     };
     explain(&observed, t(now), &settings()).expect("explained")
 }

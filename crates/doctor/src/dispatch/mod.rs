@@ -1,0 +1,47 @@
+//! `doctor`'s dispatch checks, made when the policy names workers: each worker as the
+//! dispatcher meets it ([`worker`]), and the workers the dispatcher's Jobs find lost
+//! ([`lost`]), from the management cluster's dispatched Jobs ([`jobs`]). Pure, but for
+//! [`crate::read::dispatch`], which reads what [`checks`] judges.
+
+pub mod jobs;
+pub mod lost;
+pub mod worker;
+
+use std::time::Duration;
+
+use jobwarden_admission::policy::Dispatch;
+use k8s_openapi::jiff::Timestamp;
+
+use crate::check::Check;
+use jobs::DispatchedJob;
+use worker::WorkerObserved;
+
+/// Everything doctor read for the dispatch checks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DispatchObserved {
+    /// jobwarden's namespace, where the workers' kubeconfig Secrets are.
+    pub namespace: String,
+    pub policy: Dispatch,
+    /// In the policy's order.
+    pub workers: Vec<WorkerObserved>,
+    /// The dispatcher's Jobs not finished, or why they could not be listed.
+    pub jobs: Result<Vec<DispatchedJob>, String>,
+    pub now: Timestamp,
+}
+
+/// Every dispatch check: each worker's, in the policy's order, then the lost workers.
+pub fn checks(o: &DispatchObserved) -> Vec<Check> {
+    let mut out: Vec<Check> = o
+        .workers
+        .iter()
+        .flat_map(|w| worker::checks(w, &o.namespace))
+        .collect();
+    let configured: Vec<&str> = o.policy.workers.iter().map(|w| w.name.as_str()).collect();
+    out.extend(lost::lost_workers(
+        &o.jobs,
+        Duration::from_secs(o.policy.worker_lost_seconds),
+        &configured,
+        o.now,
+    ));
+    out
+}

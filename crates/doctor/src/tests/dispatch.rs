@@ -1,0 +1,562 @@
+//! The dispatch checks: each worker as the dispatcher meets it (its kubeconfig judged by the
+//! dispatcher's own judge, its API server, the credentials taken or refused with 401, the
+//! dispatcher's permissions there, the namespaces its Jobs need), and the workers its Jobs find
+//! lost, from the marks on them.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use jobwarden_admission::policy::{Dispatch, NamespaceMatch, Worker};
+use jobwarden_dispatcher::placement::Named;
+use jobwarden_dispatcher::plan::OnWorkerLost;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use serde_json::json;
+
+use super::{ERROR, OK, SKIPPED, UNKNOWN, WARNING, expect, refused};
+use crate::access::Access;
+use crate::answer::Answer;
+use crate::catalogue::*;
+use crate::check::{Check, Status};
+use crate::dispatch::jobs::{DispatchedJob, wanted_namespaces};
+use crate::dispatch::lost::lost_workers;
+use crate::dispatch::worker::{
+    KubeconfigRead, NamespaceFound, NamespaceSeen, Reached, WorkerObserved, checks, reviews,
+};
+use crate::dispatch::{DispatchObserved, checks as all_checks};
+
+const T0: &str = "2026-01-01T00:00:00Z";
+
+fn t(secs: i64) -> Timestamp {
+    let t0: Timestamp = T0.parse().expect("a time");
+    t0.checked_add(SignedDuration::from_secs(secs))
+        .expect("in range")
+}
+
+/// A kubeconfig as deploy/worker/'s instructions make it, its user as given.
+fn kubeconfig(user: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Config
+current-context: east
+contexts: [{{name: east, context: {{cluster: east, user: dispatcher}}}}]
+clusters: [{{name: east, cluster: {{server: 'https://east.example:6443', certificate-authority-data: Q0E=}}}}]
+users: [{{name: dispatcher, user: {user}}}]
+"
+    )
+}
+
+fn read(user: &str) -> KubeconfigRead {
+    KubeconfigRead::Read {
+        from: "Secret jobwarden-system/jobwarden-worker-east".to_owned(),
+        text: kubeconfig(user),
+    }
+}
+
+fn answer(code: u16, body: serde_json::Value) -> Answer {
+    Answer {
+        code,
+        warnings: Vec::new(),
+        body,
+    }
+}
+
+const DISPATCHER: &str = "system:serviceaccount:jobwarden-worker:jobwarden-dispatcher";
+
+/// A worker that answers, takes the dispatcher, allows all it does, and has `ml`.
+fn reached() -> Reached {
+    Reached {
+        server: "https://east.example:6443".to_owned(),
+        version: Ok(answer(200, json!({"gitVersion": "v1.36.2"}))),
+        whoami: Ok(answer(
+            201,
+            json!({"kind": "SelfSubjectReview", "status": {"userInfo": {"username": DISPATCHER}}}),
+        )),
+        permissions: reviews(&worker_spec(&[]))
+            .into_iter()
+            .map(|a| (a, Ok(true)))
+            .collect(),
+        namespaces: Ok(vec![NamespaceSeen {
+            name: "ml".to_owned(),
+            jobs: vec!["ml/train".to_owned()],
+            found: NamespaceFound::Exists,
+        }]),
+    }
+}
+
+fn worker_spec(namespaces: &[&str]) -> Worker {
+    Worker {
+        name: "east".to_owned(),
+        kubeconfig_secret: Some("jobwarden-worker-east".to_owned()),
+        namespaces: NamespaceMatch {
+            names: namespaces.iter().map(|n| (*n).to_owned()).collect(),
+            selector: None,
+        },
+        ..Worker::default()
+    }
+}
+
+fn observed(
+    kubeconfig: KubeconfigRead,
+    reached: Option<Result<Reached, String>>,
+) -> WorkerObserved {
+    WorkerObserved {
+        name: "east".to_owned(),
+        kubeconfig,
+        reached,
+    }
+}
+
+fn statuses(checks: &[Check]) -> Vec<(&'static str, Status)> {
+    checks.iter().map(|c| (c.name(), c.status)).collect()
+}
+
+#[test]
+fn a_worker_the_dispatcher_can_use_passes_every_check() {
+    let out = checks(
+        &observed(read("{token: abc}"), Some(Ok(reached()))),
+        "jobwarden-system",
+    );
+    assert_eq!(
+        statuses(&out),
+        [
+            (WORKER_KUBECONFIG.name, OK),
+            (WORKER_ANSWERS.name, OK),
+            (WORKER_CREDENTIALS.name, OK),
+            (WORKER_PERMISSIONS.name, OK),
+            (WORKER_NAMESPACES.name, OK),
+        ]
+    );
+    expect(
+        &out[0],
+        WORKER_KUBECONFIG,
+        OK,
+        &[
+            "worker east",
+            "Secret jobwarden-system/jobwarden-worker-east",
+            "https://east.example:6443",
+            "a token",
+        ],
+    );
+    expect(&out[1], WORKER_ANSWERS, OK, &["v1.36.2"]);
+    expect(&out[2], WORKER_CREDENTIALS, OK, &[DISPATCHER]);
+    expect(
+        &out[3],
+        WORKER_PERMISSIONS,
+        OK,
+        &["all 7 calls", "in every namespace"],
+    );
+    expect(&out[4], WORKER_NAMESPACES, OK, &["ml", "1 Job"]);
+}
+
+#[test]
+fn a_kubeconfig_the_dispatcher_refuses_is_an_error_naming_the_reason_and_nothing_more_is_asked() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "{exec: {command: gke-gcloud-auth-plugin, apiVersion: client.authentication.k8s.io/v1}}",
+            "exec_plugin",
+        ),
+        ("{tokenFile: /var/run/token}", "token_file"),
+        ("{username: admin, password: secret}", "basic_auth"),
+        ("{}", "no_credentials"),
+    ];
+    for (user, label) in cases {
+        let out = checks(&observed(read(user), None), "jobwarden-system");
+        expect(
+            &out[0],
+            WORKER_KUBECONFIG,
+            ERROR,
+            &["worker east", "refuses", label],
+        );
+        expect(
+            &out[1],
+            WORKER_ANSWERS,
+            SKIPPED,
+            &["its kubeconfig is refused"],
+        );
+        assert_eq!(out.len(), 2, "{user}");
+    }
+}
+
+#[test]
+fn a_kubeconfig_not_found_or_not_readable_is_said_so() {
+    let missing = KubeconfigRead::Missing {
+        from: "Secret jobwarden-system/jobwarden-worker-east".to_owned(),
+        why: "Secret jobwarden-system/jobwarden-worker-east does not exist".to_owned(),
+    };
+    let out = checks(&observed(missing, None), "jobwarden-system");
+    expect(&out[0], WORKER_KUBECONFIG, ERROR, &["does not exist"]);
+    assert!(
+        out[0]
+            .hint
+            .as_deref()
+            .is_some_and(|h| h.contains("kubectl -n jobwarden-system create secret generic"))
+    );
+    let forbidden = KubeconfigRead::Unreadable {
+        from: "Secret jobwarden-system/jobwarden-worker-east".to_owned(),
+        why: "secrets \"jobwarden-worker-east\" is forbidden".to_owned(),
+    };
+    let out = checks(&observed(forbidden, None), "jobwarden-system");
+    expect(&out[0], WORKER_KUBECONFIG, UNKNOWN, &["forbidden"]);
+    expect(&out[1], WORKER_ANSWERS, SKIPPED, &[]);
+    let local = checks(&observed(KubeconfigRead::Local, None), "jobwarden-system");
+    assert_eq!(statuses(&local), [(WORKER_KUBECONFIG.name, OK)]);
+}
+
+#[test]
+fn a_worker_that_does_not_answer_fails_and_is_asked_nothing_more() {
+    let silent = Reached {
+        version: Err("tcp connect error: Connection refused (os error 111)".to_owned()),
+        ..reached()
+    };
+    let out = checks(
+        &observed(read("{token: abc}"), Some(Ok(silent))),
+        "jobwarden-system",
+    );
+    expect(
+        &out[1],
+        WORKER_ANSWERS,
+        ERROR,
+        &[
+            "https://east.example:6443 does not answer",
+            "Connection refused",
+        ],
+    );
+    expect(&out[2], WORKER_CREDENTIALS, SKIPPED, &["does not answer"]);
+    assert_eq!(out.len(), 3);
+    let no_client = checks(
+        &observed(
+            read("{token: abc}"),
+            Some(Err("invalid CA data".to_owned())),
+        ),
+        "jobwarden-system",
+    );
+    expect(
+        &no_client[0],
+        WORKER_KUBECONFIG,
+        ERROR,
+        &["no client can be made", "invalid CA data"],
+    );
+}
+
+#[test]
+fn an_expired_token_is_a_401_whose_fix_is_a_new_token_in_the_secret() {
+    let expired = Reached {
+        version: Ok(refused(401, "Unauthorized")),
+        whoami: Ok(refused(401, "Unauthorized")),
+        ..reached()
+    };
+    let out = checks(
+        &observed(read("{token: old}"), Some(Ok(expired))),
+        "jobwarden-system",
+    );
+    expect(&out[1], WORKER_ANSWERS, OK, &["answers (401)"]);
+    expect(
+        &out[2],
+        WORKER_CREDENTIALS,
+        ERROR,
+        &["unauthorized (401)", "expired"],
+    );
+    let hint = out[2].hint.as_deref().unwrap_or_default();
+    assert!(
+        hint.contains("create token")
+            && hint.contains("Secret jobwarden-system/jobwarden-worker-east"),
+        "{hint}"
+    );
+    expect(
+        &out[3],
+        WORKER_PERMISSIONS,
+        SKIPPED,
+        &["refuses the credentials"],
+    );
+    assert_eq!(out.len(), 4);
+}
+
+#[test]
+fn permissions_are_reviewed_per_namespace_where_the_worker_names_them() {
+    let reviews = reviews(&worker_spec(&["ml", "etl"]));
+    assert_eq!(reviews.len(), 14);
+    assert!(reviews.contains(&Access::resource(
+        Some("ml"),
+        "",
+        "namespaces",
+        Some("ml"),
+        "get"
+    )));
+    assert!(reviews.contains(&Access::resource(
+        Some("etl"),
+        "batch",
+        "jobs",
+        None,
+        "create"
+    )));
+    assert!(
+        !reviews.iter().any(|a| matches!(
+            a,
+            Access::Resource {
+                namespace: None,
+                ..
+            }
+        )),
+        "{reviews:?}"
+    );
+    let denied: Vec<_> = reviews
+        .iter()
+        .cloned()
+        .map(|a| {
+            let allowed = !matches!(&a, Access::Resource { namespace: Some(ns), verb, .. } if ns == "etl" && verb == "delete");
+            (a, Ok(allowed))
+        })
+        .collect();
+    let out = checks(
+        &observed(
+            read("{token: abc}"),
+            Some(Ok(Reached {
+                permissions: denied,
+                ..reached()
+            })),
+        ),
+        "jobwarden-system",
+    );
+    expect(
+        &out[3],
+        WORKER_PERMISSIONS,
+        ERROR,
+        &["may not delete jobs (batch) in namespace etl"],
+    );
+    let allowed: Vec<_> = reviews.into_iter().map(|a| (a, Ok(true))).collect();
+    let out = checks(
+        &observed(
+            read("{token: abc}"),
+            Some(Ok(Reached {
+                permissions: allowed,
+                ..reached()
+            })),
+        ),
+        "jobwarden-system",
+    );
+    expect(
+        &out[3],
+        WORKER_PERMISSIONS,
+        OK,
+        &["all 14 calls", "in namespaces ml, etl"],
+    );
+}
+
+#[test]
+fn the_namespaces_jobs_need_on_a_worker() {
+    let seen = |found: NamespaceFound| {
+        Ok(vec![NamespaceSeen {
+            name: "ml".to_owned(),
+            jobs: vec!["ml/a".to_owned(), "ml/b".to_owned()],
+            found,
+        }])
+    };
+    let cases = [
+        (
+            seen(NamespaceFound::Missing),
+            WARNING,
+            "has no namespace ml (ml/a, ml/b)",
+        ),
+        (
+            seen(NamespaceFound::NotAllowed),
+            ERROR,
+            "may not get namespace ml",
+        ),
+        (
+            seen(NamespaceFound::Unknown("timeout".to_owned())),
+            UNKNOWN,
+            "timeout",
+        ),
+        (Ok(Vec::new()), OK, "no Job is placed there"),
+        (Err("forbidden".to_owned()), UNKNOWN, "forbidden"),
+    ];
+    for (namespaces, status, fragment) in cases {
+        let out = checks(
+            &observed(
+                read("{token: abc}"),
+                Some(Ok(Reached {
+                    namespaces,
+                    ..reached()
+                })),
+            ),
+            "jobwarden-system",
+        );
+        expect(&out[4], WORKER_NAMESPACES, status, &[fragment]);
+    }
+}
+
+fn job(name: &str, worker: Option<&str>) -> DispatchedJob {
+    DispatchedJob {
+        namespace: "ml".to_owned(),
+        name: name.to_owned(),
+        worker: worker.map(str::to_owned),
+        named: Named::Any,
+        lost_since: None,
+        on_worker_lost: OnWorkerLost::Redispatch,
+    }
+}
+
+#[test]
+fn the_dispatchers_jobs_are_read_from_their_annotations() {
+    let raw = json!({
+        "metadata": {"namespace": "ml", "name": "train", "annotations": {
+            "jobwarden.io/worker": "east", "jobwarden.io/workers": "east, west",
+            "jobwarden.io/worker-lost-since": "2026-01-01T00:00:00Z",
+            "jobwarden.io/on-worker-lost": "Wait"}},
+        "spec": {"managedBy": "jobwarden.io/dispatcher"},
+        "status": {}
+    });
+    assert_eq!(
+        DispatchedJob::of(&raw, "jobwarden.io/dispatcher"),
+        Some(DispatchedJob {
+            named: Named::Only(vec!["east".to_owned(), "west".to_owned()]),
+            lost_since: Some(t(0)),
+            on_worker_lost: OnWorkerLost::Wait,
+            ..job("train", Some("east"))
+        })
+    );
+    assert_eq!(DispatchedJob::of(&raw, "example.com/other"), None);
+    let mut ended = raw.clone();
+    ended["status"] = json!({"conditions": [{"type": "Complete", "status": "True"}]});
+    assert_eq!(DispatchedJob::of(&ended, "jobwarden.io/dispatcher"), None);
+}
+
+#[test]
+fn a_worker_needs_the_namespaces_of_its_jobs_and_of_the_jobs_waiting_that_it_may_take() {
+    let jobs = [
+        job("placed", Some("east")),
+        job("elsewhere", Some("west")),
+        job("waiting", None),
+        DispatchedJob {
+            named: Named::Only(vec!["west".to_owned()]),
+            ..job("wants-west", None)
+        },
+        DispatchedJob {
+            namespace: "etl".to_owned(),
+            ..job("other-namespace", None)
+        },
+    ];
+    let wanted = wanted_namespaces(&worker_spec(&["ml"]), &jobs, &BTreeMap::new());
+    assert_eq!(
+        wanted,
+        BTreeMap::from([(
+            "ml".to_owned(),
+            vec!["ml/placed".to_owned(), "ml/waiting".to_owned()]
+        )])
+    );
+    let any = wanted_namespaces(&worker_spec(&[]), &jobs, &BTreeMap::new());
+    assert_eq!(any.keys().collect::<Vec<_>>(), ["etl", "ml"]);
+}
+
+#[test]
+fn lost_workers_are_told_from_the_marks_on_their_jobs() {
+    let grace = Duration::from_secs(300);
+    let lost = |name: &str, since: i64, choice: OnWorkerLost| DispatchedJob {
+        lost_since: Some(t(since)),
+        on_worker_lost: choice,
+        ..job(name, Some("east"))
+    };
+    let none = lost_workers(&Ok(vec![job("a", Some("east"))]), grace, &["east"], t(10));
+    expect(
+        &none[0],
+        LOST_WORKERS,
+        OK,
+        &["no dispatched Job", "1 Job not finished"],
+    );
+
+    let jobs = vec![
+        lost("a", 0, OnWorkerLost::Redispatch),
+        lost("b", 0, OnWorkerLost::Redispatch),
+        lost("c", 0, OnWorkerLost::Wait),
+        job("d", Some("west")),
+    ];
+    let out = lost_workers(&Ok(jobs.clone()), grace, &["east", "west"], t(60));
+    assert_eq!(out.len(), 1);
+    expect(
+        &out[0],
+        LOST_WORKERS,
+        WARNING,
+        &[
+            "worker east lost since 2026-01-01T00:00:00Z (1m0s ago)",
+            "3 Jobs keep their place until 2026-01-01T00:05:00Z, then 2 Redispatch, 1 Wait",
+        ],
+    );
+    // Past the grace, a Job that waits stays; one to be moved that is still there has found no
+    // other worker.
+    let out = lost_workers(&Ok(jobs), grace, &["east", "west"], t(400));
+    expect(
+        &out[0],
+        LOST_WORKERS,
+        WARNING,
+        &[
+            "1 Job waits for it (Wait)",
+            "2 Jobs past their grace still on it",
+            "2 Redispatch",
+        ],
+    );
+    let gone = lost_workers(
+        &Ok(vec![lost("a", 0, OnWorkerLost::Fail)]),
+        grace,
+        &["west"],
+        t(1),
+    );
+    expect(
+        &gone[0],
+        LOST_WORKERS,
+        WARNING,
+        &["no longer in the policy", "then 1 Fail"],
+    );
+    let unlisted = lost_workers(&Err("forbidden".to_owned()), grace, &[], t(1));
+    expect(&unlisted[0], LOST_WORKERS, UNKNOWN, &["forbidden"]);
+}
+
+#[test]
+fn a_run_tells_every_worker_in_the_policys_order_then_the_lost_ones() {
+    let observed = DispatchObserved {
+        namespace: "jobwarden-system".to_owned(),
+        policy: Dispatch {
+            workers: vec![
+                worker_spec(&[]),
+                Worker {
+                    name: "plugin".to_owned(),
+                    ..worker_spec(&[])
+                },
+            ],
+            ..Dispatch::default()
+        },
+        workers: vec![
+            observed(read("{token: abc}"), Some(Ok(reached()))),
+            WorkerObserved {
+                name: "plugin".to_owned(),
+                ..observed(
+                    read("{exec: {command: x, apiVersion: client.authentication.k8s.io/v1}}"),
+                    None,
+                )
+            },
+        ],
+        jobs: Ok(Vec::new()),
+        now: t(0),
+    };
+    let out = all_checks(&observed);
+    let names: Vec<(String, Status)> = out
+        .iter()
+        .map(|c| {
+            (
+                c.message.split(':').next().unwrap_or_default().to_owned(),
+                c.status,
+            )
+        })
+        .collect();
+    assert_eq!(out.len(), 8, "{names:?}");
+    expect(
+        &out[5],
+        WORKER_KUBECONFIG,
+        ERROR,
+        &["worker plugin", "exec_plugin"],
+    );
+    expect(&out[7], LOST_WORKERS, OK, &[]);
+    assert!(
+        out.iter()
+            .all(|c| c.kind.doc().starts_with("docs/dispatch.md#"))
+    );
+}
