@@ -274,8 +274,8 @@ mod tests {
     /// Whatever reason a Job ends with, its label set is one of those served from the start.
     #[test]
     fn every_finish_lands_on_a_label_set_served_from_the_start() {
-        use crate::sync::metric_reason;
         use crate::plan::Finish;
+        use crate::sync::metric_reason;
         let known = finished_label_sets();
         for (succeeded, reason, indexed) in [
             (true, REASON_COMPLETIONS_REACHED, false),
