@@ -11,8 +11,12 @@
 //! controller's and the audit's, which `serve` registers when it has a cluster (the reconcile
 //! loop comes with it, before the first scrape), by scraping at once a `serve` run as installed
 //! on the envtest control plane, with the token of a ServiceAccount bound to the metrics reader
-//! role. Without the control-plane binaries that part prints one line and reads instead a
-//! registry built by the same `register_metrics` functions `serve` calls, nothing recorded.
+//! role; the dispatcher's, which `serve` registers only when its policy names workers, by
+//! scraping at once another such `serve` whose policy names one (its kubeconfig Secret exists
+//! and points at a port nothing listens on: the series are there whatever the worker's
+//! state), while the first, with deploy/'s empty policy, serves none of them. Without the
+//! control-plane binaries that part prints one line and reads instead registries built by the
+//! same `register_metrics` functions `serve` calls, nothing recorded.
 //!
 //! Helm comes from `JOBWARDEN_HELM`, promtool from `JOBWARDEN_PROMTOOL`, else each from the
 //! PATH; without them the promtool test prints one line and passes (`.ci/run` installs both).
@@ -92,8 +96,18 @@ fn served_names(exposition: &str) -> BTreeSet<String> {
 
 /// The families `serve` registers with the reconcile loop, only where there is a cluster.
 fn is_controllers(name: &str) -> bool {
-    name.starts_with("jobwarden_controller_") || name.starts_with("jobwarden_audit_")
+    name.starts_with("jobwarden_controller_")
+        || name.starts_with("jobwarden_audit_")
+        || is_dispatchers(name)
 }
+
+/// The dispatcher's families: `serve` registers them only when its policy names workers.
+fn is_dispatchers(name: &str) -> bool {
+    name.starts_with("jobwarden_dispatch_")
+}
+
+/// The worker the dispatching `serve`'s policy names.
+const WORKER: &str = "east";
 
 /// Every `jobwarden_*` name the PrometheusRule and the dashboard read, each with where.
 fn read_by_the_charts() -> Vec<(String, &'static str)> {
@@ -123,52 +137,124 @@ fn unserved<'u>(
         .collect()
 }
 
-/// What a freshly started `serve` with a cluster serves: scraped from one run as installed on
-/// the envtest control plane; without one, after a line, what the functions serve's controller
-/// hook calls register into an empty registry.
-async fn fresh_serve_with_a_cluster() -> String {
+/// What freshly started `serve`s with a cluster serve: one with deploy/'s policy, which names no
+/// worker, and one whose policy names [`WORKER`], each scraped at once as installed on the
+/// envtest control plane; without one, after a line, what the functions serve's controller
+/// hook calls register into empty registries.
+async fn fresh_serves_with_a_cluster() -> (String, String) {
     let Some(InstalledNamespace {
         plane,
+        admin,
         ns,
         identity,
         dir,
-        ..
     }) = InstalledNamespace::new("jobwarden-monitoring").await
     else {
         eprintln!(
-            "the controller's and the audit's metrics read from a registry built by the \
-             functions serve calls, not scraped"
+            "the controller's, the audit's and the dispatcher's metrics read from registries \
+             built by the functions serve calls, not scraped"
         );
-        let mut registry = prometheus_client::registry::Registry::default();
-        let _controller = jobwarden_controller::register_metrics(&mut registry);
-        let _audit = jobwarden_audit::register_metrics(&mut registry);
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).expect("encodes");
-        return text;
+        let registry = |workers: Option<&[&str]>| {
+            let mut registry = prometheus_client::registry::Registry::default();
+            let _controller = jobwarden_controller::register_metrics(&mut registry);
+            let _audit = jobwarden_audit::register_metrics(&mut registry);
+            if let Some(workers) = workers {
+                let _dispatch = jobwarden_dispatcher::register_metrics(&mut registry, workers);
+            }
+            let mut text = String::new();
+            prometheus_client::encoding::text::encode(&mut text, &registry).expect("encodes");
+            text
+        };
+        return (registry(None), registry(Some(&[WORKER])));
     };
-    let policy = root().join("deploy/base/policy.yaml");
-    let served = tokio::task::block_in_place(|| {
-        Served::start(
-            &dir,
-            &identity,
-            &ns,
-            &["--config", &policy.display().to_string()],
-        )
-    });
     let reader = plane.metrics_reader_token(&ns, "prometheus").await;
-    // RBAC takes a moment to see the new binding.
-    let body = tokio::task::block_in_place(|| {
-        support::eventually_blocking("a 200 for the metrics reader", || {
-            let answer = served.get("/metrics", Some(&reader));
-            answer
-                .starts_with("HTTP/1.1 200")
-                .then(|| answer.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()))
-                .flatten()
-                .ok_or(answer)
+    let scrape_at_once = |served: &Served| {
+        // RBAC takes a moment to see the new binding.
+        tokio::task::block_in_place(|| {
+            support::eventually_blocking("a 200 for the metrics reader", || {
+                let answer = served.get("/metrics", Some(&reader));
+                answer
+                    .starts_with("HTTP/1.1 200")
+                    .then(|| answer.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()))
+                    .flatten()
+                    .ok_or(answer)
+            })
         })
-    });
+    };
+
+    let deploys = root().join("deploy/base/policy.yaml");
+    let without_workers = {
+        let served = tokio::task::block_in_place(|| {
+            Served::start(
+                &dir,
+                &identity,
+                &ns,
+                &["--config", &deploys.display().to_string()],
+            )
+        });
+        scrape_at_once(&served)
+    };
+
+    // A worker whose kubeconfig the dispatcher accepts (an https server, the CA inline, a
+    // token) and whose server never answers.
+    let nowhere = jobwarden_envtest::free_port().expect("a free port");
+    let secret = format!("jobwarden-worker-{WORKER}");
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(admin.clone(), &ns);
+    secrets
+        .create(
+            &kube::api::PostParams::default(),
+            &serde_json::from_value(serde_json::json!({
+                "metadata": {"name": secret},
+                "stringData": {"kubeconfig": kubeconfig_of_nowhere(plane.kubeconfig(), nowhere)},
+            }))
+            .expect("a Secret"),
+        )
+        .await
+        .expect("the worker's kubeconfig Secret is created");
+    let policy = dir.join("policy-with-a-worker.yaml");
+    std::fs::write(
+        &policy,
+        format!("dispatch:\n  workers:\n    - {{name: {WORKER}, kubeconfigSecret: {secret}}}\n"),
+    )
+    .expect("the policy is written");
+    let with_a_worker = {
+        let served = tokio::task::block_in_place(|| {
+            Served::start(
+                &dir,
+                &identity,
+                &ns,
+                &["--config", &policy.display().to_string()],
+            )
+        });
+        scrape_at_once(&served)
+    };
     identity.assert_nothing_refused();
-    body
+    (without_workers, with_a_worker)
+}
+
+/// A kubeconfig the dispatcher accepts, for a server on 127.0.0.1:`port`: the control plane's
+/// CA inline and a token, so it is judged, used, and finds nothing answering.
+fn kubeconfig_of_nowhere(admin: &Path, port: u16) -> String {
+    let admin: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(admin).expect("the admin kubeconfig"))
+            .expect("the admin kubeconfig is YAML");
+    let ca = admin
+        .pointer("/clusters/0/cluster/certificate-authority-data")
+        .and_then(Value::as_str)
+        .expect("the admin kubeconfig holds its CA inline");
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": WORKER, "cluster": {
+            "server": format!("https://127.0.0.1:{port}"),
+            "certificate-authority-data": ca,
+        }}],
+        "users": [{"name": "dispatcher", "user": {"token": "nobody-checks-it"}}],
+        "contexts": [{"name": WORKER, "context": {"cluster": WORKER, "user": "dispatcher"}}],
+        "current-context": WORKER,
+    })
+    .to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -194,25 +280,53 @@ async fn every_metric_the_alerts_and_the_dashboard_read_is_served_from_the_start
         "{body}"
     );
 
-    // With a cluster: every one of them.
-    let body = fresh_serve_with_a_cluster().await;
-    let served = served_names(&body);
-    let missing = unserved(&used, &served);
+    let (without_workers, with_a_worker) = fresh_serves_with_a_cluster().await;
+
+    // With a cluster and no worker: all of them but the dispatcher's, and none of those.
+    let served = served_names(&without_workers);
+    let missing = unserved(used.iter().filter(|(n, _)| !is_dispatchers(n)), &served);
     assert!(
         missing.is_empty(),
         "a fresh serve does not serve {missing:#?}\nserved: {served:#?}"
     );
     assert!(
-        body.lines()
+        !served.iter().any(|n| is_dispatchers(n)),
+        "no dispatcher runs without workers: {served:#?}"
+    );
+    assert!(
+        without_workers
+            .lines()
             .any(|l| l
                 == "jobwarden_controller_pod_start_timeouts_total{reason=\"ImagePullBackOff\"} 0"),
-        "{body}"
+        "{without_workers}"
     );
+
+    // With a cluster and a worker: every one of them, the worker's series among them.
+    let served = served_names(&with_a_worker);
+    let missing = unserved(&used, &served);
+    assert!(
+        missing.is_empty(),
+        "a fresh serve whose policy names a worker does not serve {missing:#?}\nserved: {served:#?}"
+    );
+    for series in [
+        format!(
+            "jobwarden_dispatch_copies_deleted_total{{worker=\"{WORKER}\",reason=\"moved\"}} 0"
+        ),
+        format!(
+            "jobwarden_dispatch_worker_refused{{worker=\"{WORKER}\",reason=\"exec_plugin\"}} 0"
+        ),
+        "jobwarden_dispatch_jobs_waiting{reason=\"NoWorker\"} 0".to_owned(),
+    ] {
+        assert!(
+            with_a_worker.lines().any(|l| l == series),
+            "{series} in\n{with_a_worker}"
+        );
+    }
 }
 
 /// The dashboard is one Grafana can load, and it shows what the issue asks of it.
 #[test]
-fn the_dashboard_shows_requests_latency_syncs_finished_jobs_caches_and_leadership() {
+fn the_dashboard_shows_requests_latency_syncs_finished_jobs_caches_leadership_and_dispatch() {
     let dashboard: Value = serde_json::from_str(&read(DASHBOARD)).expect("the dashboard is JSON");
     let exprs: Vec<String> = dashboard["panels"]
         .as_array()
@@ -233,6 +347,17 @@ fn the_dashboard_shows_requests_latency_syncs_finished_jobs_caches_and_leadershi
         "jobwarden_controller_pod_start_timeouts_total",
         "jobwarden_controller_events_queued",
         "jobwarden_controller_events_dropped_total",
+        "jobwarden_dispatch_workers",
+        "jobwarden_dispatch_worker_up",
+        "jobwarden_dispatch_worker_last_answer_seconds",
+        "jobwarden_dispatch_jobs{",
+        "jobwarden_dispatch_jobs_waiting",
+        "jobwarden_dispatch_mirror_lag_seconds_bucket",
+        "jobwarden_dispatch_copies_created_total",
+        "jobwarden_dispatch_copies_deleted_total",
+        "jobwarden_dispatch_redispatches_total",
+        "jobwarden_dispatch_worker_refused",
+        "jobwarden_dispatch_events_dropped_total",
     ] {
         assert!(
             exprs.iter().any(|e| e.contains(must)),
@@ -282,6 +407,54 @@ fn every_alert_has_a_runbook_in_the_operations_doc() {
             "{OPERATIONS_DOC} has no section #### {alert}"
         );
     }
+}
+
+/// Every dashboard query is PromQL Prometheus parses, Grafana's variables given values: each
+/// becomes a recording rule that `promtool check rules` reads.
+#[test]
+fn every_dashboard_query_parses() {
+    let Some(promtool) = tool(
+        "JOBWARDEN_PROMTOOL",
+        "promtool",
+        "--version",
+        "Debian's prometheus package ships it",
+    ) else {
+        return;
+    };
+    let dashboard: Value = serde_json::from_str(&read(DASHBOARD)).expect("the dashboard is JSON");
+    let rules: Vec<Value> = dashboard["panels"]
+        .as_array()
+        .expect("panels")
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .enumerate()
+        .map(|(i, t)| {
+            let expr = t["expr"]
+                .as_str()
+                .expect("a PromQL expression")
+                .replace("$__rate_interval", "5m")
+                .replace("$namespace", "jobwarden-system");
+            serde_json::json!({"record": format!("dashboard:query_{i}"), "expr": expr})
+        })
+        .collect();
+    let file = std::env::temp_dir().join(format!(
+        "jobwarden-dashboard-queries-{}.yaml",
+        std::process::id()
+    ));
+    let groups = serde_json::json!({"groups": [{"name": "dashboard", "rules": rules}]});
+    std::fs::write(&file, serde_yaml_ng::to_string(&groups).expect("YAML")).expect("written");
+    let out = Command::new(&promtool)
+        .args(["check", "rules"])
+        .arg(&file)
+        .output()
+        .expect("promtool runs");
+    let _ = std::fs::remove_file(&file);
+    assert!(
+        out.status.success(),
+        "promtool check rules on the dashboard's queries:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

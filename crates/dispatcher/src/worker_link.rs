@@ -220,6 +220,9 @@ impl Link {
     /// from each accepted one.
     pub async fn supervise(self: Arc<Self>, ctx: Arc<LinkContext>) {
         if self.is_local() {
+            // This cluster answers whenever the dispatcher runs at all; registered at 0 like
+            // every worker, it would read as lost (and page) for as long as the leader runs.
+            ctx.metrics.worker_reach(self.name(), true, None);
             return;
         }
         let mut credentials: BoxStream<'static, Credentials> = match self.spec.source() {
