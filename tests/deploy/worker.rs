@@ -137,9 +137,10 @@ fn the_worker_side_grants_the_dispatcher_exactly_its_calls() {
 }
 
 /// The grants are the dispatcher's calls on a worker, written out here once more so that a
-/// change to that list is a change a reviewer sees twice: jobs, and the get of a namespace.
+/// change to that list is a change a reviewer sees twice: jobs, the deletion of a taken-back
+/// copy's pods, and the get of a namespace.
 #[test]
-fn the_dispatchers_calls_on_a_worker_are_jobs_and_the_get_of_a_namespace() {
+fn the_dispatchers_calls_on_a_worker_are_jobs_their_pods_deletion_and_the_get_of_a_namespace() {
     let listed: BTreeSet<String> = worker_needs(None).iter().map(|a| a.to_string()).collect();
     let want: BTreeSet<String> = [
         "get jobs (batch) cluster-wide",
@@ -148,6 +149,7 @@ fn the_dispatchers_calls_on_a_worker_are_jobs_and_the_get_of_a_namespace() {
         "create jobs (batch) cluster-wide",
         "patch jobs (batch) cluster-wide",
         "delete jobs (batch) cluster-wide",
+        "deletecollection pods cluster-wide",
         "get namespaces cluster-wide",
     ]
     .map(str::to_owned)

@@ -44,8 +44,15 @@ pub const WORKER_LOST_SECONDS: u64 = 20;
 /// How long a condition may take on a busy two-core machine.
 pub const PATIENCE: Duration = Duration::from_secs(180);
 
-/// Held for writing by a test that stops what the others use.
-pub static DISRUPTION: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+/// Held for writing by a test that stops what the others use, for reading by the others, from
+/// before a test touches a cluster until it has finished.
+static DISRUPTION: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+/// A test's hold on [`DISRUPTION`].
+enum Hold {
+    Shared(#[allow(dead_code)] tokio::sync::RwLockReadGuard<'static, ()>),
+    Alone(#[allow(dead_code)] tokio::sync::RwLockWriteGuard<'static, ()>),
+}
 
 /// jobwarden's replicas, as deploy/ runs two: one leads, the other stands by.
 pub const REPLICAS: usize = 2;
@@ -327,29 +334,51 @@ pub struct Test {
     pub census: Census,
     /// The Jobs the test moved off a lost worker.
     moved: Mutex<BTreeSet<String>>,
+    /// Released last, when the test is done with the clusters.
+    _hold: Hold,
 }
 
 impl Test {
+    /// A test that runs beside the others.
     pub async fn new(prefix: &str) -> Option<Test> {
         let world = World::get()?;
+        let hold = Hold::Shared(DISRUPTION.read().await);
+        Test::named(world, hold, prefix).await
+    }
+
+    /// A test that stops what the others use (jobwarden, an API server), run alone.
+    pub async fn alone(prefix: &str) -> Option<Test> {
+        let world = World::get()?;
+        let hold = Hold::Alone(DISRUPTION.write().await);
+        Test::named(world, hold, prefix).await
+    }
+
+    async fn named(world: &'static World, hold: Hold, prefix: &str) -> Option<Test> {
         let mgmt = world.fleet.management.client().await;
         let ns = world.fleet.management.create_namespace(&mgmt, prefix).await;
-        Test::in_namespace(world, mgmt, ns).await
+        Test::in_namespace(world, hold, mgmt, ns).await
     }
 
     /// The test of the local worker, in the one namespace it takes (on the management cluster
     /// only: no copy is made), its pods played on the management cluster.
     pub async fn local() -> Option<Test> {
         let world = World::get()?;
+        let hold = Hold::Shared(DISRUPTION.read().await);
         let mgmt = world.fleet.management.client().await;
         create_named_namespace(&mgmt, LOCAL_NAMESPACE).await;
-        let mut test = Test::in_namespace(world, mgmt.clone(), LOCAL_NAMESPACE.to_owned()).await?;
+        let mut test =
+            Test::in_namespace(world, hold, mgmt.clone(), LOCAL_NAMESPACE.to_owned()).await?;
         test.kubelets
             .push(kubelet(Api::<Pod>::namespaced(mgmt, LOCAL_NAMESPACE)));
         Some(test)
     }
 
-    async fn in_namespace(world: &'static World, mgmt: Client, ns: String) -> Option<Test> {
+    async fn in_namespace(
+        world: &'static World,
+        hold: Hold,
+        mgmt: Client,
+        ns: String,
+    ) -> Option<Test> {
         let mut workers = Vec::new();
         for plane in &world.fleet.workers {
             let client = plane.client().await;
@@ -369,6 +398,7 @@ impl Test {
             kubelets,
             census,
             moved: Mutex::default(),
+            _hold: hold,
         })
     }
 
@@ -546,6 +576,49 @@ pub struct Census {
     watches: Vec<tokio::task::JoinHandle<()>>,
 }
 
+type Seen = Arc<Mutex<BTreeMap<String, CopyHistory>>>;
+
+/// One copy seen added (or changed) or deleted on `worker`.
+fn note(seen: &Seen, worker: &str, origin: &str, uid: &str, present: bool) {
+    let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+    let h = seen.entry(origin.to_owned()).or_default();
+    h.workers.insert(worker.to_owned());
+    h.copies.insert(uid.to_owned());
+    let here = h.live.entry(worker.to_owned()).or_default();
+    if present {
+        here.insert(uid.to_owned());
+    } else {
+        here.remove(uid);
+    }
+    let on_one = here.len();
+    let at_once = h.live.values().map(BTreeSet::len).sum();
+    h.most_on_one_worker = h.most_on_one_worker.max(on_one);
+    h.most_at_once = h.most_at_once.max(at_once);
+}
+
+/// The copies a fresh list of `worker` shows, `(origin, uid)`: the others are gone.
+fn note_list(seen: &Seen, worker: &str, present: &[(String, String)]) {
+    let gone: Vec<(String, String)> = {
+        let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+        seen.iter()
+            .flat_map(|(origin, h)| {
+                h.live
+                    .get(worker)
+                    .into_iter()
+                    .flatten()
+                    .map(move |uid| (origin.clone(), uid.clone()))
+            })
+            .filter(|copy| !present.contains(copy))
+            .collect()
+    };
+    for (origin, uid) in gone {
+        note(seen, worker, &origin, &uid, false);
+    }
+    for (origin, uid) in present {
+        note(seen, worker, origin, uid, true);
+    }
+}
+
 impl Census {
     fn start(workers: &[Client], ns: &str) -> Census {
         let seen: Arc<Mutex<BTreeMap<String, CopyHistory>>> = Arc::default();
@@ -556,11 +629,27 @@ impl Census {
                 let (seen, jobs) = (seen.clone(), Api::<Job>::namespaced(client.clone(), ns));
                 let name = (*name).to_owned();
                 tokio::spawn(async move {
-                    let params = WatchParams::default().labels("jobwarden.io/origin-uid");
-                    let mut version = "0".to_owned();
                     loop {
-                        let Ok(stream) = jobs.watch(&params, &version).await else {
+                        // A list first (after a worker's API server came back too): the
+                        // copies deleted meanwhile are gone from it.
+                        let Ok(list) = jobs
+                            .list(&ListParams::default().labels("jobwarden.io/origin-uid"))
+                            .await
+                        else {
                             tokio::time::sleep(Duration::from_millis(200)).await;
+                            continue;
+                        };
+                        let present: Vec<(String, String)> = list
+                            .items
+                            .iter()
+                            .filter_map(|j| {
+                                Some((j.labels().get("jobwarden.io/origin-uid")?.clone(), j.uid()?))
+                            })
+                            .collect();
+                        note_list(&seen, &name, &present);
+                        let version = list.metadata.resource_version.unwrap_or_default();
+                        let params = WatchParams::default().labels("jobwarden.io/origin-uid");
+                        let Ok(stream) = jobs.watch(&params, &version).await else {
                             continue;
                         };
                         let mut stream = std::pin::pin!(stream);
@@ -570,26 +659,11 @@ impl Census {
                                 WatchEvent::Deleted(j) => (j, false),
                                 _ => continue,
                             };
-                            version = job.resource_version().unwrap_or_default();
                             let Some(origin) = job.labels().get("jobwarden.io/origin-uid").cloned()
                             else {
                                 continue;
                             };
-                            let uid = job.uid().unwrap_or_default();
-                            let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
-                            let h = seen.entry(origin).or_default();
-                            h.workers.insert(name.clone());
-                            h.copies.insert(uid.clone());
-                            let here = h.live.entry(name.clone()).or_default();
-                            if added {
-                                here.insert(uid);
-                            } else {
-                                here.remove(&uid);
-                            }
-                            let on_one = here.len();
-                            let at_once = h.live.values().map(BTreeSet::len).sum();
-                            h.most_on_one_worker = h.most_on_one_worker.max(on_one);
-                            h.most_at_once = h.most_at_once.max(at_once);
+                            note(&seen, &name, &origin, &job.uid().unwrap_or_default(), added);
                         }
                     }
                 })

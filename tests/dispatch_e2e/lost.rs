@@ -42,20 +42,45 @@ fn other(worker: &str) -> &'static str {
         .unwrap_or("east")
 }
 
-/// Stops a plane's kube-apiserver (returns once it is gone).
-async fn stop(plane: &'static ControlPlane) {
-    tokio::task::spawn_blocking(move || plane.stop_apiserver())
-        .await
-        .expect("the stop does not panic")
-        .unwrap_or_else(|e| panic!("kube-apiserver stops: {e}"));
+/// A plane's kube-apiserver stopped; started again by [`Stopped::start`], or when dropped (a
+/// test that fails midway leaves no API server down for the next).
+struct Stopped {
+    plane: &'static ControlPlane,
+    started: bool,
 }
 
-/// Starts it again (returns once it is ready).
-async fn start(plane: &'static ControlPlane) {
-    tokio::task::spawn_blocking(move || plane.start_apiserver())
-        .await
-        .expect("the start does not panic")
-        .unwrap_or_else(|e| panic!("kube-apiserver starts again: {e}"));
+impl Stopped {
+    /// Stops it (returns once it is gone).
+    async fn stop(plane: &'static ControlPlane) -> Stopped {
+        tokio::task::spawn_blocking(move || plane.stop_apiserver())
+            .await
+            .expect("the stop does not panic")
+            .unwrap_or_else(|e| panic!("kube-apiserver stops: {e}"));
+        Stopped {
+            plane,
+            started: false,
+        }
+    }
+
+    /// Starts it again (returns once it is ready).
+    async fn start(mut self) {
+        let plane = self.plane;
+        self.started = true;
+        tokio::task::spawn_blocking(move || plane.start_apiserver())
+            .await
+            .expect("the start does not panic")
+            .unwrap_or_else(|e| panic!("kube-apiserver starts again: {e}"));
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        if !self.started
+            && let Err(e) = self.plane.start_apiserver()
+        {
+            eprintln!("kube-apiserver did not start again after a failed test: {e}");
+        }
+    }
 }
 
 fn lost_since(job: &Job) -> Option<Timestamp> {
@@ -105,10 +130,9 @@ async fn running(test: &Test, name: &str, seconds: u64, choice: Option<&str>) ->
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_on_a_lost_worker_moves_after_the_grace_and_ends_once_elsewhere() {
-    let Some(test) = Test::new("lost-redispatch").await else {
+    let Some(test) = Test::alone("lost-redispatch").await else {
         return;
     };
-    let _alone = DISRUPTION.write().await;
     let (job, lost) = running(&test, "moves", 20, None).await;
     let (name, uid) = ("moves", uid(&job));
     test.expect_move(&uid);
@@ -118,7 +142,7 @@ async fn a_job_on_a_lost_worker_moves_after_the_grace_and_ends_once_elsewhere() 
         .await
         .unwrap_or(0.0);
     let to = other(&lost);
-    stop(plane(&test, &lost)).await;
+    let stopped = Stopped::stop(plane(&test, &lost)).await;
     let marked = test
         .wait_job(name, "the lost mark", |j| lost_since(j).is_some())
         .await;
@@ -132,13 +156,13 @@ async fn a_job_on_a_lost_worker_moves_after_the_grace_and_ends_once_elsewhere() 
         })
         .await;
     assert_eq!(lost_since(&moved), None, "the mark goes with the move");
-    let events = test.events(name).await;
-    for reason in ["WorkerLost", "Redispatched"] {
-        assert!(
-            events.iter().any(|e| e.starts_with(reason)),
-            "{reason} in {events:#?}"
-        );
-    }
+    test.wait_for("the WorkerLost and Redispatched Events", || async {
+        let events = test.events(name).await;
+        ["WorkerLost", "Redispatched"]
+            .iter()
+            .all(|reason| events.iter().any(|e| e.starts_with(reason)))
+    })
+    .await;
     let redispatched_at = Timestamp::now();
     assert!(
         redispatched_at.duration_since(since).as_secs_f64() >= WORKER_LOST_SECONDS as f64,
@@ -155,7 +179,7 @@ async fn a_job_on_a_lost_worker_moves_after_the_grace_and_ends_once_elsewhere() 
     };
     let new_copy = new_copy.expect("the new copy");
     // The lost worker answers again: its stale copy and pods go before anything else.
-    start(plane(&test, &lost)).await;
+    stopped.start().await;
     let back = Instant::now();
     test.wait_for("the stale copy and its pods gone", || async {
         copy_on(&test, &lost, name, &uid).await.is_none()
@@ -232,12 +256,11 @@ async fn a_job_on_a_lost_worker_moves_after_the_grace_and_ends_once_elsewhere() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_wait_the_job_completes_on_the_returning_worker() {
-    let Some(test) = Test::new("lost-wait").await else {
+    let Some(test) = Test::alone("lost-wait").await else {
         return;
     };
-    let _alone = DISRUPTION.write().await;
     let (job, lost) = running(&test, "waits", 30, Some("Wait")).await;
-    stop(plane(&test, &lost)).await;
+    let stopped = Stopped::stop(plane(&test, &lost)).await;
     let marked = test
         .wait_job("waits", "the lost mark", |j| lost_since(j).is_some())
         .await;
@@ -253,7 +276,7 @@ async fn with_wait_the_job_completes_on_the_returning_worker() {
         Some(lost.as_str()),
         "it stays"
     );
-    start(plane(&test, &lost)).await;
+    stopped.start().await;
     let done = test
         .wait_job("waits", "Complete", |j| condition(j, "Complete").is_some())
         .await;
@@ -264,6 +287,13 @@ async fn with_wait_the_job_completes_on_the_returning_worker() {
         "the mark goes when the worker answers"
     );
     assert_eq!(terminal(&done), ["Complete"]);
+    test.wait_for("the WorkerLost and WorkerAnswers Events", || async {
+        let events = test.events("waits").await;
+        ["WorkerLost", "WorkerAnswers"]
+            .iter()
+            .all(|reason| events.iter().any(|e| e.starts_with(reason)))
+    })
+    .await;
     let events = test.events("waits").await;
     for reason in ["WorkerLost", "WorkerAnswers"] {
         assert!(
@@ -281,12 +311,11 @@ async fn with_wait_the_job_completes_on_the_returning_worker() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_fail_the_job_fails_with_worker_lost() {
-    let Some(test) = Test::new("lost-fail").await else {
+    let Some(test) = Test::alone("lost-fail").await else {
         return;
     };
-    let _alone = DISRUPTION.write().await;
     let (job, lost) = running(&test, "gives-up", 600, Some("Fail")).await;
-    stop(plane(&test, &lost)).await;
+    let stopped = Stopped::stop(plane(&test, &lost)).await;
     let failed = test
         .wait_job("gives-up", "Failed", |j| condition(j, "Failed").is_some())
         .await;
@@ -300,7 +329,7 @@ async fn with_fail_the_job_fails_with_worker_lost() {
         failed.status.as_ref().and_then(|s| s.active).unwrap_or(0),
         0
     );
-    start(plane(&test, &lost)).await;
+    stopped.start().await;
     test.wait_for(
         "its copy and pods gone from the returning worker",
         || async {
@@ -315,14 +344,13 @@ async fn with_fail_the_job_fails_with_worker_lost() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_stop_of_a_worker_moves_nothing() {
-    let Some(test) = Test::new("lost-blip").await else {
+    let Some(test) = Test::alone("lost-blip").await else {
         return;
     };
-    let _alone = DISRUPTION.write().await;
     let (job, worker) = running(&test, "blip", 8, None).await;
     let plane = plane(&test, &worker);
-    stop(plane).await;
-    start(plane).await;
+    let stopped = Stopped::stop(plane).await;
+    stopped.start().await;
     let done = test
         .wait_job("blip", "Complete", |j| condition(j, "Complete").is_some())
         .await;
@@ -343,10 +371,9 @@ async fn a_short_stop_of_a_worker_moves_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_management_clusters_outage_loses_no_status_and_no_deletion() {
-    let Some(test) = Test::new("lost-management").await else {
+    let Some(test) = Test::alone("lost-management").await else {
         return;
     };
-    let _alone = DISRUPTION.write().await;
     let (job, worker) = running(&test, "goes-on", 6, None).await;
     let (doomed, doomed_worker) = running(&test, "doomed", 600, None).await;
     let management = &test.world.fleet.management;
@@ -355,7 +382,7 @@ async fn the_management_clusters_outage_loses_no_status_and_no_deletion() {
         .delete("doomed", &DeleteParams::background())
         .await
         .expect("deleted");
-    stop(management).await;
+    let stopped = Stopped::stop(management).await;
     // The copy runs on while the management cluster is away, to its end.
     test.wait_for(
         "the copy to end while the management cluster is away",
@@ -366,7 +393,7 @@ async fn the_management_clusters_outage_loses_no_status_and_no_deletion() {
         },
     )
     .await;
-    start(management).await;
+    stopped.start().await;
     let mgmt = management.client().await;
     let jobs: kube::Api<Job> = kube::Api::namespaced(mgmt, &test.ns);
     let started = Instant::now();
@@ -400,15 +427,14 @@ async fn the_management_clusters_outage_loses_no_status_and_no_deletion() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_leader_killed_during_a_move_leaves_one_copy() {
-    let Some(test) = Test::new("lost-killed").await else {
+    let Some(test) = Test::alone("lost-killed").await else {
         return;
     };
-    let _alone = DISRUPTION.write().await;
     let (job, lost) = running(&test, "moving", 10, None).await;
     let uid = uid(&job);
     test.expect_move(&uid);
     let to = other(&lost);
-    stop(plane(&test, &lost)).await;
+    let stopped = Stopped::stop(plane(&test, &lost)).await;
     // SIGKILL the moment the move is recorded: its copy is being made, or not yet.
     test.wait_job("moving", "the move recorded", |j| {
         recorded(j).as_deref() == Some(to)
@@ -419,7 +445,7 @@ async fn the_leader_killed_during_a_move_leaves_one_copy() {
         .wait_job("moving", "Complete", |j| condition(j, "Complete").is_some())
         .await;
     assert_eq!(terminal(&done), ["Complete"]);
-    start(plane(&test, &lost)).await;
+    stopped.start().await;
     test.wait_for("the stale copy gone", || async {
         copy_on(&test, &lost, "moving", &uid).await.is_none()
     })

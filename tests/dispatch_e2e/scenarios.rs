@@ -140,7 +140,6 @@ async fn indexed_and_non_indexed_jobs_run_to_complete_on_a_worker() {
     let Some(test) = Test::new("dispatch-complete").await else {
         return;
     };
-    let _shared = DISRUPTION.read().await;
     let done = runs_to_its_end(
         &test,
         "plain",
@@ -173,7 +172,6 @@ async fn a_pod_failure_policy_rule_fails_the_job_with_its_reason() {
     let Some(test) = Test::new("dispatch-pfp").await else {
         return;
     };
-    let _shared = DISRUPTION.read().await;
     let done = runs_to_its_end(
         &test,
         "fails",
@@ -203,7 +201,6 @@ async fn suspend_and_resume_keep_the_copys_progress() {
     let Some(test) = Test::new("dispatch-suspend").await else {
         return;
     };
-    let _shared = DISRUPTION.read().await;
     let user = test
         .create(
             "steps",
@@ -266,7 +263,6 @@ async fn deleting_the_job_removes_its_copy_and_pods() {
     let Some(test) = Test::new("dispatch-delete").await else {
         return;
     };
-    let _shared = DISRUPTION.read().await;
     let user = test
         .create(
             "long",
@@ -305,7 +301,6 @@ async fn a_ttl_on_the_users_job_never_runs_it_again() {
     let Some(test) = Test::new("dispatch-ttl").await else {
         return;
     };
-    let _shared = DISRUPTION.read().await;
     let user = test
         .create("brief", json!({"ttlSecondsAfterFinished": 0}), json!({}))
         .await;
@@ -360,7 +355,6 @@ async fn the_jobs_own_worker_list_is_honoured() {
     let Some(test) = Test::new("dispatch-named").await else {
         return;
     };
-    let _shared = DISRUPTION.read().await;
     for worker in WORKERS {
         let name = format!("on-{worker}");
         let user = test
@@ -385,7 +379,6 @@ async fn a_kubeconfig_with_an_exec_plugin_is_refused_and_its_worker_never_used()
     let Some(test) = Test::new("dispatch-plugin").await else {
         return;
     };
-    let _shared = DISRUPTION.read().await;
     test.wait_for("the refusal counted", || async {
         test.world
             .sample(&format!(
@@ -419,12 +412,11 @@ async fn a_kubeconfig_with_an_exec_plugin_is_refused_and_its_worker_never_used()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_same_named_job_on_a_worker_is_left_untouched_and_the_copy_goes_elsewhere() {
-    let Some(test) = Test::new("dispatch-namesake").await else {
+    let Some(test) = Test::alone("dispatch-namesake").await else {
         return;
     };
     // Alone: the Job must find east (the tie between equal loads goes by name) to be turned
     // away, so no other test's Jobs may weigh on either worker.
-    let _alone = DISRUPTION.write().await;
     test.wait_for("equal loads on both workers", || async {
         let east = test
             .world
@@ -491,10 +483,9 @@ async fn a_same_named_job_on_a_worker_is_left_untouched_and_the_copy_goes_elsewh
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_leader_killed_right_after_a_job_is_created_makes_exactly_one_copy() {
-    let Some(test) = Test::new("dispatch-killed").await else {
+    let Some(test) = Test::alone("dispatch-killed").await else {
         return;
     };
-    let _alone = DISRUPTION.write().await;
     // The leader killed once as soon as the Job is created, once as soon as its record is
     // written (the copy being made, or not yet); the standby takes over.
     for (name, at_record) in [("killed-at-create", false), ("killed-at-record", true)] {
@@ -519,7 +510,6 @@ async fn the_local_worker_runs_the_job_here_without_a_copy() {
     let Some(test) = Test::local().await else {
         return;
     };
-    let _shared = DISRUPTION.read().await;
     let user = test
         .create(
             "at-home",

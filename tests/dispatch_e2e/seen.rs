@@ -119,7 +119,6 @@ async fn explain_names_the_worker_and_tells_the_copys_pods_read_there() {
     let Some(test) = Test::new("dispatch-seen").await else {
         return;
     };
-    let _shared = DISRUPTION.read().await;
     // Two pods one after the other, each running until the test ends it.
     let user = test
         .create(
@@ -268,7 +267,6 @@ async fn explain_says_why_a_job_only_a_refused_worker_may_take_waits() {
     let Some(test) = Test::new("dispatch-seen-waits").await else {
         return;
     };
-    let _shared = DISRUPTION.read().await;
     test.create(
         "only-plugin",
         json!({}),
@@ -316,7 +314,6 @@ async fn doctor_checks_every_worker_as_the_dispatcher_meets_it() {
     let Some(test) = Test::new("dispatch-doctor").await else {
         return;
     };
-    let _shared = DISRUPTION.read().await;
     // doctor is given the policy jobwarden runs with and one worker more, `stale`: east's
     // kubeconfig with a token east never issued, as a token that expired would be refused.
     let namespace = &test.world.identity.namespace;

@@ -17,7 +17,9 @@ use kube::core::Status;
 use serde_json::{Value, json};
 
 use jobwarden_events::{EventRecord, EventReporter, JobRef, Seen, record_repeated_job_event};
-use jobwarden_rules::well_known::{ORIGIN_LABEL, WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION};
+use jobwarden_rules::well_known::{
+    CONTROLLER_UID_LABEL, ORIGIN_LABEL, WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION,
+};
 use jobwarden_runtime::events::{EventWriteError, EventWriter};
 
 use crate::fence::LiveJob;
@@ -302,6 +304,23 @@ impl Worker {
                 other => Err(other),
             },
         }
+    }
+
+    /// Deletes the pods of the copy with this UID (by its `controller-uid` label, so no other
+    /// pod can match): a copy taken back must stop running now, and a worker whose API server
+    /// just came back has a controller manager (its garbage collector) blind for up to a
+    /// minute.
+    pub async fn delete_pods_of(&self, ns: &str, copy_uid: &str) -> Result<(), ApiError> {
+        self.may_write()?;
+        let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(self.client.clone(), ns);
+        let selector = format!("{CONTROLLER_UID_LABEL}={copy_uid}");
+        pods.delete_collection(
+            &DeleteParams::background(),
+            &ListParams::default().labels(&selector),
+        )
+        .await
+        .map(drop)
+        .map_err(ApiError::from)
     }
 
     /// Every copy of `origin` there (in `namespace`, or in all), fresh from the API server: the

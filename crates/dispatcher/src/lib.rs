@@ -1,8 +1,11 @@
 //! jobwarden's dispatcher (KEP-4368's manager-worker layout): a Job created in this, the
 //! management cluster, with `spec.managedBy: jobwarden.io/dispatcher` runs as a copy on a
 //! worker cluster, and the copy's status is mirrored back onto it. The worker's own Job
-//! controller runs the copy; the dispatcher never touches pods there, nor any Job it did not
-//! create.
+//! controller runs the copy; the dispatcher never touches a Job it did not create there, and
+//! of pods only deletes those of a copy it takes back while it still runs (its Job moved off
+//! a lost worker, was deleted, or failed here): the worker's garbage collector would reach
+//! them only once its controller manager's watches have backed off and come back, up to a
+//! minute after a lost API server answers again.
 //!
 //! ```text
 //!  management cluster                                 worker clusters (their own Job controller)

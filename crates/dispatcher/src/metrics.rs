@@ -52,7 +52,12 @@ pub const WORKER_STATES: [&str; 4] = ["answering", "connecting", "lost", "refuse
 /// Why a Job waits, as `jobwarden_dispatch_jobs_waiting{reason}` counts them.
 pub const WAITING_REASONS: [&str; 3] = ["NoWorker", "WorkerLost", "Connecting"];
 /// Why a Job was sent to another worker than its first.
-pub const REDISPATCH_REASONS: [&str; 3] = ["worker_lost", "holds_another_job", "no_namespace"];
+pub const REDISPATCH_REASONS: [&str; 4] = [
+    "worker_lost",
+    "holds_another_job",
+    "no_namespace",
+    "copy_refused",
+];
 /// Why a copy was deleted: the plan's reasons, and the fence's.
 pub const DELETE_REASONS: [&str; 5] = [
     DeleteReason::Finished.label(),

@@ -149,7 +149,9 @@ pub async fn run_term(
             Api::<CachedJob>::all(management.clone()),
             watcher::Config::default(),
         )
-        .default_backoff()
+        // Short outages of the management cluster (a longer one ends the term) are caught up
+        // with as the workers' are.
+        .backoff(worker_link::quick_backoff())
         .filter_map(move |event| futures::future::ready(ours(event, &name)));
         reflector::reflector(writer, jobs).flat_map(move |event| {
             let wakes = match event {

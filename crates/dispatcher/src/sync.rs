@@ -298,6 +298,7 @@ impl Dispatcher {
                         self.metrics.redispatched(match why {
                             Some(Unfit::HoldsAnotherJob) => "holds_another_job",
                             Some(Unfit::NoNamespace) => "no_namespace",
+                            Some(Unfit::Refused(_)) => "copy_refused",
                             _ => "worker_lost",
                         });
                     }
@@ -393,6 +394,11 @@ impl Dispatcher {
                         return Err(SyncError::NotConnected(worker));
                     };
                     api.delete(ns, name, &uid).await?;
+                    if reason != plan::DeleteReason::Finished {
+                        // Still running: stopped now, not when the worker's garbage collector
+                        // gets to them.
+                        api.delete_pods_of(ns, &uid).await?;
+                    }
                     self.metrics.deleted(&worker, reason.label());
                     self.say(
                         job,

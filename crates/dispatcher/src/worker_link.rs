@@ -40,6 +40,27 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 const NAMESPACE_KNOWN_FOR: Duration = Duration::from_secs(300);
 const NAMESPACE_MISSING_FOR: Duration = Duration::from_secs(15);
 
+/// What a probe found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probed {
+    Answers,
+    /// It answers, and did not at the last probe.
+    AnswersAgain,
+    Lost,
+}
+
+/// How soon a watch of a worker tries again after its API server went away: client-go's
+/// back-off (kube's default) waits up to 30 s, kind to a struggling API server; a copy watch
+/// is one request a worker, and the mirror's lag is what it costs, so it waits 2 s at most.
+pub(crate) fn quick_backoff() -> watcher::ExponentialBackoff {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(200))
+        .with_max_delay(PROBE_EVERY)
+        .with_jitter()
+        .without_max_times()
+        .into()
+}
+
 /// What the loop is told.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Wake {
@@ -306,14 +327,32 @@ impl Link {
     /// The copy watches and the prober, until aborted (the credentials changed) or the term
     /// ends.
     async fn connected(self: Arc<Self>, ctx: Arc<LinkContext>, api: api::Worker) {
+        self.state().api = Some(api.clone());
+        let mut watches = self.watch_copies(&ctx, &api);
+        let mut ticks = tokio::time::interval(PROBE_EVERY);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            if self.probe(&ctx, &api).await == Probed::AnswersAgain {
+                // A watch that lost its API server resumes from where it was, at its own
+                // back-off's pace and with nothing to say that it did: list afresh instead,
+                // and be ready only once that list is in.
+                watches.abort_all();
+                watches = self.watch_copies(&ctx, &api);
+            }
+        }
+    }
+
+    /// The copy watches, one per scope, each with a store of its own, listed afresh.
+    fn watch_copies(self: &Arc<Self>, ctx: &Arc<LinkContext>, api: &api::Worker) -> JoinSet<()> {
         let scopes = self.scopes();
-        let mut watches = JoinSet::new();
         {
             let mut s = self.state();
-            s.api = Some(api.clone());
+            s.ready = false;
             s.listed = vec![false; scopes.len()];
             s.copies.clear();
         }
+        let mut watches = JoinSet::new();
         for (i, scope) in scopes.iter().enumerate() {
             let jobs: Api<CachedJob> = match scope {
                 Some(ns) => Api::namespaced(api.client().clone(), ns),
@@ -323,7 +362,8 @@ impl Link {
             self.state().copies.push((scope.clone(), store));
             let config =
                 watcher::Config::default().labels(&format!("{ORIGIN_LABEL}={}", ctx.origin));
-            let events = reflector::reflector(writer, watcher(jobs, config).default_backoff());
+            let events =
+                reflector::reflector(writer, watcher(jobs, config).backoff(quick_backoff()));
             let (link, ctx) = (self.clone(), ctx.clone());
             watches.spawn(async move {
                 let mut events = std::pin::pin!(events);
@@ -332,12 +372,7 @@ impl Link {
                 }
             });
         }
-        let mut ticks = tokio::time::interval(PROBE_EVERY);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticks.tick().await;
-            self.probe(&ctx, &api).await;
-        }
+        watches
     }
 
     fn copy_event(
@@ -373,7 +408,7 @@ impl Link {
     }
 
     /// One probe: does the worker answer with our credentials?
-    async fn probe(&self, ctx: &LinkContext, api: &api::Worker) {
+    async fn probe(&self, ctx: &LinkContext, api: &api::Worker) -> Probed {
         let asked = tokio::time::Instant::now();
         let answered =
             match tokio::time::timeout(PROBE_TIMEOUT, api.client().apiserver_version()).await {
@@ -400,22 +435,23 @@ impl Link {
                 tracing::warn!(worker = self.name(), "the worker does not answer");
             }
             self.set_reach(ctx, Reach::Lost, None);
-            return;
+            return Probed::Lost;
         }
-        let was = self.reach();
+        if self.reach() == Reach::Lost {
+            tracing::info!(
+                worker = self.name(),
+                "the worker answers again; listing and fencing its copies"
+            );
+            self.set_reach(ctx, Reach::Answers, None);
+            return Probed::AnswersAgain;
+        }
         self.set_reach(ctx, Reach::Answers, None);
         let (ready, listed) = {
             let s = self.state();
             (s.ready, !s.listed.is_empty() && s.listed.iter().all(|l| *l))
         };
         if ready || !listed {
-            return;
-        }
-        if was == Reach::Lost {
-            tracing::info!(
-                worker = self.name(),
-                "the worker answers again; fencing its copies"
-            );
+            return Probed::Answers;
         }
         match self.fence(ctx, api).await {
             Ok(()) => {
@@ -426,6 +462,7 @@ impl Link {
                 tracing::warn!(worker = self.name(), %error, "fencing the worker's copies; trying again");
             }
         }
+        Probed::Answers
     }
 
     /// Deletes the copies there whose Job moved elsewhere or is gone, from a fresh list.
@@ -466,6 +503,7 @@ pub async fn collect(
     let verdict = fence::confirmed(copy, worker, live.as_ref());
     if let Some(verdict) = verdict {
         api.delete(ns, name, uid).await?;
+        api.delete_pods_of(ns, uid).await?;
         ctx.metrics.deleted(worker, verdict.label());
         tracing::info!(
             worker,

@@ -12,13 +12,10 @@ use crate::{ControlPlane, pki, process};
 /// How long kube-apiserver may take to drain its requests after SIGTERM and stop listening.
 const STOP_GRACE: Duration = Duration::from_secs(60);
 
-/// How long after a restarted kube-apiserver is ready its authorizer may still refuse what
-/// RBAC grants: it authorizes from caches of the roles and bindings that fill in its first
-/// seconds (its 403s then list the built-in roles themselves as "not found").
-const SETTLE: Duration = Duration::from_secs(10);
-
 /// Each restart of a kube-apiserver: its audit log, and from when until when its refusals are
-/// its caches' and not a grant missing.
+/// its caches' and not a grant missing. A restarted kube-apiserver says it is ready before its
+/// authorizer's caches of roles and bindings have filled (its 403s then list the built-in roles
+/// themselves as "not found"): a restart ends once RBAC allows what a built-in binding grants.
 static RESTARTS: Mutex<Vec<(PathBuf, SystemTime, SystemTime)>> = Mutex::new(Vec::new());
 
 /// Whether a request received at `at` by the API server writing `audit_log` came while it was
@@ -177,11 +174,13 @@ impl ControlPlane {
             stopped: false,
         };
         drop(process);
-        let ready = apiserver.wait_until_ready(self.kubeconfig(), pid);
+        let ready = apiserver
+            .wait_until_ready(self.kubeconfig(), pid)
+            .and_then(|()| crate::wait_for_rbac(self.kubeconfig(), pid));
         RESTARTS.lock().unwrap_or_else(|e| e.into_inner()).push((
             owned.dir.join(AUDIT_LOG),
             from,
-            SystemTime::now() + SETTLE,
+            SystemTime::now(),
         ));
         ready
     }

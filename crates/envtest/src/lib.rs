@@ -579,6 +579,40 @@ fn wait_for_readyz(kubeconfig: &Path, pid: u32) -> Result<(), String> {
     })
 }
 
+/// Polls, with SubjectAccessReviews, until kube-apiserver's RBAC authorizer allows what
+/// built-in bindings grant, one of each kind (kube-controller-manager's Lease in kube-system,
+/// by a RoleBinding; a SelfSubjectReview for anyone authenticated, by a ClusterRoleBinding):
+/// its caches of roles and bindings have filled.
+fn wait_for_rbac(kubeconfig: &Path, pid: u32) -> Result<(), String> {
+    use k8s_openapi::api::authorization::v1::SubjectAccessReview;
+    let reviews = [
+        serde_json::json!({"spec": {
+            "user": "system:kube-controller-manager",
+            "resourceAttributes": {"namespace": "kube-system", "verb": "get",
+                                   "group": "coordination.k8s.io", "resource": "leases"},
+        }}),
+        serde_json::json!({"spec": {
+            "user": "jobwarden-envtest-probe", "groups": ["system:authenticated"],
+            "resourceAttributes": {"verb": "create", "group": "authentication.k8s.io",
+                                   "resource": "selfsubjectreviews"},
+        }}),
+    ]
+    .map(|r| serde_json::from_value::<SubjectAccessReview>(r).map_err(|e| e.to_string()));
+    with_client(kubeconfig, move |client| async move {
+        let api: Api<SubjectAccessReview> = Api::all(client);
+        for review in reviews {
+            let review = review?;
+            poll_until(pid, "RBAC allowing a built-in grant", || async {
+                api.create(&PostParams::default(), &review)
+                    .await
+                    .is_ok_and(|r| r.status.is_some_and(|s| s.allowed))
+            })
+            .await?;
+        }
+        Ok(())
+    })
+}
+
 /// Polls `path` until it answers `ok`, while the process `pid` runs.
 async fn poll_ok(client: &Client, path: &str, pid: u32) -> Result<(), String> {
     poll_until(pid, &format!("{path} ok"), || async {

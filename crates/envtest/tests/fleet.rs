@@ -231,10 +231,12 @@ const RESOURCES: [&str; 11] = [
     "rbac.authorization.k8s.io/rolebindings",
 ];
 
-/// deploy/worker/'s ClusterRole: the copies' Jobs, and the get of a namespace.
+/// deploy/worker/'s ClusterRole: the copies' Jobs, the deletion of a taken-back copy's pods,
+/// and the get of a namespace.
 fn the_role_grants(verb: &str, resource: &str) -> bool {
     match resource {
         "batch/jobs" => ["get", "list", "watch", "create", "patch", "delete"].contains(&verb),
+        "/pods" => verb == "deletecollection",
         "/namespaces" => verb == "get",
         _ => false,
     }

@@ -149,6 +149,7 @@ pub fn worker_uses(namespace: Option<&str>) -> Vec<Access> {
             None,
             &["get", "list", "watch", "create", "patch", "delete"],
         ),
+        Access::verbs(namespace, "", "pods", None, &["deletecollection"]),
         Access::verbs(namespace, "", "namespaces", None, &["get"]),
     ]
     .concat()
