@@ -19,7 +19,6 @@ use kube::runtime::controller::{self, Action};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
 use tokio::sync::mpsc;
-use tokio_util::time::DelayQueue;
 
 use crate::cluster::ClusterApi;
 use crate::pods::cache::PodObservation;
@@ -27,6 +26,7 @@ use crate::sync::orphans::{self, Orphan, OrphanCandidate};
 use crate::sync::{JobController, SyncError};
 use jobwarden_runtime::error_chain;
 use jobwarden_runtime::job_cache::CachedJob;
+use jobwarden_runtime::wakes::{self, batched, until};
 
 /// A safety net: look at every managed Job at least this often even if no event arrives.
 const RESYNC: Duration = Duration::from_secs(300);
@@ -70,10 +70,7 @@ struct Ctx<A> {
 }
 
 /// A Job to sync, now or after the batch period.
-enum Wake {
-    Now(ObjectRef<CachedJob>),
-    Batched(ObjectRef<CachedJob>),
-}
+type Wake = wakes::Wake<ObjectRef<CachedJob>>;
 
 /// Runs the loop until `stop` resolves, then lets the syncs in flight finish and (with the
 /// controller's background event delivery) writes the Events left. `on_synced` is
@@ -307,23 +304,6 @@ async fn release_orphan<A: ClusterApi>(
     }
 }
 
-/// The stream, ended and dropped as soon as `stop` resolves. Dropping matters: the queue owns
-/// the Job cache's writer, and the applier holds its syncs until that cache is ready (or its
-/// writer gone), so a stop during start-up must let go of it.
-fn until<S: Stream + Send + 'static>(
-    stream: S,
-    stop: impl Future<Output = ()> + Send + 'static,
-) -> impl Stream<Item = S::Item> + Send {
-    let state = (Some(Box::pin(stream)), Box::pin(stop));
-    futures::stream::unfold(state, |(stream, mut stop)| async move {
-        let mut stream = stream?;
-        tokio::select! {
-            _ = &mut stop => None,
-            item = stream.next() => item.map(|i| (i, (Some(stream), stop))),
-        }
-    })
-}
-
 /// Upstream's `WaitForNamedCacheSync`: no Job is synced before the pod cache has loaded its
 /// first list (kube's applier already waits for the Job cache). Until then the wakes are held,
 /// one per Job, and they all go out at once when it has: a Job planned from a pod cache still
@@ -365,61 +345,6 @@ fn hold_until(
                         }
                     }
                 },
-            }
-        }
-    })
-}
-
-/// `Wake::Batched` requests wait `period` (the first one counts: more events for the same Job
-/// in the meantime ride along); `Wake::Now` requests go at once.
-fn batched(
-    wakes: impl Stream<Item = Wake> + Send + 'static,
-    period: Duration,
-) -> impl Stream<Item = ObjectRef<CachedJob>> + Send {
-    struct State<S> {
-        wakes: Option<Pin<Box<S>>>,
-        delayed: DelayQueue<ObjectRef<CachedJob>>,
-        waiting: HashSet<ObjectRef<CachedJob>>,
-    }
-    let state = State {
-        wakes: Some(Box::pin(wakes)),
-        delayed: DelayQueue::new(),
-        waiting: HashSet::new(),
-    };
-    futures::stream::unfold(state, move |mut s| async move {
-        enum Next {
-            Wake(Option<Wake>),
-            Due(ObjectRef<CachedJob>),
-        }
-        loop {
-            let Some(wakes) = s.wakes.as_mut() else {
-                // The input ended: what is waiting goes at once.
-                let next = s.waiting.iter().next().cloned()?;
-                s.waiting.remove(&next);
-                return Some((next, s));
-            };
-            let delayed = &mut s.delayed;
-            let next = tokio::select! {
-                wake = wakes.next() => Next::Wake(wake),
-                Some(expired) = futures::future::poll_fn(|cx| delayed.poll_expired(cx)), if !delayed.is_empty() => {
-                    Next::Due(expired.into_inner())
-                }
-            };
-            match next {
-                Next::Wake(Some(Wake::Now(r))) => return Some((r, s)),
-                Next::Wake(Some(Wake::Batched(r))) => {
-                    if period.is_zero() {
-                        return Some((r, s));
-                    }
-                    if s.waiting.insert(r.clone()) {
-                        s.delayed.insert(r, period);
-                    }
-                }
-                Next::Wake(None) => s.wakes = None,
-                Next::Due(r) => {
-                    s.waiting.remove(&r);
-                    return Some((r, s));
-                }
             }
         }
     })

@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::{Stream, StreamExt as _};
+use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
@@ -27,6 +27,7 @@ use jobwarden_admission::policy::Dispatch;
 use jobwarden_events::EventReporter;
 use jobwarden_runtime::client::RateLimit;
 use jobwarden_runtime::events::outbox::{Delivery, EventOutbox};
+use jobwarden_runtime::wakes::{Wake, batched, until};
 
 use crate::api;
 use crate::loads::Loads;
@@ -35,13 +36,17 @@ use crate::namespace_labels::NamespaceLabels;
 use crate::placement::Reach;
 use crate::plan::Settings;
 use crate::sync::{Dispatcher, SyncError};
-use crate::worker_link::{self, Link, LinkContext, Wake};
+use crate::worker_link::{self, Changed, Link, LinkContext};
 use jobwarden_runtime::job_cache::CachedJob;
 
 /// How often the collector looks at every copy of every ready worker.
 pub const COLLECT_EVERY: Duration = Duration::from_secs(30);
 const RETRY: Duration = Duration::from_secs(5);
 const RETRY_CONFLICT: Duration = Duration::from_millis(500);
+/// How long a copy's change (or the dispatcher's own write on a Job) waits before its Job is
+/// synced, so that a burst of them is one sync and one write: the mirror's lag is this and a
+/// write.
+pub const MIRROR_BATCH: Duration = Duration::from_millis(300);
 /// How long the Events left at the end of a term may take to be written.
 const EVENT_DRAIN: Duration = Duration::from_secs(5);
 
@@ -76,7 +81,7 @@ pub async fn run_term(
     tracing::info!(%origin, workers = config.dispatch.workers.len(), "dispatching");
     let dispatch = &config.dispatch;
     let (store, writer) = reflector::store::<CachedJob>();
-    let (wake_tx, mut wake_rx) = mpsc::unbounded_channel::<Wake>();
+    let (changes_tx, mut changes_rx) = mpsc::unbounded_channel::<Changed>();
     let pending = Arc::new(Mutex::new(HashMap::new()));
     let reporter = EventReporter {
         component: dispatch.controller_name.clone(),
@@ -95,7 +100,7 @@ pub async fn run_term(
         origin: origin.clone(),
         component: dispatch.controller_name.clone(),
         worker_limit: config.worker_limit,
-        wakes: wake_tx.clone(),
+        changes: changes_tx.clone(),
         metrics: metrics.clone(),
         jobs: store.clone(),
         pending: pending.clone(),
@@ -153,9 +158,10 @@ pub async fn run_term(
         // with as the workers' are.
         .backoff(worker_link::quick_backoff())
         .filter_map(move |event| futures::future::ready(ours(event, &name)));
+        let mut generations = HashMap::new();
         reflector::reflector(writer, jobs).flat_map(move |event| {
             let wakes = match event {
-                Ok(e) => job_event(&dispatcher, &links, &link_ctx, e),
+                Ok(e) => job_event(&dispatcher, &links, &link_ctx, &mut generations, e),
                 Err(error) => {
                     tracing::warn!(%error, "watching the dispatched Jobs");
                     Vec::new()
@@ -166,11 +172,14 @@ pub async fn run_term(
     };
     let worker_wakes = {
         let (store, dispatcher) = (store.clone(), dispatcher.clone());
-        futures::stream::poll_fn(move |cx| wake_rx.poll_recv(cx))
-            .flat_map(move |wake| futures::stream::iter(wake_refs(&store, &dispatcher, wake)))
+        futures::stream::poll_fn(move |cx| changes_rx.poll_recv(cx))
+            .flat_map(move |change| futures::stream::iter(wakes_of(&store, &dispatcher, change)))
     };
     let queue = until(
-        futures::stream::select(job_wakes, worker_wakes),
+        batched(
+            futures::stream::select(job_wakes, worker_wakes),
+            MIRROR_BATCH,
+        ),
         stop.clone(),
     )
     .map(Ok::<_, Infallible>);
@@ -257,21 +266,29 @@ fn recorded(job: &CachedJob) -> Option<&str> {
     job.worker.as_deref()
 }
 
-/// What a watch event of the management cluster wakes, and what it changes in the counts.
+/// What a watch event of the management cluster wakes, and what it changes in the counts: a
+/// Job new to the dispatcher, or whose spec changed (its generation moved), at once; a change
+/// of its metadata or status (the dispatcher's own writes, mostly) batched.
 fn job_event(
     dispatcher: &Dispatcher,
     links: &[Arc<Link>],
     ctx: &Arc<LinkContext>,
+    generations: &mut HashMap<String, i64>,
     event: watcher::Event<CachedJob>,
-) -> Vec<ObjectRef<CachedJob>> {
+) -> Vec<Wake<ObjectRef<CachedJob>>> {
     match event {
         watcher::Event::Apply(job) | watcher::Event::InitApply(job) => {
             if let Ok(mut loads) = dispatcher.loads.lock() {
                 loads.observe(job.uid(), recorded(&job), job.finished);
             }
-            vec![job_ref(&job)]
+            let generation = job.metadata.generation.unwrap_or(0);
+            match generations.insert(job.uid().to_owned(), generation) {
+                Some(g) if g == generation => vec![Wake::Batched(job_ref(&job))],
+                _ => vec![Wake::Now(job_ref(&job))],
+            }
         }
         watcher::Event::Delete(job) => {
+            generations.remove(job.uid());
             dispatcher.forget(job.uid());
             // Its copies go now, not at the collector's next pass.
             for link in links {
@@ -301,6 +318,7 @@ fn job_event(
             if let Ok(mut loads) = dispatcher.loads.lock() {
                 loads.retain(&|uid| present.contains(uid));
             }
+            generations.retain(|uid, _| present.contains(uid));
             Vec::new()
         }
         watcher::Event::Init => Vec::new(),
@@ -308,14 +326,18 @@ fn job_event(
 }
 
 /// The Jobs a worker's wake concerns: those recorded there, and those not placed or waiting.
-fn wake_refs(
+fn wakes_of(
     store: &Store<CachedJob>,
     dispatcher: &Dispatcher,
-    wake: Wake,
-) -> Vec<ObjectRef<CachedJob>> {
-    match wake {
-        Wake::Job { namespace, name } => vec![ObjectRef::new(&name).within(&namespace)],
-        Wake::Worker(worker) => {
+    change: Changed,
+) -> Vec<Wake<ObjectRef<CachedJob>>> {
+    match change {
+        // A burst of a copy's changes (its controller writes a few in a second) is one write
+        // on the user's Job.
+        Changed::Copy { namespace, name } => {
+            vec![Wake::Batched(ObjectRef::new(&name).within(&namespace))]
+        }
+        Changed::Worker(worker) => {
             let waiting: std::collections::HashSet<String> = dispatcher
                 .waiting
                 .lock()
@@ -329,7 +351,7 @@ fn wake_refs(
                     Some(w) => w == worker || waiting.contains(j.uid()),
                     None => true,
                 })
-                .map(|j| job_ref(j))
+                .map(|j| Wake::Now(job_ref(j)))
                 .collect()
         }
     }
@@ -383,20 +405,4 @@ async fn gauges(dispatcher: Arc<Dispatcher>) {
             dispatcher.metrics.set_jobs("", loads.unplaced());
         }
     }
-}
-
-/// The stream, ended and dropped once `stop` resolves: dropping it lets go of the Job cache's
-/// writer, which the applier waits on during start-up.
-fn until<S: Stream + Send + 'static>(
-    stream: S,
-    stop: impl Future<Output = ()> + Send + 'static,
-) -> impl Stream<Item = S::Item> + Send {
-    let state = (Some(Box::pin(stream)), Box::pin(stop));
-    futures::stream::unfold(state, |(stream, mut stop)| async move {
-        let mut stream = stream?;
-        tokio::select! {
-            () = &mut stop => None,
-            item = stream.next() => item.map(|i| (i, (Some(stream), stop))),
-        }
-    })
 }

@@ -61,11 +61,11 @@ pub(crate) fn quick_backoff() -> watcher::ExponentialBackoff {
         .into()
 }
 
-/// What the loop is told.
+/// What a worker's link tells the loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Wake {
-    /// A Job's copy changed (or the Job itself must be looked at).
-    Job { namespace: String, name: String },
+pub enum Changed {
+    /// A Job's copy changed.
+    Copy { namespace: String, name: String },
     /// A worker's reach or readiness changed: its Jobs, and the Jobs waiting for any worker.
     Worker(String),
 }
@@ -80,7 +80,7 @@ pub struct LinkContext {
     pub component: String,
     /// Each worker's own request budget (its client's, shared with no other worker).
     pub worker_limit: Option<RateLimit>,
-    pub wakes: mpsc::UnboundedSender<Wake>,
+    pub changes: mpsc::UnboundedSender<Changed>,
     pub metrics: DispatchMetrics,
     /// The management cluster's dispatched Jobs, for the fence.
     pub jobs: Store<CachedJob>,
@@ -233,7 +233,7 @@ impl Link {
         ctx.metrics
             .worker_reach(self.name(), reach == Reach::Answers, refused);
         if changed {
-            let _ = ctx.wakes.send(Wake::Worker(self.name().to_owned()));
+            let _ = ctx.changes.send(Changed::Worker(self.name().to_owned()));
         }
     }
 
@@ -389,7 +389,7 @@ impl Link {
                     .unwrap_or_else(|e| e.into_inner())
                     .entry(key)
                     .or_insert_with(Instant::now);
-                let _ = ctx.wakes.send(Wake::Job {
+                let _ = ctx.changes.send(Changed::Copy {
                     namespace: copy.namespace().to_owned(),
                     name: copy.name().to_owned(),
                 });
@@ -456,7 +456,7 @@ impl Link {
         match self.fence(ctx, api).await {
             Ok(()) => {
                 self.state().ready = true;
-                let _ = ctx.wakes.send(Wake::Worker(self.name().to_owned()));
+                let _ = ctx.changes.send(Changed::Worker(self.name().to_owned()));
             }
             Err(error) => {
                 tracing::warn!(worker = self.name(), %error, "fencing the worker's copies; trying again");

@@ -18,7 +18,7 @@ use jobwarden_rules::well_known::WORKER_ANNOTATION;
 
 #[derive(Debug, Clone)]
 pub struct CachedJob {
-    /// name, namespace, uid, resourceVersion and deletionTimestamp only.
+    /// name, namespace, uid, resourceVersion, generation and deletionTimestamp only.
     pub metadata: ObjectMeta,
     /// `spec.managedBy`, for routing without parsing the text.
     pub managed_by: Option<Box<str>>,
@@ -47,6 +47,10 @@ impl CachedJob {
             namespace: field("namespace"),
             uid: field("uid"),
             resource_version: field("resourceVersion"),
+            // A spec change moves it: the controllers sync such a change at once.
+            generation: meta
+                .and_then(|m| m.get("generation"))
+                .and_then(Value::as_i64),
             deletion_timestamp: meta
                 .and_then(|m| m.get("deletionTimestamp"))
                 .and_then(|t| serde_json::from_value(t.clone()).ok()),

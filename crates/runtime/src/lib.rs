@@ -72,6 +72,7 @@ mod error_chain;
 pub mod events;
 pub mod job_cache;
 pub mod leader;
+pub mod wakes;
 
 pub use election::Election;
 pub use error_chain::error_chain;
