@@ -58,7 +58,8 @@ fn check_judges_the_dispatcher_s_annotations() {
         stdout(&out),
         "-: Job \"remote\": metadata.annotations[jobwarden.io/workers][1]: Required value\n\
          -: Job \"remote\": metadata.annotations[jobwarden.io/workers][2]: Duplicate value: \"east\"\n\
-         -: Job \"remote\": metadata.annotations[jobwarden.io/worker-lost-since]: Invalid value: \"today\": must be an RFC 3339 time such as 2026-11-27T16:13:32Z\n"
+         -: Job \"remote\": metadata.annotations[jobwarden.io/worker-lost-since]: Invalid value: \"today\": must be an RFC 3339 time such as 2026-11-27T16:13:32Z\n\
+         -: Job \"remote\": metadata.annotations[jobwarden.io/worker-lost-since]: Forbidden: set by jobwarden's dispatcher once the Job exists; a new Job may not carry it\n"
     );
 }
 
