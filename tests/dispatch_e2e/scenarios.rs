@@ -547,3 +547,33 @@ async fn the_local_worker_runs_the_job_here_without_a_copy() {
         "no copy anywhere: {seen:#?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_no_worker_can_take_fails_when_its_deadline_passes_before_it_ran() {
+    let Some(test) = Test::new("dispatch-deadline").await else {
+        return;
+    };
+    test.create(
+        "too-late",
+        json!({"activeDeadlineSeconds": 5}),
+        json!({"jobwarden.io/workers": PLUGIN_WORKER}),
+    )
+    .await;
+    let failed = test
+        .wait_job("too-late", "Failed", |j| condition(j, "Failed").is_some())
+        .await;
+    assert_eq!(
+        condition(&failed, "Failed").as_deref(),
+        Some("DeadlineExceeded")
+    );
+    assert_eq!(recorded(&failed), None, "never placed");
+    assert!(
+        failed
+            .status
+            .as_ref()
+            .and_then(|s| s.start_time.clone())
+            .is_some(),
+        "a finished Job has a startTime"
+    );
+    test.finish().await;
+}

@@ -143,7 +143,7 @@ fn a_worker_the_dispatcher_can_use_passes_every_check() {
         &out[3],
         WORKER_PERMISSIONS,
         OK,
-        &["all 7 calls", "in every namespace"],
+        &["all 8 calls", "in every namespace"],
     );
     expect(&out[4], WORKER_NAMESPACES, OK, &["ml", "1 Job"]);
 }
@@ -274,7 +274,7 @@ fn an_expired_token_is_a_401_whose_fix_is_a_new_token_in_the_secret() {
 #[test]
 fn permissions_are_reviewed_per_namespace_where_the_worker_names_them() {
     let reviews = reviews(&worker_spec(&["ml", "etl"]));
-    assert_eq!(reviews.len(), 14);
+    assert_eq!(reviews.len(), 16);
     assert!(reviews.contains(&Access::resource(
         Some("ml"),
         "",
@@ -338,7 +338,7 @@ fn permissions_are_reviewed_per_namespace_where_the_worker_names_them() {
         &out[3],
         WORKER_PERMISSIONS,
         OK,
-        &["all 14 calls", "in namespaces ml, etl"],
+        &["all 16 calls", "in namespaces ml, etl"],
     );
 }
 
