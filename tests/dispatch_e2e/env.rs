@@ -427,6 +427,30 @@ impl Test {
         Api::namespaced(self.worker(name).clone(), &self.ns)
     }
 
+    /// The copy of the Job with UID `uid` on `worker`, read from the worker: the Job of that
+    /// name there, if its origin UID is `uid`.
+    pub async fn copy_on(&self, worker: &str, name: &str, uid: &str) -> Option<Job> {
+        let copy = self.worker_jobs(worker).get_opt(name).await.ok()??;
+        (copy
+            .labels()
+            .get("jobwarden.io/origin-uid")
+            .map(String::as_str)
+            == Some(uid))
+        .then_some(copy)
+    }
+
+    /// Whether every pod of the test's namespace on `worker` is gone or going.
+    pub async fn pods_gone_on(&self, worker: &str) -> bool {
+        self.worker_pods(worker)
+            .list(&ListParams::default())
+            .await
+            .is_ok_and(|l| {
+                l.items
+                    .iter()
+                    .all(|p| p.metadata.deletion_timestamp.is_some())
+            })
+    }
+
     pub fn worker_pods(&self, name: &str) -> Api<Pod> {
         Api::namespaced(self.worker(name).clone(), &self.ns)
     }

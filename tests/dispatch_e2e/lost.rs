@@ -100,17 +100,6 @@ fn terminal(job: &Job) -> Vec<String> {
         .collect()
 }
 
-/// The copy of the Job with UID `uid` on `worker`, read from the worker.
-async fn copy_on(test: &Test, worker: &str, name: &str, uid: &str) -> Option<Job> {
-    let copy = test.worker_jobs(worker).get_opt(name).await.ok()??;
-    (copy
-        .labels()
-        .get("jobwarden.io/origin-uid")
-        .map(String::as_str)
-        == Some(uid))
-    .then_some(copy)
-}
-
 /// Places a Job that runs `seconds` with `choice`, and waits until its pod runs; returns the
 /// Job and its worker.
 async fn running(test: &Test, name: &str, seconds: u64, choice: Option<&str>) -> (Job, String) {
@@ -171,7 +160,7 @@ async fn a_job_on_a_lost_worker_moves_after_the_grace_and_ends_once_elsewhere() 
     // The new copy, caught while it runs: it started after the move.
     let started = Instant::now();
     let new_copy = loop {
-        if let Some(c) = copy_on(&test, to, name, &uid).await {
+        if let Some(c) = test.copy_on(to, name, &uid).await {
             break Some(c);
         }
         assert!(started.elapsed() < PATIENCE, "no new copy on {to}");
@@ -182,16 +171,7 @@ async fn a_job_on_a_lost_worker_moves_after_the_grace_and_ends_once_elsewhere() 
     stopped.start().await;
     let back = Instant::now();
     test.wait_for("the stale copy and its pods gone", || async {
-        copy_on(&test, &lost, name, &uid).await.is_none()
-            && test
-                .worker_pods(&lost)
-                .list(&Default::default())
-                .await
-                .is_ok_and(|l| {
-                    l.items
-                        .iter()
-                        .all(|p| p.metadata.deletion_timestamp.is_some())
-                })
+        test.copy_on(&lost, name, &uid).await.is_none() && test.pods_gone_on(&lost).await
     })
     .await;
     eprintln!(
@@ -245,7 +225,7 @@ async fn a_job_on_a_lost_worker_moves_after_the_grace_and_ends_once_elsewhere() 
         .unwrap_or(0.0);
     assert!(fenced >= 1.0, "the fenced copy is counted");
     test.wait_for("the new copy to go once the Job shows its end", || async {
-        copy_on(&test, to, name, &uid).await.is_none()
+        test.copy_on(to, name, &uid).await.is_none()
     })
     .await;
     let seen = test.finish().await;
@@ -335,11 +315,7 @@ async fn with_fail_the_job_fails_with_worker_lost() {
     stopped.start().await;
     test.wait_for(
         "its copy and pods gone from the returning worker",
-        || async {
-            copy_on(&test, &lost, "gives-up", &uid(&job))
-                .await
-                .is_none()
-        },
+        || async { test.copy_on(&lost, "gives-up", &uid(&job)).await.is_none() },
     )
     .await;
     test.finish().await;
@@ -390,7 +366,7 @@ async fn the_management_clusters_outage_loses_no_status_and_no_deletion() {
     test.wait_for(
         "the copy to end while the management cluster is away",
         || async {
-            copy_on(&test, &worker, "goes-on", &uid(&job))
+            test.copy_on(&worker, "goes-on", &uid(&job))
                 .await
                 .is_some_and(|c| condition(&c, "Complete").is_some())
         },
@@ -420,7 +396,7 @@ async fn the_management_clusters_outage_loses_no_status_and_no_deletion() {
     assert_eq!(done.status.as_ref().and_then(|s| s.succeeded), Some(1));
     assert_eq!(terminal(&done), ["Complete"]);
     test.wait_for("the deleted Job's copy gone", || async {
-        copy_on(&test, &doomed_worker, "doomed", &uid(&doomed))
+        test.copy_on(&doomed_worker, "doomed", &uid(&doomed))
             .await
             .is_none()
     })
@@ -450,7 +426,7 @@ async fn the_leader_killed_during_a_move_leaves_one_copy() {
     assert_eq!(terminal(&done), ["Complete"]);
     stopped.start().await;
     test.wait_for("the stale copy gone", || async {
-        copy_on(&test, &lost, "moving", &uid).await.is_none()
+        test.copy_on(&lost, "moving", &uid).await.is_none()
     })
     .await;
     let seen = test.finish().await;

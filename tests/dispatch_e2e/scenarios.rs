@@ -14,12 +14,7 @@ use crate::env::*;
 
 /// The copy of `user` on `worker`, by its origin UID; `None` when there is none.
 async fn copy_on(test: &Test, worker: &str, user: &Job) -> Option<Job> {
-    let copy = test
-        .worker_jobs(worker)
-        .get_opt(&user.name_any())
-        .await
-        .ok()??;
-    (copy.labels().get("jobwarden.io/origin-uid") == Some(&uid(user))).then_some(copy)
+    test.copy_on(worker, &user.name_any(), &uid(user)).await
 }
 
 /// Pod annotations for the test kubelet.
@@ -281,16 +276,7 @@ async fn deleting_the_job_removes_its_copy_and_pods() {
         .await
         .expect("deleted");
     test.wait_for("the copy and its pods to go", || async {
-        copy_on(&test, &worker, &user).await.is_none()
-            && test
-                .worker_pods(&worker)
-                .list(&Default::default())
-                .await
-                .is_ok_and(|l| {
-                    l.items
-                        .iter()
-                        .all(|p| p.metadata.deletion_timestamp.is_some())
-                })
+        copy_on(&test, &worker, &user).await.is_none() && test.pods_gone_on(&worker).await
     })
     .await;
     test.finish().await;

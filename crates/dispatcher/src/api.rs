@@ -94,11 +94,26 @@ fn object_json(object: DynamicObject) -> Value {
     serde_json::to_value(object).unwrap_or(Value::Null)
 }
 
+/// Up while this replica leads: every write checks it first, so a leader that lost its Lease
+/// sends nothing more, not even from a sync already under way.
+#[derive(Clone)]
+struct Leading(Arc<AtomicBool>);
+
+impl Leading {
+    fn may_write(&self) -> Result<(), ApiError> {
+        if self.0.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err(ApiError::NotLeading)
+        }
+    }
+}
+
 /// Writes on the management cluster's user Jobs and their Events, fenced by leadership.
 #[derive(Clone)]
 pub struct Management {
     client: Client,
-    leading: Arc<AtomicBool>,
+    leading: Leading,
     reporter: EventReporter,
 }
 
@@ -106,7 +121,7 @@ impl Management {
     pub fn new(client: Client, leading: Arc<AtomicBool>, reporter: EventReporter) -> Management {
         Management {
             client,
-            leading,
+            leading: Leading(leading),
             reporter,
         }
     }
@@ -116,11 +131,7 @@ impl Management {
     }
 
     fn may_write(&self) -> Result<(), ApiError> {
-        if self.leading.load(Ordering::SeqCst) {
-            Ok(())
-        } else {
-            Err(ApiError::NotLeading)
-        }
+        self.leading.may_write()
     }
 
     /// The record: `jobwarden.io/worker: to`, the lost mark removed, behind the Job's
@@ -200,7 +211,7 @@ impl EventWriter for Management {
         event: &EventRecord,
         seen: Seen,
     ) -> Result<(), EventWriteError> {
-        if !self.leading.load(Ordering::SeqCst) {
+        if self.leading.may_write().is_err() {
             return Err(EventWriteError::NotLeading);
         }
         record_repeated_job_event(&self.client, job, event, &self.reporter, seen)
@@ -213,12 +224,15 @@ impl EventWriter for Management {
 #[derive(Clone)]
 pub struct Worker {
     client: Client,
-    leading: Arc<AtomicBool>,
+    leading: Leading,
 }
 
 impl Worker {
     pub fn new(client: Client, leading: Arc<AtomicBool>) -> Worker {
-        Worker { client, leading }
+        Worker {
+            client,
+            leading: Leading(leading),
+        }
     }
 
     pub fn client(&self) -> &Client {
@@ -226,11 +240,7 @@ impl Worker {
     }
 
     fn may_write(&self) -> Result<(), ApiError> {
-        if self.leading.load(Ordering::SeqCst) {
-            Ok(())
-        } else {
-            Err(ApiError::NotLeading)
-        }
+        self.leading.may_write()
     }
 
     /// Creates the copy; returns it as stored.

@@ -21,8 +21,8 @@
 //!    and the spec patch that keeps it in line), `status` (the copy's status mirrored, or a
 //!    failure of the dispatcher's own, each held to the Job status rules), `placement` (which
 //!    worker), `credentials` (a worker's kubeconfig judged), `fence` (which copies on a worker
-//!    must go), `loads` (unfinished Jobs per worker), and over them `plan` (the decision for
-//!    one Job).
+//!    must go), `loads` (unfinished Jobs per worker), `record` (what the dispatcher keeps on
+//!    a user's Job, read back), and over them `plan` (the decision for one Job).
 //! 2. Acting: `api` (the calls, fenced by leadership), `credential_source` (a worker's
 //!    kubeconfig as it changes), `namespace_labels`, `worker_link` (one worker: its client,
 //!    copies, reach and fence), `sync` (one Job: its view gathered, its plan carried out),
@@ -39,6 +39,7 @@ pub mod metrics;
 pub mod namespace_labels;
 pub mod placement;
 pub mod plan;
+pub mod record;
 pub mod run;
 pub mod status;
 pub mod sync;

@@ -21,41 +21,16 @@ use serde_json::Value;
 
 use jobwarden_events::EventRecord;
 use jobwarden_rules::well_known::{
-    ON_WORKER_LOST_ANNOTATION, REASON_DEADLINE_EXCEEDED, WORKER_ANNOTATION,
-    WORKER_LOST_SINCE_ANNOTATION, WORKERS_ANNOTATION,
+    ON_WORKER_LOST_ANNOTATION, REASON_DEADLINE_EXCEEDED, WORKER_LOST_SINCE_ANNOTATION,
 };
 
 use crate::copy;
-use crate::placement::{self, Named, Placement, Reach, Unfit, WorkerFacts};
+use crate::placement::{self, Placement, Reach, Unfit, WorkerFacts};
+use crate::record::{self, OnWorkerLost};
 use crate::status::{self, Refused};
 
 /// The reason of a Job the dispatcher fails because its worker was lost.
 pub const REASON_WORKER_LOST: &str = "WorkerLost";
-
-/// What a Job does once its worker has been lost for `workerLostSeconds`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnWorkerLost {
-    /// Another worker runs it (the default).
-    Redispatch,
-    /// It stays, and goes on when its worker answers again.
-    Wait,
-    /// It fails with the reason `WorkerLost`.
-    Fail,
-}
-
-impl OnWorkerLost {
-    pub const VALUES: [&str; 3] = ["Redispatch", "Wait", "Fail"];
-
-    /// The annotation's value; absent or unknown is the default (the webhook refuses an
-    /// unknown one).
-    pub fn parse(value: Option<&str>) -> OnWorkerLost {
-        match value.map(str::trim) {
-            Some("Wait") => OnWorkerLost::Wait,
-            Some("Fail") => OnWorkerLost::Fail,
-            _ => OnWorkerLost::Redispatch,
-        }
-    }
-}
 
 /// What the dispatcher runs with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,15 +196,6 @@ impl Plan {
     }
 }
 
-fn annotation<'v>(job: &'v Value, key: &str) -> Option<&'v str> {
-    job.get("metadata")
-        .and_then(|m| m.get("annotations"))
-        .and_then(|a| a.get(key))
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-}
-
 fn event(warning: bool, reason: &str, message: String) -> Step {
     Step::Event(EventRecord {
         warning,
@@ -246,7 +212,7 @@ pub fn plan(
     now: Timestamp,
 ) -> Plan {
     let user = job.user;
-    let recorded = annotation(user, WORKER_ANNOTATION);
+    let recorded = record::recorded(user);
     let worker = recorded.and_then(|r| workers.iter().find(|w| w.name == r));
 
     if user.pointer("/metadata/deletionTimestamp").is_some() {
@@ -339,7 +305,7 @@ fn place_and_create(
     now: Timestamp,
 ) -> Plan {
     let user = job.user;
-    let named = Named::parse(annotation(user, WORKERS_ANNOTATION));
+    let named = record::named(user);
     let facts: Vec<WorkerFacts<'_>> = workers
         .iter()
         .map(|w| WorkerFacts {
@@ -396,7 +362,7 @@ fn on_answering(
 ) -> Plan {
     let user = job.user;
     let mut plan = Plan::default();
-    if annotation(user, WORKER_LOST_SINCE_ANNOTATION).is_some() {
+    if record::annotation(user, WORKER_LOST_SINCE_ANNOTATION).is_some() {
         plan.steps.push(Step::ClearLost);
         plan.steps.push(event(
             false,
@@ -461,8 +427,7 @@ fn on_lost(
     now: Timestamp,
 ) -> Plan {
     let user = job.user;
-    let written =
-        annotation(user, WORKER_LOST_SINCE_ANNOTATION).and_then(|t| t.parse::<Timestamp>().ok());
+    let written = record::lost_since(user);
     let since = written.unwrap_or(now);
     let until = since
         .checked_add(settings.worker_lost)
@@ -489,7 +454,7 @@ fn on_lost(
             }),
         );
     }
-    match OnWorkerLost::parse(annotation(user, ON_WORKER_LOST_ANNOTATION)) {
+    match record::on_worker_lost(user) {
         OnWorkerLost::Wait => deadline_or(
             user,
             now,

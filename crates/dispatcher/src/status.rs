@@ -19,22 +19,8 @@ use serde_json::{Map, Value, json};
 use jobwarden_rules::condition::{
     COMPLETE, FAILED, FAILURE_TARGET, SUCCESS_CRITERIA_MET, SUSPENDED,
 };
+use jobwarden_rules::well_known::JOB_STATUS_FIELDS;
 use jobwarden_rules::{ErrorList, JobObject};
-
-/// The status fields of the Job API the dispatcher owns on a user's Job.
-const JOB_STATUS_FIELDS: [&str; 11] = [
-    "active",
-    "ready",
-    "terminating",
-    "succeeded",
-    "failed",
-    "completedIndexes",
-    "failedIndexes",
-    "uncountedTerminatedPods",
-    "startTime",
-    "completionTime",
-    "conditions",
-];
 
 /// Condition types the Job API defines: mirrored from the copy. Others are someone else's.
 const JOB_CONDITION_TYPES: [&str; 5] = [

@@ -12,10 +12,8 @@ use jobwarden_admission::policy::Dispatch;
 use jobwarden_dispatcher::copy::origin_uid;
 use jobwarden_dispatcher::credentials::Refusal;
 use jobwarden_dispatcher::placement::Named;
-use jobwarden_dispatcher::plan::OnWorkerLost;
-use jobwarden_rules::well_known::{
-    ON_WORKER_LOST_ANNOTATION, WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION, WORKERS_ANNOTATION,
-};
+use jobwarden_dispatcher::record::{self, OnWorkerLost};
+use jobwarden_rules::well_known::WORKER_LOST_SINCE_ANNOTATION;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
@@ -54,17 +52,9 @@ pub enum CopyReading {
     },
 }
 
-fn annotation<'v>(job: &'v Value, key: &str) -> Option<&'v str> {
-    job.pointer("/metadata/annotations")
-        .and_then(|a| a.get(key))
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-}
-
 /// The worker a Job is recorded on (`jobwarden.io/worker`).
 pub fn recorded_worker(job: &Value) -> Option<&str> {
-    annotation(job, WORKER_ANNOTATION)
+    record::recorded(job)
 }
 
 fn add(t: Timestamp, d: Duration) -> Option<Timestamp> {
@@ -108,7 +98,7 @@ pub(crate) fn view(
     dispatcher: &str,
 ) -> DispatchView {
     let worker = recorded_worker(job).map(str::to_owned);
-    let on_worker_lost = match OnWorkerLost::parse(annotation(job, ON_WORKER_LOST_ANNOTATION)) {
+    let on_worker_lost = match record::on_worker_lost(job) {
         OnWorkerLost::Redispatch => "Redispatch",
         OnWorkerLost::Wait => "Wait",
         OnWorkerLost::Fail => "Fail",
@@ -118,7 +108,7 @@ pub(crate) fn view(
         Some(Err(e)) => (None, Some(e.clone())),
         None => (None, Some("not read".to_owned())),
     };
-    let lost = annotation(job, WORKER_LOST_SINCE_ANNOTATION)
+    let lost = record::annotation(job, WORKER_LOST_SINCE_ANNOTATION)
         .filter(|_| worker.is_some())
         .map(|mark| {
             let since: Option<Timestamp> = mark.parse().ok();
@@ -157,7 +147,7 @@ pub(crate) fn view(
     DispatchView {
         dispatcher: dispatcher.to_owned(),
         worker,
-        named_workers: match Named::parse(annotation(job, WORKERS_ANNOTATION)) {
+        named_workers: match record::named(job) {
             Named::Any => Vec::new(),
             Named::Only(names) => names,
         },

@@ -63,6 +63,22 @@ pub const MESSAGE_MAX_FAILED_INDEXES_EXCEEDED: &str =
     "Job has exceeded the specified maximal number of failed indexes";
 pub const REASON_SUCCESS_POLICY: &str = "SuccessPolicy";
 
+/// The fields of the Job API's status a Job's controller writes (jobwarden's Job controller,
+/// and the dispatcher mirroring a copy's).
+pub const JOB_STATUS_FIELDS: [&str; 11] = [
+    "active",
+    "ready",
+    "terminating",
+    "succeeded",
+    "failed",
+    "completedIndexes",
+    "failedIndexes",
+    "uncountedTerminatedPods",
+    "startTime",
+    "completionTime",
+    "conditions",
+];
+
 /// The dispatcher's record on the user's Job: the worker its copy runs on, written before the
 /// copy is made; only that worker's copy may write the Job's status.
 pub const WORKER_ANNOTATION: &str = "jobwarden.io/worker";

@@ -2,24 +2,9 @@
 //! where they differ from what is stored, and the stored resourceVersion as a precondition.
 //! Pure JSON work on the raw Job, so fields and conditions it does not own survive untouched.
 
+use jobwarden_rules::well_known::JOB_STATUS_FIELDS;
 use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
 use serde_json::{Map, Value, json};
-
-/// The status fields the Job controller owns. `failedIndexes` is written only for Jobs with
-/// `backoffLimitPerIndex`; for any other Job the plan leaves it as stored.
-pub const OWNED_FIELDS: [&str; 11] = [
-    "active",
-    "ready",
-    "terminating",
-    "succeeded",
-    "failed",
-    "completedIndexes",
-    "failedIndexes",
-    "uncountedTerminatedPods",
-    "startTime",
-    "completionTime",
-    "conditions",
-];
 
 /// `{"metadata": {"resourceVersion": ...}, "status": {...changed owned fields...}}`, or `None`
 /// when nothing owned changes.
@@ -27,7 +12,9 @@ pub fn status_patch(stored: &Value, new: &JobStatus) -> Result<Option<Value>, se
     let new_json = serde_json::to_value(new)?;
     let old_status = stored.get("status").cloned().unwrap_or(json!({}));
     let mut changes = Map::new();
-    for field in OWNED_FIELDS {
+    // The controller owns every field of the Job API's status. `failedIndexes` is written only
+    // for Jobs with `backoffLimitPerIndex`; for any other Job the plan leaves it as stored.
+    for field in JOB_STATUS_FIELDS {
         let old = old_status.get(field).cloned().unwrap_or(Value::Null);
         let mut wanted = new_json.get(field).cloned().unwrap_or(Value::Null);
         let mut old = old;

@@ -92,13 +92,24 @@ fn lost(name: &str) -> WorkerState<'_> {
 }
 
 fn run(user: &UserJob, copy: Option<&Value>, workers: &[WorkerState<'_>]) -> Plan {
+    run_seeing(user, copy, &[], &[], workers)
+}
+
+/// [`run`], with copies found on other workers and workers found unfit by trying.
+fn run_seeing(
+    user: &UserJob,
+    copy: Option<&Value>,
+    copies_on: &[&str],
+    avoid: &[(&str, Unfit)],
+    workers: &[WorkerState<'_>],
+) -> Plan {
     plan(
         &settings(),
         JobView {
             user: &user.0,
             copy,
-            copies_on: &[],
-            avoid: &[],
+            copies_on,
+            avoid,
         },
         workers,
         now(),
@@ -410,16 +421,12 @@ fn a_worker_gone_from_the_policy_counts_as_lost() {
 #[test]
 fn a_copy_found_without_a_record_is_adopted_not_made_again() {
     let user = UserJob::new();
-    let plan = plan(
-        &settings(),
-        JobView {
-            user: &user.0,
-            copy: None,
-            copies_on: &["west"],
-            avoid: &[],
-        },
+    let plan = run_seeing(
+        &user,
+        None,
+        &["west"],
+        &[],
         &[worker("east", 0), worker("west", 3)],
-        now(),
     );
     assert_eq!(kinds(&plan), ["record west"]);
 }
@@ -428,16 +435,12 @@ fn a_copy_found_without_a_record_is_adopted_not_made_again() {
 fn a_worker_holding_another_job_of_the_name_is_passed_over() {
     let user = UserJob::new();
     let avoid = [("east", Unfit::HoldsAnotherJob)];
-    let plan = plan(
-        &settings(),
-        JobView {
-            user: &user.0,
-            copy: None,
-            copies_on: &[],
-            avoid: &avoid,
-        },
+    let plan = run_seeing(
+        &user,
+        None,
+        &[],
+        &avoid,
         &[worker("east", 0), worker("west", 3)],
-        now(),
     );
     assert_eq!(kinds(&plan), ["record west", "create on west"]);
 }
@@ -446,16 +449,12 @@ fn a_worker_holding_another_job_of_the_name_is_passed_over() {
 fn a_recorded_worker_found_holding_another_job_gives_the_job_up() {
     let user = UserJob::new().on("east");
     let avoid = [("east", Unfit::HoldsAnotherJob)];
-    let plan = plan(
-        &settings(),
-        JobView {
-            user: &user.0,
-            copy: None,
-            copies_on: &[],
-            avoid: &avoid,
-        },
+    let plan = run_seeing(
+        &user,
+        None,
+        &[],
+        &avoid,
         &[worker("east", 0), worker("west", 3)],
-        now(),
     );
     assert_eq!(kinds(&plan), ["record west (was east)", "create on west"]);
 }

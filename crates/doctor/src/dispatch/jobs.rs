@@ -7,11 +7,8 @@ use std::collections::BTreeMap;
 
 use jobwarden_admission::policy::Worker;
 use jobwarden_dispatcher::placement::Named;
-use jobwarden_dispatcher::plan::OnWorkerLost;
+use jobwarden_dispatcher::record::{self, OnWorkerLost};
 use jobwarden_dispatcher::status::is_finished;
-use jobwarden_rules::well_known::{
-    ON_WORKER_LOST_ANNOTATION, WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION, WORKERS_ANNOTATION,
-};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
@@ -27,14 +24,6 @@ pub struct DispatchedJob {
     /// `jobwarden.io/worker-lost-since`, when it reads as a time.
     pub lost_since: Option<Timestamp>,
     pub on_worker_lost: OnWorkerLost,
-}
-
-fn annotation<'v>(job: &'v Value, key: &str) -> Option<&'v str> {
-    job.pointer("/metadata/annotations")
-        .and_then(|a| a.get(key))
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
 }
 
 impl DispatchedJob {
@@ -57,10 +46,10 @@ impl DispatchedJob {
         Some(DispatchedJob {
             namespace: text("/metadata/namespace"),
             name: text("/metadata/name"),
-            worker: annotation(job, WORKER_ANNOTATION).map(str::to_owned),
-            named: Named::parse(annotation(job, WORKERS_ANNOTATION)),
-            lost_since: annotation(job, WORKER_LOST_SINCE_ANNOTATION).and_then(|t| t.parse().ok()),
-            on_worker_lost: OnWorkerLost::parse(annotation(job, ON_WORKER_LOST_ANNOTATION)),
+            worker: record::recorded(job).map(str::to_owned),
+            named: record::named(job),
+            lost_since: record::lost_since(job),
+            on_worker_lost: record::on_worker_lost(job),
         })
     }
 

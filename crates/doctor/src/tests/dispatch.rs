@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use jobwarden_admission::policy::{Dispatch, NamespaceMatch, Worker};
 use jobwarden_dispatcher::placement::Named;
-use jobwarden_dispatcher::plan::OnWorkerLost;
+use jobwarden_dispatcher::record::OnWorkerLost;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 

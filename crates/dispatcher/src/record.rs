@@ -1,0 +1,92 @@
+//! What the dispatcher keeps on a user's Job, read back: its record (`jobwarden.io/worker`),
+//! the lost mark (`jobwarden.io/worker-lost-since`), and the user's own choices
+//! (`jobwarden.io/workers`, `jobwarden.io/on-worker-lost`). The dispatcher decides from them,
+//! and `explain` and `doctor` tell them. Pure.
+
+use k8s_openapi::jiff::Timestamp;
+use serde_json::Value;
+
+use jobwarden_rules::well_known::{
+    ON_WORKER_LOST_ANNOTATION, WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION, WORKERS_ANNOTATION,
+};
+
+use crate::placement::Named;
+
+/// What a Job does once its worker has been lost for `workerLostSeconds`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnWorkerLost {
+    /// Another worker runs it (the default).
+    Redispatch,
+    /// It stays, and goes on when its worker answers again.
+    Wait,
+    /// It fails with the reason `WorkerLost`.
+    Fail,
+}
+
+impl OnWorkerLost {
+    pub const VALUES: [&str; 3] = ["Redispatch", "Wait", "Fail"];
+
+    /// The annotation's value; absent or unknown is the default (the webhook refuses an
+    /// unknown one).
+    pub fn parse(value: Option<&str>) -> OnWorkerLost {
+        match value.map(str::trim) {
+            Some("Wait") => OnWorkerLost::Wait,
+            Some("Fail") => OnWorkerLost::Fail,
+            _ => OnWorkerLost::Redispatch,
+        }
+    }
+}
+
+/// The annotation `key` of `job`, trimmed; `None` when absent or blank.
+pub fn annotation<'v>(job: &'v Value, key: &str) -> Option<&'v str> {
+    job.pointer("/metadata/annotations")
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+}
+
+/// The worker the Job is recorded on.
+pub fn recorded(job: &Value) -> Option<&str> {
+    annotation(job, WORKER_ANNOTATION)
+}
+
+/// When the Job's worker was first seen lost, as written on it.
+pub fn lost_since(job: &Value) -> Option<Timestamp> {
+    annotation(job, WORKER_LOST_SINCE_ANNOTATION).and_then(|t| t.parse().ok())
+}
+
+/// The workers the Job names.
+pub fn named(job: &Value) -> Named {
+    Named::parse(annotation(job, WORKERS_ANNOTATION))
+}
+
+/// What the Job does once its worker is lost.
+pub fn on_worker_lost(job: &Value) -> OnWorkerLost {
+    OnWorkerLost::parse(annotation(job, ON_WORKER_LOST_ANNOTATION))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_record_and_the_choices_are_read_back() {
+        let job = json!({"metadata": {"annotations": {
+            "jobwarden.io/worker": " east ", "jobwarden.io/workers": "east,west",
+            "jobwarden.io/worker-lost-since": "2026-11-27T10:00:00Z",
+            "jobwarden.io/on-worker-lost": "Wait"}}});
+        assert_eq!(recorded(&job), Some("east"));
+        assert_eq!(
+            named(&job),
+            Named::Only(vec!["east".to_owned(), "west".to_owned()])
+        );
+        assert_eq!(lost_since(&job), "2026-11-27T10:00:00Z".parse().ok());
+        assert_eq!(on_worker_lost(&job), OnWorkerLost::Wait);
+        let plain = json!({"metadata": {"annotations": {"jobwarden.io/worker": ""}}});
+        assert_eq!(recorded(&plain), None);
+        assert_eq!(named(&plain), Named::Any);
+        assert_eq!(on_worker_lost(&plain), OnWorkerLost::Redispatch);
+    }
+}
