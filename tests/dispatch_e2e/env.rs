@@ -279,7 +279,7 @@ impl World {
 }
 
 /// A Secret holding `kubeconfig`, made or replaced.
-async fn put_secret(secrets: &Api<Secret>, name: &str, kubeconfig: &str) {
+pub async fn put_secret(secrets: &Api<Secret>, name: &str, kubeconfig: &str) {
     let secret: Secret = serde_json::from_value(json!({
         "metadata": {"name": name},
         "stringData": {"kubeconfig": kubeconfig},
@@ -293,7 +293,7 @@ async fn put_secret(secrets: &Api<Secret>, name: &str, kubeconfig: &str) {
 }
 
 /// A kubeconfig as cloud providers hand them out: its user runs a program for a token.
-fn plugin_kubeconfig() -> String {
+pub fn plugin_kubeconfig() -> String {
     "apiVersion: v1
 kind: Config
 current-context: plugin

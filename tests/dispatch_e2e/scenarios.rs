@@ -563,3 +563,66 @@ async fn a_job_no_worker_can_take_fails_when_its_deadline_passes_before_it_ran()
     );
     test.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workers_secret_changed_is_taken_up_without_a_restart() {
+    let Some(test) = Test::alone("dispatch-secret").await else {
+        return;
+    };
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(test.mgmt.clone(), &test.world.identity.namespace);
+    let name = "jobwarden-worker-east";
+    let original = secrets
+        .get(name)
+        .await
+        .expect("east's Secret")
+        .data
+        .and_then(|d| d.get("kubeconfig").cloned())
+        .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+        .expect("east's kubeconfig");
+    let set = |kubeconfig: String| {
+        let secrets = secrets.clone();
+        async move {
+            let patch = json!({"stringData": {"kubeconfig": kubeconfig}});
+            secrets
+                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .expect("the Secret is changed");
+        }
+    };
+    set(plugin_kubeconfig()).await;
+    test.wait_for("east refused", || async {
+        test.world
+            .sample("jobwarden_dispatch_worker_refused{worker=\"east\",reason=\"exec_plugin\"}")
+            .await
+            == Some(1.0)
+    })
+    .await;
+    test.create(
+        "waits-for-east",
+        json!({}),
+        json!({"jobwarden.io/workers": "east"}),
+    )
+    .await;
+    test.wait_for("a Warning that east's credentials are refused", || async {
+        test.events("waits-for-east")
+            .await
+            .iter()
+            .any(|e| e.starts_with("NoWorker") && e.contains("east: its credentials are refused"))
+    })
+    .await;
+    set(original).await;
+    let done = test
+        .wait_job("waits-for-east", "Complete", |j| {
+            condition(j, "Complete").is_some()
+        })
+        .await;
+    assert_eq!(recorded(&done).as_deref(), Some("east"));
+    assert_eq!(
+        test.world
+            .sample("jobwarden_dispatch_worker_refused{worker=\"east\",reason=\"exec_plugin\"}")
+            .await,
+        Some(0.0)
+    );
+    test.finish().await;
+}
