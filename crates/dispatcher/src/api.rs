@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use jobwarden_events::{EventRecord, EventReporter, JobRef, Seen, record_repeated_job_event};
 use jobwarden_rules::well_known::{
-    CONTROLLER_UID_LABEL, ORIGIN_LABEL, WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION,
+    CONTROLLER_UID_LABEL, WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION,
 };
 use jobwarden_runtime::events::{EventWriteError, EventWriter};
 
@@ -338,14 +338,14 @@ impl Worker {
     pub async fn list_copies(
         &self,
         namespace: Option<&str>,
-        origin: &str,
+        selector: &str,
     ) -> Result<Vec<Value>, ApiError> {
         let api: Api<DynamicObject> = match namespace {
             Some(ns) => jobs(&self.client, ns),
             None => Api::all_with(self.client.clone(), &ApiResource::erase::<Job>(&())),
         };
         let list = api
-            .list(&ListParams::default().labels(&format!("{ORIGIN_LABEL}={origin}")))
+            .list(&ListParams::default().labels(selector))
             .await
             .map_err(ApiError::from)?;
         Ok(list.items.into_iter().map(object_json).collect())

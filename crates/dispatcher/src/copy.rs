@@ -15,9 +15,9 @@
 use serde_json::{Map, Value, json};
 
 use jobwarden_rules::well_known::{
-    CONTROLLER_UID_LABEL, JOB_NAME_LABEL, LEGACY_CONTROLLER_UID_LABEL, LEGACY_JOB_NAME_LABEL,
-    ON_WORKER_LOST_ANNOTATION, ORIGIN_LABEL, ORIGIN_UID_LABEL, WORKER_ANNOTATION,
-    WORKER_LOST_SINCE_ANNOTATION, WORKERS_ANNOTATION,
+    CONTROLLER_UID_LABEL, COPY_WORKER_LABEL, JOB_NAME_LABEL, LEGACY_CONTROLLER_UID_LABEL,
+    LEGACY_JOB_NAME_LABEL, ON_WORKER_LOST_ANNOTATION, ORIGIN_LABEL, ORIGIN_UID_LABEL,
+    WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION, WORKERS_ANNOTATION,
 };
 
 /// Annotations of the user's Job that stay on it.
@@ -99,9 +99,10 @@ fn copy_spec(spec: &Value) -> Value {
     Value::Object(out)
 }
 
-/// The copy to create on a worker: same namespace and name, the user's labels and annotations
-/// (less the dispatcher's), the origin labels, the spec as [`copy_spec`] leaves it, no status.
-pub fn copy_of(user: &Value, origin: &str) -> Result<Value, CopyError> {
+/// The copy to create on `worker`: same namespace and name, the user's labels and annotations
+/// (less the dispatcher's), the origin labels and the worker's name, the spec as
+/// [`copy_spec`] leaves it, no status.
+pub fn copy_of(user: &Value, origin: &str, worker: &str) -> Result<Value, CopyError> {
     let meta = user.get("metadata").ok_or(CopyError::Missing("metadata"))?;
     let text = |key: &'static str| {
         meta.get(key)
@@ -117,6 +118,7 @@ pub fn copy_of(user: &Value, origin: &str) -> Result<Value, CopyError> {
     );
     labels.insert(ORIGIN_UID_LABEL.to_owned(), json!(uid));
     labels.insert(ORIGIN_LABEL.to_owned(), json!(origin));
+    labels.insert(COPY_WORKER_LABEL.to_owned(), json!(worker));
     let mut metadata = json!({"name": name, "namespace": namespace, "labels": labels});
     let annotations = without(meta.get("annotations"), &DISPATCH_ANNOTATIONS);
     if !annotations.is_empty() {
@@ -136,6 +138,17 @@ pub fn label<'v>(job: &'v Value, key: &str) -> Option<&'v str> {
         .and_then(|m| m.get("labels"))
         .and_then(|l| l.get(key))
         .and_then(Value::as_str)
+}
+
+/// The label selector of the copies a worker holds for `origin`: the watch of a worker's
+/// copies, and the fence's list.
+pub fn copies_selector(origin: &str, worker: &str) -> String {
+    format!("{ORIGIN_LABEL}={origin},{COPY_WORKER_LABEL}={worker}")
+}
+
+/// The worker a copy was made for.
+pub fn worker_of(job: &Value) -> Option<&str> {
+    label(job, COPY_WORKER_LABEL)
 }
 
 /// The origin UID a copy names; `None` for a Job that is no copy.
@@ -266,7 +279,7 @@ mod tests {
 
     /// The copy as the worker's API server stores it once created from [`copy_of`].
     fn stored_copy(user: &Value) -> Value {
-        let mut copy = copy_of(user, "mgmt").expect("a copy");
+        let mut copy = copy_of(user, "mgmt", "east").expect("a copy");
         copy["metadata"]["uid"] = json!("c-1");
         copy["metadata"]["resourceVersion"] = json!("3");
         copy["spec"]["selector"] =
@@ -281,7 +294,7 @@ mod tests {
 
     #[test]
     fn the_copy_keeps_what_the_user_wrote_and_names_its_origin() {
-        let copy = copy_of(&user(), "mgmt").expect("a copy");
+        let copy = copy_of(&user(), "mgmt", "east").expect("a copy");
         assert_eq!(
             copy,
             json!({
@@ -289,7 +302,7 @@ mod tests {
                 "metadata": {
                     "name": "train", "namespace": "ml",
                     "labels": {"team": "a", "jobwarden.io/origin-uid": "u-1",
-                               "jobwarden.io/origin": "mgmt"},
+                               "jobwarden.io/origin": "mgmt", "jobwarden.io/worker": "east"},
                     "annotations": {"note": "kept"},
                 },
                 "spec": {
@@ -315,7 +328,7 @@ mod tests {
         let mut user = user();
         user["spec"]["manualSelector"] = json!(true);
         user["spec"]["selector"] = json!({"matchLabels": {"app": "train"}});
-        let copy = copy_of(&user, "mgmt").expect("a copy");
+        let copy = copy_of(&user, "mgmt", "east").expect("a copy");
         assert_eq!(copy["spec"]["selector"], user["spec"]["selector"]);
         assert_eq!(copy["spec"]["template"], user["spec"]["template"]);
     }
@@ -327,9 +340,9 @@ mod tests {
             .as_object_mut()
             .expect("metadata")
             .remove("uid");
-        assert_eq!(copy_of(&user, "o"), Err(CopyError::Missing("uid")));
+        assert_eq!(copy_of(&user, "o", "east"), Err(CopyError::Missing("uid")));
         assert_eq!(
-            copy_of(&json!(null), "o"),
+            copy_of(&json!(null), "o", "east"),
             Err(CopyError::Missing("metadata"))
         );
     }

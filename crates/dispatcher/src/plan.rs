@@ -330,7 +330,7 @@ fn place_and_create(
             });
             let local = workers.iter().any(|w| w.name == to && w.local);
             if !local {
-                match copy::copy_of(user, &settings.origin) {
+                match copy::copy_of(user, &settings.origin, to) {
                     Ok(copy) => plan.steps.push(Step::Create {
                         worker: to.to_owned(),
                         copy,
@@ -373,7 +373,7 @@ fn on_answering(
     let Some(copy) = job.copy else {
         // No copy yet: the record was written and the copy not made (a restart between the
         // two), or the copy was deleted on the worker by someone else: make it.
-        let Ok(copy) = copy::copy_of(user, &settings.origin) else {
+        let Ok(copy) = copy::copy_of(user, &settings.origin, worker.name) else {
             return plan;
         };
         if has_run(user) {

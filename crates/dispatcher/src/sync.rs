@@ -329,6 +329,16 @@ impl Dispatcher {
                                 ));
                                 return Ok(again);
                             }
+                            if found.as_ref().and_then(|f| copy::worker_of(f))
+                                != Some(worker.as_str())
+                            {
+                                // Its copy for another worker of the policy on the same
+                                // cluster (the Job moved between them): that worker's fence
+                                // takes it back, then this one is made.
+                                return Ok(Some(Outcome {
+                                    requeue_after: crate::worker_link::PROBE_EVERY,
+                                }));
+                            }
                             // Ours, made by an earlier sync or another leader: adopted; the
                             // watch brings it.
                         }

@@ -21,7 +21,6 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use jobwarden_admission::policy::{NamespaceMatch, Worker as WorkerSpec, WorkerSource};
-use jobwarden_rules::well_known::ORIGIN_LABEL;
 use jobwarden_runtime::client::{Answers, RateLimit, work_client};
 
 use crate::api::{self, ApiError};
@@ -360,8 +359,8 @@ impl Link {
             };
             let (store, writer) = reflector::store::<CachedJob>();
             self.state().copies.push((scope.clone(), store));
-            let config =
-                watcher::Config::default().labels(&format!("{ORIGIN_LABEL}={}", ctx.origin));
+            let config = watcher::Config::default()
+                .labels(&crate::copy::copies_selector(&ctx.origin, self.name()));
             let events =
                 reflector::reflector(writer, watcher(jobs, config).backoff(quick_backoff()));
             let (link, ctx) = (self.clone(), ctx.clone());
@@ -468,7 +467,8 @@ impl Link {
     /// Deletes the copies there whose Job moved elsewhere or is gone, from a fresh list.
     async fn fence(&self, ctx: &LinkContext, api: &api::Worker) -> Result<(), ApiError> {
         for scope in self.scopes() {
-            for copy in api.list_copies(scope.as_deref(), &ctx.origin).await? {
+            let selector = crate::copy::copies_selector(&ctx.origin, self.name());
+            for copy in api.list_copies(scope.as_deref(), &selector).await? {
                 collect(ctx, self.name(), api, &copy).await?;
             }
         }

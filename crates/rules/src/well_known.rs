@@ -92,5 +92,8 @@ pub const WORKER_LOST_SINCE_ANNOTATION: &str = "jobwarden.io/worker-lost-since";
 /// On every copy: the UID of the user's Job it is a copy of. A Job on a worker without it,
 /// or with another, is not the dispatcher's copy of that Job, and is never touched.
 pub const ORIGIN_UID_LABEL: &str = "jobwarden.io/origin-uid";
+/// On every copy: the worker it was made for. Two workers of the policy may be one cluster
+/// (its namespaces split between them): each sees, fences and deletes only its own copies.
+pub const COPY_WORKER_LABEL: &str = "jobwarden.io/worker";
 /// On every copy: which management cluster made it (several may share a worker).
 pub const ORIGIN_LABEL: &str = "jobwarden.io/origin";

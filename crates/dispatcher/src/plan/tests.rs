@@ -66,7 +66,8 @@ impl UserJob {
 
 /// Its copy as the worker stores it, with `status`.
 fn copy_of(user: &UserJob, status: Value) -> Value {
-    let mut copy = copy::copy_of(&user.0, "mgmt").expect("a copy");
+    let worker = record::recorded(&user.0).unwrap_or("east");
+    let mut copy = copy::copy_of(&user.0, "mgmt", worker).expect("a copy");
     copy["metadata"]["uid"] = json!("c-1");
     copy["status"] = status;
     copy
