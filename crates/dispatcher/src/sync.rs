@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use jobwarden_events::{EventRecord, JobRef};
-use jobwarden_rules::well_known::WORKER_ANNOTATION;
 use jobwarden_runtime::events::limiter::EventLimiter;
 use jobwarden_runtime::events::outbox::EventOutbox;
 use k8s_openapi::jiff::Timestamp;
@@ -116,11 +115,7 @@ impl Dispatcher {
         let user = job.value();
         let (ns, name, uid) = (job.namespace(), job.name(), job.uid());
         let origin = &self.settings.origin;
-        let recorded = user
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(WORKER_ANNOTATION))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        let recorded = crate::record::recorded(&user).map(str::to_owned);
         let copy_on = |link: &Link| {
             link.cached(ns, name)
                 .map(|c| c.value())
