@@ -95,7 +95,7 @@ pub struct ControllerArgs {
     pub leader_elect_retry_period_seconds: u64,
 
     /// Dispatched Jobs the dispatcher syncs at once (when the policy's dispatch.workers names
-    /// any worker).
+    /// any worker), at most half of them placing new Jobs.
     #[arg(long, env = "JOBWARDEN_DISPATCH_CONCURRENT_SYNCS", default_value_t = 10,
           value_parser = clap::value_parser!(u16).range(1..=256))]
     pub dispatch_concurrent_syncs: u16,

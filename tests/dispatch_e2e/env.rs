@@ -24,12 +24,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use jobwarden_envtest::{Fleet, Installed, OwnedProcess, kubelet};
+use jobwarden_envtest::{
+    Fleet, Installed, OwnedProcess, create_named_namespace, kubelet, worker_entry, worker_secret,
+};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::{Client, ResourceExt as _};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The workers' names in the policy, in the fleet's order.
 pub const WORKERS: [&str; 2] = ["east", "west"];
@@ -85,20 +87,18 @@ impl World {
     async fn set_up(fleet: &'static Fleet) -> World {
         let mgmt = fleet.management.client().await;
         let identity = fleet.management.installed_identity().await;
-        let secrets: Api<Secret> = Api::namespaced(mgmt.clone(), &identity.namespace);
-        for (name, worker) in WORKERS.iter().zip(&fleet.workers) {
-            let kubeconfig = worker
-                .dispatcher_kubeconfig(None)
-                .await
-                .unwrap_or_else(|e| panic!("the worker side is installed on {name}: {e}"));
-            put_secret(&secrets, &format!("jobwarden-worker-{name}"), &kubeconfig).await;
-        }
-        put_secret(
-            &secrets,
-            &format!("jobwarden-worker-{PLUGIN_WORKER}"),
+        fleet
+            .install_workers(&identity.namespace, &WORKERS)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        jobwarden_envtest::put_kubeconfig_secret(
+            &mgmt,
+            &identity.namespace,
+            &worker_secret(PLUGIN_WORKER),
             &plugin_kubeconfig(),
         )
-        .await;
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
         let dir =
             std::env::temp_dir().join(format!("jobwarden-dispatch-e2e-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("the suite's folder");
@@ -110,9 +110,7 @@ impl World {
                 WORKERS
                     .iter()
                     .chain([&PLUGIN_WORKER])
-                    .map(|w| format!(
-                        "    - {{name: {w}, kubeconfigSecret: jobwarden-worker-{w}}}\n"
-                    ))
+                    .map(|w| worker_entry(w))
                     .chain([format!(
                         "    - {{name: {LOCAL_WORKER}, local: true, namespaces: {{names: [{LOCAL_NAMESPACE}]}}}}\n"
                     )])
@@ -276,20 +274,6 @@ impl World {
                 .ok()
         })
     }
-}
-
-/// A Secret holding `kubeconfig`, made or replaced.
-pub async fn put_secret(secrets: &Api<Secret>, name: &str, kubeconfig: &str) {
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "stringData": {"kubeconfig": kubeconfig},
-    }))
-    .expect("a Secret");
-    let _ = secrets.delete(name, &Default::default()).await;
-    secrets
-        .create(&PostParams::default(), &secret)
-        .await
-        .unwrap_or_else(|e| panic!("the Secret {name} is created: {e}"));
 }
 
 /// A kubeconfig as cloud providers hand them out: its user runs a program for a token.
@@ -559,25 +543,6 @@ impl Test {
             );
         }
         seen
-    }
-}
-
-async fn create_named_namespace(client: &Client, name: &str) {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns: Namespace =
-        serde_json::from_value(json!({"metadata": {"name": name}})).expect("a namespace");
-    match namespaces.create(&PostParams::default(), &ns).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(e)) if e.code == 409 => {}
-        Err(e) => panic!("the namespace {name} is created: {e}"),
-    }
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), name);
-    let sa: ServiceAccount =
-        serde_json::from_value(json!({"metadata": {"name": "default"}})).expect("an account");
-    match accounts.create(&PostParams::default(), &sa).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(e)) if e.code == 409 => {}
-        Err(e) => panic!("the default ServiceAccount of {name} is created: {e}"),
     }
 }
 

@@ -26,7 +26,8 @@
 //! 2. Acting: `api` (the calls, fenced by leadership), `credential_source` (a worker's
 //!    kubeconfig as it changes), `namespace_labels`, `worker_link` (one worker: its client,
 //!    copies, reach and fence), `sync` (one Job: its view gathered, its plan carried out),
-//!    `run` (the loop of one term of leadership).
+//!    `placing_lane` (how many syncs may place at once), `run` (the loop of one term of
+//!    leadership).
 //! 3. `metrics`.
 
 pub mod api;
@@ -38,6 +39,7 @@ pub mod loads;
 pub mod metrics;
 pub mod namespace_labels;
 pub mod placement;
+pub mod placing_lane;
 pub mod plan;
 pub mod record;
 pub mod run;

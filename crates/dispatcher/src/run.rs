@@ -2,7 +2,9 @@
 //! watched (every Job, kept only when `spec.managedBy` names the dispatcher: the field cannot
 //! be selected on, and it never changes), a link to each worker (credentials, copies, reach),
 //! and kube-runtime's applier scheduling the syncs: never two of one Job at once, at most
-//! `concurrency` at a time, wakes merged. A copy's change wakes its Job at once. Beside them:
+//! `concurrency` at a time, wakes merged, at most half of them placing a Job (`placing_lane`:
+//! a burst of new Jobs never queues ahead of the mirror). A copy's change wakes its Job after
+//! [`MIRROR_BATCH`]. Beside them:
 //! the collector, which deletes copies whose Job is gone (also when jobwarden was down at the
 //! delete), and the Event writer.
 
@@ -34,6 +36,7 @@ use crate::loads::Loads;
 use crate::metrics::DispatchMetrics;
 use crate::namespace_labels::NamespaceLabels;
 use crate::placement::Reach;
+use crate::placing_lane::{PlacingLane, Routed};
 use crate::plan::Settings;
 use crate::sync::{Dispatcher, SyncError};
 use crate::worker_link::{self, Changed, Link, LinkContext};
@@ -123,6 +126,8 @@ pub async fn run_term(
         events: EventOutbox::new(Delivery::Background, metrics.events.clone()),
         link_ctx: link_ctx.clone(),
         limiter: Mutex::default(),
+        // Half the syncs may place; the others are the mirror's.
+        placing: PlacingLane::new(usize::from(config.concurrency).div_ceil(2)),
     });
 
     let mut beside = JoinSet::new();
@@ -176,10 +181,10 @@ pub async fn run_term(
             .flat_map(move |change| futures::stream::iter(wakes_of(&store, &dispatcher, change)))
     };
     let queue = until(
-        batched(
+        dispatcher.placing.clone().gate(batched(
             futures::stream::select(job_wakes, worker_wakes),
             MIRROR_BATCH,
-        ),
+        )),
         stop.clone(),
     )
     .map(Ok::<_, Infallible>);
@@ -187,8 +192,9 @@ pub async fn run_term(
     controller::applier(
         |job: Arc<CachedJob>, ctx: Arc<Dispatcher>| {
             Box::pin(async move {
-                let outcome = ctx.sync(&job, Timestamp::now()).await?;
-                Ok::<_, SyncError>(Action::requeue(outcome.requeue_after))
+                let outcome = ctx.sync(&job, Timestamp::now()).await;
+                ctx.placing.done(&job_ref(&job));
+                Ok::<_, SyncError>(Action::requeue(outcome?.requeue_after))
             })
         },
         |job: Arc<CachedJob>, error: &SyncError, _ctx: Arc<Dispatcher>| {
@@ -209,10 +215,19 @@ pub async fn run_term(
         queue,
         controller::Config::default().concurrency(config.concurrency),
     )
-    .for_each(|result| async move {
+    .for_each(|result| {
+        // A wake of a Job gone from the store (deleted while its wake was batched) runs no
+        // sync: the place it took in the lane is freed here, or placing would stop for good
+        // once every place leaked.
+        if let Err(controller::Error::ObjectNotFound(job)) = &result {
+            let mut gone = ObjectRef::new(&job.name);
+            gone.namespace = job.namespace.clone();
+            dispatcher.placing.done(&gone);
+        }
         if let Err(e) = result {
             tracing::trace!(error = %e, "dispatch request");
         }
+        futures::future::ready(())
     })
     .await;
     beside.abort_all();
@@ -266,6 +281,17 @@ fn recorded(job: &CachedJob) -> Option<&str> {
     job.worker.as_deref()
 }
 
+/// A wake of `job`'s sync: placing when the Job waits for a worker (no record, not ended,
+/// not being deleted), which goes through the placing lane.
+fn routed(job: &CachedJob) -> Routed<ObjectRef<CachedJob>> {
+    Routed {
+        job: job_ref(job),
+        placing: recorded(job).is_none()
+            && !job.finished
+            && job.metadata.deletion_timestamp.is_none(),
+    }
+}
+
 /// What a watch event of the management cluster wakes, and what it changes in the counts: a
 /// Job new to the dispatcher, or whose spec changed (its generation moved), at once; a change
 /// of its metadata or status (the dispatcher's own writes, mostly) batched.
@@ -275,7 +301,7 @@ fn job_event(
     ctx: &Arc<LinkContext>,
     generations: &mut HashMap<String, i64>,
     event: watcher::Event<CachedJob>,
-) -> Vec<Wake<ObjectRef<CachedJob>>> {
+) -> Vec<Wake<Routed<ObjectRef<CachedJob>>>> {
     match event {
         watcher::Event::Apply(job) | watcher::Event::InitApply(job) => {
             if let Ok(mut loads) = dispatcher.loads.lock() {
@@ -283,13 +309,15 @@ fn job_event(
             }
             let generation = job.metadata.generation.unwrap_or(0);
             match generations.insert(job.uid().to_owned(), generation) {
-                Some(g) if g == generation => vec![Wake::Batched(job_ref(&job))],
-                _ => vec![Wake::Now(job_ref(&job))],
+                Some(g) if g == generation => vec![Wake::Batched(routed(&job))],
+                _ => vec![Wake::Now(routed(&job))],
             }
         }
         watcher::Event::Delete(job) => {
             generations.remove(job.uid());
             dispatcher.forget(job.uid());
+            // A placement of it that waits, or is under way, no longer holds a place.
+            dispatcher.placing.done(&job_ref(&job));
             // Its copies go now, not at the collector's next pass.
             for link in links {
                 if let (Some(api), Some(copy)) =
@@ -330,13 +358,14 @@ fn wakes_of(
     store: &Store<CachedJob>,
     dispatcher: &Dispatcher,
     change: Changed,
-) -> Vec<Wake<ObjectRef<CachedJob>>> {
+) -> Vec<Wake<Routed<ObjectRef<CachedJob>>>> {
     match change {
         // A burst of a copy's changes (its controller writes a few in a second) is one write
         // on the user's Job.
-        Changed::Copy { namespace, name } => {
-            vec![Wake::Batched(ObjectRef::new(&name).within(&namespace))]
-        }
+        Changed::Copy { namespace, name } => vec![Wake::Batched(Routed {
+            job: ObjectRef::new(&name).within(&namespace),
+            placing: false,
+        })],
         Changed::Worker(worker) => {
             let waiting: std::collections::HashSet<String> = dispatcher
                 .waiting
@@ -351,7 +380,7 @@ fn wakes_of(
                     Some(w) => w == worker || waiting.contains(j.uid()),
                     None => true,
                 })
-                .map(|j| Wake::Now(job_ref(j)))
+                .map(|j| Wake::Now(routed(j)))
                 .collect()
         }
     }

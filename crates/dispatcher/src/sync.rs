@@ -66,6 +66,9 @@ pub struct Dispatcher {
     pub link_ctx: Arc<crate::worker_link::LinkContext>,
     /// Upstream's per-object spam filter.
     pub limiter: Mutex<EventLimiter>,
+    /// The placements under way, at most half the syncs.
+    pub placing:
+        Arc<crate::placing_lane::PlacingLane<kube::runtime::reflector::ObjectRef<CachedJob>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -27,18 +27,17 @@
 //! after it appears. Requests are counted in the workload's namespace, so the one list and
 //! watch each controller makes at start (cluster-wide) are not in the figures.
 
-use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use jobwarden_envtest::measure::{Exposition, Requests, Usage, command_line};
 use jobwarden_envtest::{ControlPlane, Options};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
-use serde_json::{Value, json};
 
 const JOBWARDEN: &str = "jobwarden.io/job-controller";
 const TIMEOUT: Duration = Duration::from_secs(1200);
@@ -92,60 +91,9 @@ const JOBWARDEN_RATES: [(&str, &[&str]); 2] = [
     ),
 ];
 
-/// CPU seconds (user + system), resident memory and its peak (KiB) of a process, from /proc.
-fn usage(pid: u32) -> (f64, u64, u64) {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let fields: Vec<&str> = stat
-        .rsplit_once(") ")
-        .map(|(_, rest)| rest.split(' ').collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
-    let cpu = (ticks(11) + ticks(12)) / 100.0;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kib = |field: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(field))
-            .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-            .unwrap_or(0)
-    };
-    (cpu, kib("VmRSS:"), kib("VmHWM:"))
-}
-
-/// A client that names itself, so its requests are told apart in the audit log.
-async fn client_as(plane: &ControlPlane, agent: &str) -> Client {
-    let mut config = plane.config().await;
-    config.headers.push((
-        http::header::USER_AGENT,
-        http::HeaderValue::from_str(agent).expect("a header value"),
-    ));
-    Client::try_from(config).expect("a client")
-}
-
 fn job(name: &str, pods: usize, mode: &str, managed_by: Option<&str>) -> Job {
-    let mut job = json!({
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {
-            "completions": pods, "parallelism": pods, "completionMode": mode,
-            "template": {"spec": {
-                "schedulerName": "scale-nobody",
-                "restartPolicy": "Never",
-                "containers": [{"name": "main", "image": "busybox"}],
-            }},
-        },
-    });
-    if let Some(name) = managed_by {
-        job["spec"]["managedBy"] = json!(name);
-    }
-    serde_json::from_value(job).expect("a Job")
+    serde_json::from_value(jobwarden_envtest::load_job(name, pods, mode, managed_by))
+        .expect("a Job")
 }
 
 /// Seconds from the first Job's creation to the last Job's Complete condition, from the Jobs'
@@ -185,7 +133,7 @@ async fn run(
         .create_namespace(admin, &format!("scale-{prefix}-{}", workload.jobs))
         .await;
     let kubelet = jobwarden_envtest::kubelet::finish_pods_after_a_second(
-        client_as(plane, "scale-kubelet").await,
+        plane.client_named("scale-kubelet").await,
         &ns,
     );
     let jobs: Api<Job> = Api::namespaced(admin.clone(), &ns);
@@ -226,18 +174,19 @@ async fn run(
     (ns, after, lag)
 }
 
-/// Events `agent` created in `ns`, from the audit log.
-fn events_created(audit: &PathBuf, ns: &str, agent: &str) -> u64 {
-    count(audit, ns)
-        .get(agent)
-        .and_then(|m| m.get("create events"))
+/// Events `agent` (`product`, `component`) created in `ns`, from the audit log.
+fn events_created(audit: &Path, ns: &str, agent: (&str, &str)) -> u64 {
+    Requests::in_namespace(audit, ns)
+        .of(agent.0, agent.1)
+        .0
+        .get("create events")
         .copied()
         .unwrap_or(0)
 }
 
 /// Waits until the controller's Events stop coming: its count in the audit log unchanged for
 /// 10 s, and (for jobwarden) its queue empty.
-async fn events_settle(audit: &PathBuf, ns: &str, agent: &str, metrics_port: Option<u16>) {
+async fn events_settle(audit: &Path, ns: &str, agent: (&str, &str), metrics_port: Option<u16>) {
     let started = Instant::now();
     let mut last = (events_created(audit, ns, agent), Instant::now());
     loop {
@@ -255,40 +204,6 @@ async fn events_settle(audit: &PathBuf, ns: &str, agent: &str, metrics_port: Opt
             return;
         }
     }
-}
-
-/// Requests in `ns` by agent, then by verb and resource, from the audit log.
-fn count(audit: &PathBuf, ns: &str) -> BTreeMap<String, BTreeMap<String, u64>> {
-    let text = std::fs::read_to_string(audit).unwrap_or_default();
-    let mut out: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-    for line in text.lines() {
-        let Ok(event) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        if event["stage"] != "ResponseComplete" || event["objectRef"]["namespace"] != ns {
-            continue;
-        }
-        let agent = event["userAgent"].as_str().unwrap_or("");
-        // `product/version (platform) component`: the product and the component's last part.
-        let product = agent.split('/').next().unwrap_or("");
-        let component = agent.rsplit('/').next().unwrap_or("");
-        let agent = if product == component {
-            product.to_owned()
-        } else {
-            format!("{product}/{component}")
-        };
-        let object = &event["objectRef"];
-        let mut resource = object["resource"].as_str().unwrap_or("").to_owned();
-        if let Some(sub) = object["subresource"].as_str() {
-            resource = format!("{resource}/{sub}");
-        }
-        let verb = event["verb"].as_str().unwrap_or("");
-        *out.entry(agent)
-            .or_default()
-            .entry(format!("{verb} {resource}"))
-            .or_default() += 1;
-    }
-    out
 }
 
 /// `jobwarden serve --no-webhook`, stopped when dropped.
@@ -340,16 +255,7 @@ impl Drop for Jobwarden {
 
 /// The sum of every series of `jobwarden_controller_<name>` (any labels), 0 when absent.
 fn metric(metrics_port: u16, name: &str) -> f64 {
-    let name = format!("jobwarden_controller_{name}");
-    jobwarden_envtest::http_get(metrics_port, "/metrics").map_or(0.0, |body| {
-        body.lines()
-            .filter(|l| {
-                l.strip_prefix(&name)
-                    .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
-            })
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
-    })
+    Exposition::scrape(metrics_port).map_or(0.0, |e| e.sum(&format!("jobwarden_controller_{name}")))
 }
 
 /// How often the leader stepped down in a run: jobwarden's loss counter (a shutdown's release
@@ -369,24 +275,10 @@ async fn stepped_down(admin: &Client, port: u16) -> String {
 
 #[tokio::main]
 async fn main() {
-    let mut args = std::env::args().skip(1);
-    let binary = args
-        .next()
-        .map(PathBuf::from)
-        .expect("usage: scale JOBWARDEN_BINARY [SHAPE...]");
-    let shapes: Vec<String> = args.collect();
-    let runs: usize = std::env::var("RUNS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(1);
-    let workloads: Vec<&Workload> = WORKLOADS
-        .iter()
-        .filter(|w| shapes.is_empty() || shapes.iter().any(|s| s == w.key))
-        .collect();
-    assert!(
-        !workloads.is_empty(),
-        "no shape named {shapes:?}; the shapes are indexed, indexed-5000, fan-out and burst"
-    );
+    let (binary, shapes) =
+        command_line::binary_and_args("usage: scale JOBWARDEN_BINARY [SHAPE...]");
+    let runs = command_line::runs();
+    let workloads = command_line::chosen(&WORKLOADS, |w| w.key, &shapes);
 
     println!(
         "| run | controller | last Complete after | last finalizer gone after Complete | leader stepped down | events written | events dropped | requests | by verb and resource | CPU | RSS growth | per pod | peak RSS growth |"
@@ -396,11 +288,15 @@ async fn main() {
         let upstream = [(
             "upstream (kube-controller-manager, 20 qps, burst 30)",
             None,
-            "kube-controller-manager/job-controller",
+            ("kube-controller-manager", "job-controller"),
         )];
-        let jobwarden = JOBWARDEN_RATES
-            .iter()
-            .map(|(label, flags)| (*label, Some(*flags), "jobwarden/job-controller"));
+        let jobwarden = JOBWARDEN_RATES.iter().map(|(label, flags)| {
+            (
+                *label,
+                Some(*flags),
+                ("jobwarden", "jobwarden.io/job-controller"),
+            )
+        });
         let controllers: Vec<_> = upstream.into_iter().chain(jobwarden).collect();
         for _ in 0..runs {
             for (i, (label, flags, agent)) in controllers.iter().enumerate() {
@@ -424,11 +320,11 @@ async fn main() {
                 );
                 let port = jobwarden.as_ref().map(|j| j.metrics_port);
                 let managed_by = flags.map(|_| JOBWARDEN);
-                let (cpu0, rss0, _) = usage(pid);
+                let before = Usage::of(pid);
                 let (ns, after, lag) =
                     run(&plane, &admin, workload, managed_by, &format!("r{i}")).await;
-                events_settle(&audit, &ns, agent, port).await;
-                let (cpu1, rss1, peak) = usage(pid);
+                events_settle(&audit, &ns, *agent, port).await;
+                let grown = Usage::of(pid).since(&before);
                 let (dropped, stepped) = match port {
                     Some(p) => (
                         format!("{:.0}", metric(p, "events_dropped_total")),
@@ -437,21 +333,19 @@ async fn main() {
                     None => ("not reported".to_owned(), "(no leader election)".to_owned()),
                 };
                 drop(jobwarden);
-                let counts = count(&audit, &ns);
-                let mine = counts.get(*agent).cloned().unwrap_or_default();
-                let total: u64 = mine.values().sum();
-                let events = mine.get("create events").copied().unwrap_or(0);
-                let detail: Vec<String> = mine.iter().map(|(k, v)| format!("{v} {k}")).collect();
-                let growth = rss1 as f64 - rss0 as f64;
+                let mine = Requests::in_namespace(&audit, &ns).of(agent.0, agent.1);
+                let events = mine.0.get("create events").copied().unwrap_or(0);
+                let detail: Vec<String> = mine.0.iter().map(|(k, v)| format!("{v} {k}")).collect();
                 let pods = (workload.jobs * workload.pods) as f64;
                 println!(
-                    "| {} | {label} | {after:.1} s | {lag:.1} s | {stepped} | {events} | {dropped} | {total} | {} | {:.2} s | {:+.1} MiB | {:+.1} KiB | {:+.1} MiB |",
+                    "| {} | {label} | {after:.1} s | {lag:.1} s | {stepped} | {events} | {dropped} | {} | {} | {:.2} s | {:+.1} MiB | {:+.1} KiB | {:+.1} MiB |",
                     workload.name,
+                    mine.total(),
                     detail.join(", "),
-                    cpu1 - cpu0,
-                    growth / 1024.0,
-                    growth / pods,
-                    (peak as f64 - rss0 as f64) / 1024.0,
+                    grown.cpu_seconds,
+                    grown.rss_mib,
+                    grown.rss_mib * 1024.0 / pods,
+                    grown.peak_mib,
                 );
                 let _ = std::io::stdout().flush();
             }

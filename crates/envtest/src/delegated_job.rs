@@ -26,3 +26,20 @@ pub fn delegated_job(name: &str, managed_by: &str, spec: Value) -> Value {
     }
     job
 }
+
+/// The Job the scale tests and benchmarks run: `pods` pods at once (`completions` and
+/// `parallelism`), `mode` their completion mode, delegated to `managed_by` or (`None`) run by
+/// the cluster's own Job controller; its pods name no scheduler that exists, as above.
+pub fn load_job(name: &str, pods: usize, mode: &str, managed_by: Option<&str>) -> Value {
+    let mut job = delegated_job(
+        name,
+        managed_by.unwrap_or_default(),
+        json!({"completions": pods, "parallelism": pods, "completionMode": mode}),
+    );
+    if managed_by.is_none()
+        && let Some(spec) = job["spec"].as_object_mut()
+    {
+        spec.remove("managedBy");
+    }
+    job
+}

@@ -7,7 +7,7 @@
 
 use std::sync::OnceLock;
 
-use crate::{ControlPlane, Options, bin_dir, binaries_present, say_skipped};
+use crate::{ControlPlane, Options, bin_dir, binaries_present, say_skipped, skip_message};
 
 /// A management cluster and its workers.
 pub struct Fleet {
@@ -24,10 +24,26 @@ impl Fleet {
     pub const SHARED_WORKERS: usize = 2;
 
     /// A fleet of one's own, `workers` workers beside the management plane, all started at
-    /// once; stopped when dropped.
+    /// once; stopped when dropped. Without the binaries, the error is the line a skipped test
+    /// prints (`skipped: ...`).
     pub fn start(workers: usize) -> Result<Fleet, String> {
-        let mut options = vec![Options::management()];
-        options.extend(std::iter::repeat_n(Options::worker(), workers));
+        Fleet::start_with(workers, false)
+    }
+
+    /// [`start`](Self::start), each kube-apiserver keeping an audit log of every request
+    /// ([`Options::audit_log`]): the scale benchmark counts each client's requests from them.
+    pub fn start_audited(workers: usize) -> Result<Fleet, String> {
+        Fleet::start_with(workers, true)
+    }
+
+    fn start_with(workers: usize, audit_log: bool) -> Result<Fleet, String> {
+        if !binaries_present() || !bin_dir().join("kube-controller-manager").is_file() {
+            // The one line a skipped test prints, as it is.
+            return Err(skip_message());
+        }
+        let audited = |o: Options| Options { audit_log, ..o };
+        let mut options = vec![audited(Options::management())];
+        options.extend(std::iter::repeat_n(audited(Options::worker()), workers));
         let mut planes = ControlPlane::start_all(&options)?.into_iter();
         let management = planes
             .next()

@@ -33,13 +33,21 @@
 //!   deploy/worker/namespaced/) as a worker's admin would and gives the kubeconfig the
 //!   dispatcher is given: server, CA and an expiring token inline. Its user is
 //!   [`WORKER_DISPATCHER_USER`]; [`ControlPlane::refusals_of`] reads what kube-apiserver refused
-//!   it.
+//!   it. [`Fleet::install_workers`] does it on every worker and puts each kubeconfig in the
+//!   Secret ([`worker_secret`]) the policy's entry ([`worker_entry`]) names;
+//!   [`Fleet::run_dispatcher`] starts jobwarden dispatching over the fleet as deploy/ runs it,
+//!   and [`Fleet::dispatched_namespace`] makes a namespace on every plane with a kubelet on
+//!   each worker and watches of the user's Jobs and their copies.
 //! * [`ControlPlane::installed_identity`] gives jobwarden the ServiceAccount and RBAC that
 //!   `kubectl kustomize deploy/` installs, and a kubeconfig with its token (`identity`); the
 //!   API server's audit log names whatever it refuses that identity.
 //! * [`delegated_job`]: the Job the e2e tests start from, delegated through `spec.managedBy`;
 //!   [`kubelet`] plays the kubelet for its pods, and
-//!   [`kubelet::finish_pods_after_a_second`] for load (the scale test and benchmark).
+//!   [`kubelet::finish_pods_after_a_second`] for load (the scale tests and benchmarks).
+//! * For the scale tests and benchmarks: [`job_versions`] records every version of a
+//!   namespace's Jobs as a watch delivers it, [`mirror_lag`] matches a dispatched Job's copy's
+//!   statuses to its own, and [`measure`] reads a process's CPU and memory, the requests each
+//!   client sent (from the audit log) and a `/metrics` page.
 //!
 //! Where the binaries come from: `JOBWARDEN_ENVTEST_BIN`, else
 //! `${JOBWARDEN_ENVTEST_DIR:-~/.cache/jobwarden-envtest}/bin`, holding etcd, kube-apiserver,
@@ -49,9 +57,15 @@
 
 mod apiserver;
 mod delegated_job;
+mod dispatched_namespace;
+mod dispatcher_install;
+mod dispatcher_run;
 mod fleet;
 mod identity;
+pub mod job_versions;
 pub mod kubelet;
+pub mod measure;
+pub mod mirror_lag;
 mod owned_process;
 mod pki;
 mod process;
@@ -59,7 +73,10 @@ mod serving;
 mod stand_in;
 mod worker_identity;
 
-pub use delegated_job::delegated_job;
+pub use delegated_job::{delegated_job, load_job};
+pub use dispatched_namespace::{DispatchedNamespace, ORIGIN_UID_LABEL, Record};
+pub use dispatcher_install::{put_kubeconfig_secret, worker_entry, worker_secret};
+pub use dispatcher_run::DispatcherRun;
 pub use fleet::Fleet;
 pub use identity::{Installed, Refusal};
 pub use kubelet::{kubelet, pod_phase};
@@ -270,6 +287,17 @@ impl ControlPlane {
         Client::try_from(self.config().await).expect("a client")
     }
 
+    /// A client for the admin that names itself `agent` (User-Agent), so that its requests
+    /// are told apart in the audit log.
+    pub async fn client_named(&self, agent: &str) -> Client {
+        let mut config = self.config().await;
+        config.headers.push((
+            http::header::USER_AGENT,
+            http::HeaderValue::from_str(agent).expect("a header value"),
+        ));
+        Client::try_from(config).expect("a client")
+    }
+
     /// `kubectl --kubeconfig …`: the v1.36.2 kubectl built beside the server when there is
     /// one, else the one on the PATH.
     pub fn kubectl(&self) -> Command {
@@ -367,16 +395,22 @@ impl ControlPlane {
             .map(|d| d.as_micros() % 1_000_000_000)
             .unwrap_or(0);
         let name = format!("{prefix}-{stamp}");
-        let named = |name: &str| serde_json::json!({"metadata": {"name": name}});
-        let namespaces = Api::<Namespace>::all(client.clone());
-        if let Err(e) = create_if_absent(&namespaces, named(&name)).await {
-            panic!("the namespace is created: {e}");
-        }
-        let accounts = Api::<ServiceAccount>::namespaced(client.clone(), &name);
-        if let Err(e) = create_if_absent(&accounts, named("default")).await {
-            panic!("the default ServiceAccount is created: {e}");
-        }
+        create_named_namespace(client, &name).await;
         name
+    }
+}
+
+/// The namespace `name` and its `default` ServiceAccount, through `client`, unless they are
+/// there: a dispatched Job's namespace is made under the same name on every cluster.
+pub async fn create_named_namespace(client: &Client, name: &str) {
+    let named = |name: &str| serde_json::json!({"metadata": {"name": name}});
+    let namespaces = Api::<Namespace>::all(client.clone());
+    if let Err(e) = create_if_absent(&namespaces, named(name)).await {
+        panic!("the namespace {name} is created: {e}");
+    }
+    let accounts = Api::<ServiceAccount>::namespaced(client.clone(), name);
+    if let Err(e) = create_if_absent(&accounts, named("default")).await {
+        panic!("the default ServiceAccount of {name} is created: {e}");
     }
 }
 

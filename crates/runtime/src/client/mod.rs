@@ -489,21 +489,24 @@ mod tests {
         }
     }
 
-    /// A work client's requests in flight never pass [`MAX_IN_FLIGHT`], and a watch, whose
-    /// answer streams on, holds no slot once its headers came.
-    #[tokio::test]
-    async fn at_most_max_in_flight_requests_wait_for_answers_at_once() {
-        use std::sync::atomic::AtomicUsize;
-        use tokio::sync::Semaphore;
-        struct Held {
-            now: AtomicUsize,
-            most: AtomicUsize,
-            answers: Semaphore,
-        }
+    /// What [`holding_api_server`] holds: the requests waiting for their answer now, the most
+    /// that ever waited at once, all that came, and the answers it may give.
+    struct Held {
+        now: std::sync::atomic::AtomicUsize,
+        most: std::sync::atomic::AtomicUsize,
+        came: std::sync::atomic::AtomicUsize,
+        answers: tokio::sync::Semaphore,
+    }
+
+    /// An API server that answers a request only once given an answer to give
+    /// (`Held::answers`), as a worker too busy to answer; a watch gets its headers at once and
+    /// then nothing.
+    async fn holding_api_server() -> (kube::Config, Arc<Held>) {
         let held = Arc::new(Held {
-            now: AtomicUsize::new(0),
-            most: AtomicUsize::new(0),
-            answers: Semaphore::new(0),
+            now: Default::default(),
+            most: Default::default(),
+            came: Default::default(),
+            answers: tokio::sync::Semaphore::new(0),
         });
         let app = {
             let held = held.clone();
@@ -514,6 +517,7 @@ mod tests {
                         let never = futures::stream::pending::<Result<Vec<u8>, BoxError>>();
                         return axum::body::Body::from_stream(never);
                     }
+                    held.came.fetch_add(1, Ordering::SeqCst);
                     let now = held.now.fetch_add(1, Ordering::SeqCst) + 1;
                     held.most.fetch_max(now, Ordering::SeqCst);
                     if let Ok(answer) = held.answers.acquire().await {
@@ -524,7 +528,14 @@ mod tests {
                 }
             })
         };
-        let config = serve(app).await;
+        (serve(app).await, held)
+    }
+
+    /// A work client's requests in flight never pass [`MAX_IN_FLIGHT`], and a watch, whose
+    /// answer streams on, holds no slot once its headers came.
+    #[tokio::test]
+    async fn at_most_max_in_flight_requests_wait_for_answers_at_once() {
+        let (config, held) = holding_api_server().await;
         let work = work_client(config, "test", None).expect("the client");
 
         let mut watch = Request::new(Body::empty());
@@ -541,6 +552,68 @@ mod tests {
         }
         assert_eq!(held.most.load(Ordering::SeqCst), MAX_IN_FLIGHT);
         drop(watching);
+    }
+
+    /// Issue 44: the dispatcher has a work client per worker. One worker that answers nothing
+    /// while its budget is spent (its burst sent and held, its slots full, 60 more requests
+    /// waiting for tokens due one every 1,000 s) takes none of another worker's tokens or
+    /// slots: the other's whole burst goes at once, and its next request waits for a token of
+    /// its own budget, not of the busy one's.
+    #[tokio::test]
+    async fn a_slow_worker_s_budget_never_takes_another_worker_s_tokens() {
+        let limit = RateLimit {
+            qps: 0.001,
+            burst: 40,
+        };
+        let (slow_config, slow) = holding_api_server().await;
+        let (fast_config, fast_seen) = recording_api_server().await;
+        let slow_client = work_client(slow_config, "jobwarden.io/dispatcher/slow", Some(limit))
+            .expect("the slow worker's client");
+        let fast_client = work_client(fast_config, "jobwarden.io/dispatcher/fast", Some(limit))
+            .expect("the fast worker's client");
+
+        let waiting = pod_creates(&slow_client.client, 100);
+        while slow.now.load(Ordering::SeqCst) < MAX_IN_FLIGHT {
+            tokio::task::yield_now().await;
+        }
+        let bursting = pod_creates(&fast_client.client, 41);
+        // 40 answered, the 41st waiting for its token: the burst is the fast worker's own. (A
+        // budget shared with the slow worker would hold them for hours: the bound only turns
+        // that hang into a failure.)
+        let answered = async {
+            while bursting.iter().filter(|c| c.is_finished()).count() < 40 {
+                tokio::task::yield_now().await;
+            }
+        };
+        assert!(
+            tokio::time::timeout(Duration::from_secs(60), answered)
+                .await
+                .is_ok(),
+            "the fast worker's burst waited for the slow worker's budget"
+        );
+        let seen = fast_seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        assert_eq!(
+            seen.len(),
+            40,
+            "the fast worker's burst, and no more: {seen:?}"
+        );
+        assert!(
+            seen.iter()
+                .all(|l| l.ends_with(" jobwarden.io/dispatcher/fast")),
+            "each request names its worker's client: {seen:?}"
+        );
+        // The slow worker got no further meanwhile: its slots full, its tokens its own.
+        assert_eq!(slow.came.load(Ordering::SeqCst), MAX_IN_FLIGHT);
+        for call in bursting {
+            if call.is_finished() {
+                assert!(matches!(call.await, Ok(Ok(_))));
+            } else {
+                call.abort();
+            }
+        }
+        for call in waiting {
+            call.abort();
+        }
     }
 
     #[test]
