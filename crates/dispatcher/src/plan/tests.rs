@@ -568,8 +568,10 @@ fn a_job_no_worker_can_hold_waits_until_its_deadline() {
         },
         ..worker(name, 0)
     };
-    let job = UserJob::new().spec("activeDeadlineSeconds", json!(30));
+    // Created at 10:00 with an hour to run: it waits, for a reason an Event says.
+    let job = UserJob::new().spec("activeDeadlineSeconds", json!(3600));
     let plan = run(&job, None, &[never("alpha"), never("beta")]);
+    assert!(plan.steps.is_empty(), "{plan:?}");
     assert!(
         plan.waiting
             .as_ref()
@@ -577,7 +579,10 @@ fn a_job_no_worker_can_hold_waits_until_its_deadline() {
             .is_some_and(|m| m.starts_with("the Job does not fit on any node today")),
         "{plan:?}"
     );
-    // Created at 10:00, 30 s: long past at 10:10.
+    assert_eq!(plan.recheck_at, "2026-11-27T11:00:00Z".parse().ok());
+    // With 30 s, long past at 10:10: it fails as upstream's controller fails it.
+    let job = UserJob::new().spec("activeDeadlineSeconds", json!(30));
+    let plan = run(&job, None, &[never("alpha"), never("beta")]);
     assert_eq!(kinds(&plan), ["fail: DeadlineExceeded", "event DeadlineExceeded"]);
 }
 

@@ -185,6 +185,11 @@ impl Room {
         self.pods.len()
     }
 
+    /// The UIDs of the pods seen (a relist removes those it no longer finds).
+    pub fn pod_uids(&self) -> impl Iterator<Item = &str> + '_ {
+        self.pods.keys().map(|k| &**k)
+    }
+
     pub fn summary(&self) -> RoomSummary {
         let mut s = RoomSummary {
             pending_pods: self.unbound_pods,
