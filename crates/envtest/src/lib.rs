@@ -66,20 +66,23 @@ pub mod job_versions;
 pub mod kubelet;
 pub mod measure;
 pub mod mirror_lag;
+mod nodes;
 mod owned_process;
 mod pki;
 mod process;
+mod scheduler;
 mod serving;
 mod stand_in;
 mod worker_identity;
 
-pub use delegated_job::{delegated_job, load_job};
+pub use delegated_job::{delegated_job, load_job, scheduled_job};
 pub use dispatched_namespace::{DispatchedNamespace, ORIGIN_UID_LABEL, Record};
 pub use dispatcher_install::{put_kubeconfig_secret, worker_entry, worker_secret};
 pub use dispatcher_run::DispatcherRun;
 pub use fleet::Fleet;
 pub use identity::{Installed, Refusal};
-pub use kubelet::{kubelet, pod_phase};
+pub use kubelet::{kubelet, kubelet_of_bound_pods, pod_phase};
+pub use nodes::{NOT_READY_TAINT, NodeLayout, Nodes, taint};
 pub use owned_process::OwnedProcess;
 pub use process::free_port;
 pub use serving::{ServingCertificate, http_get, https_get, serving_certificate};
@@ -134,6 +137,10 @@ pub struct Options {
     /// Job controller alone, so that the process's CPU is the Job controller's; a management
     /// cluster adds the TTL-after-finished controller ([`MANAGEMENT_CONTROLLERS`]).
     pub controllers: Option<&'static str>,
+    /// Also start kube-scheduler, which binds the pods naming `default-scheduler` to the Node
+    /// objects a test lays out ([`Nodes`]); nothing runs them but a test kubelet
+    /// ([`kubelet_of_bound_pods`]).
+    pub scheduler: bool,
 }
 
 impl Options {
@@ -144,6 +151,7 @@ impl Options {
             audit_log: false,
             upstream_controller: true,
             controllers: Some(MANAGEMENT_CONTROLLERS),
+            scheduler: false,
         }
     }
 
@@ -154,6 +162,16 @@ impl Options {
             audit_log: false,
             upstream_controller: true,
             controllers: None,
+            scheduler: false,
+        }
+    }
+
+    /// A worker cluster with room: [`worker`](Self::worker) and kube-scheduler, which places
+    /// the copies' pods on the Nodes a test lays out ([`Nodes`]).
+    pub const fn scheduled_worker() -> Options {
+        Options {
+            scheduler: true,
+            ..Options::worker()
         }
     }
 }
@@ -170,6 +188,7 @@ struct Owned {
     pki: pki::Pki,
     pids: Mutex<Vec<u32>>,
     controller_manager: OnceLock<Result<(), String>>,
+    scheduler: OnceLock<Result<(), String>>,
     controllers: &'static str,
     audit_log: bool,
     /// A shared control plane is cleaned up at exit, not on drop.
@@ -224,13 +243,19 @@ impl ControlPlane {
 
     /// A control plane of one's own, stopped and removed when dropped.
     pub fn start(options: Options) -> Result<ControlPlane, String> {
-        let kcm = bin_dir().join("kube-controller-manager");
-        if !binaries_present() || (options.upstream_controller && !kcm.is_file()) {
+        let present = |name: &str| bin_dir().join(name).is_file();
+        if !binaries_present()
+            || (options.upstream_controller && !present("kube-controller-manager"))
+            || (options.scheduler && !present("kube-scheduler"))
+        {
             return Err(skip_message());
         }
         let plane = launch(options, false)?;
         if options.upstream_controller {
             plane.start_upstream_controller()?;
+        }
+        if options.scheduler {
+            plane.start_scheduler()?;
         }
         Ok(plane)
     }
@@ -313,7 +338,7 @@ impl ControlPlane {
     }
 
     /// The process ids of the components started, in start order (etcd, kube-apiserver,
-    /// kube-controller-manager); empty for an outside cluster.
+    /// kube-controller-manager, kube-scheduler); empty for an outside cluster.
     pub fn pids(&self) -> Vec<u32> {
         self.owned.as_ref().map_or_else(Vec::new, |o| {
             o.pids.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -470,7 +495,7 @@ fn skip_message() -> String {
     format!(
         "skipped: no control-plane binaries in {} (JOBWARDEN_ENVTEST_BIN, default ~/.cache/\
          jobwarden-envtest/bin) and JOBWARDEN_E2E_KUBECONFIG is not set; the tests need etcd, \
-         kube-apiserver, kube-controller-manager and kubectl v1.36 there, built from public \
+         kube-apiserver, kube-controller-manager, kube-scheduler and kubectl v1.36 there, built from public \
          Kubernetes source outside the checkout (docs/development.md)",
         bin_dir().display()
     )
@@ -507,6 +532,7 @@ fn launch(options: Options, shared: bool) -> Result<ControlPlane, String> {
         pki,
         pids: Mutex::new(Vec::new()),
         controller_manager: OnceLock::new(),
+        scheduler: OnceLock::new(),
         controllers: options.controllers.unwrap_or(UPSTREAM_CONTROLLERS),
         audit_log: options.audit_log,
         shared,
@@ -683,6 +709,12 @@ where
 /// Polls kube-controller-manager's `/healthz` (its serving certificate is self-signed, and
 /// `/healthz` needs no credentials).
 fn wait_for_healthz(port: u16, pid: u32) -> Result<(), String> {
+    wait_for_ok(port, "/healthz", pid)
+}
+
+/// Polls a component's `path` on its secure `port` until it says `ok`: its serving
+/// certificate is self-signed, and the health paths need no credentials.
+fn wait_for_ok(port: u16, path: &'static str, pid: u32) -> Result<(), String> {
     off_runtime(move || async move {
         let uri: http::Uri = format!("https://127.0.0.1:{port}")
             .parse()
@@ -690,7 +722,7 @@ fn wait_for_healthz(port: u16, pid: u32) -> Result<(), String> {
         let mut config = Config::new(uri);
         config.accept_invalid_certs = true;
         let client = Client::try_from(config).map_err(|e| e.to_string())?;
-        poll_ok(&client, "/healthz", pid).await
+        poll_ok(&client, path, pid).await
     })
 }
 
