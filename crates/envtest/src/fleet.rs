@@ -16,9 +16,6 @@ pub struct Fleet {
     pub workers: Vec<ControlPlane>,
 }
 
-/// The shared fleet, or why it did not start (every test that asks is told).
-static SHARED: OnceLock<Result<Option<Fleet>, String>> = OnceLock::new();
-
 impl Fleet {
     /// How many workers [`Fleet::shared`] starts: two, as the dispatcher's scenarios need (a
     /// Job goes elsewhere, a worker is lost and another takes its Jobs).
@@ -75,7 +72,23 @@ impl Fleet {
     /// binaries are there but do not start. Its planes are shared by the binary's tests: a
     /// test that stops an API server must not run beside tests that use it.
     pub fn shared() -> Option<&'static Fleet> {
-        SHARED
+        static SHARED: OnceLock<Result<Option<Fleet>, String>> = OnceLock::new();
+        Fleet::shared_in(&SHARED, Options::worker())
+    }
+
+    /// [`shared`](Self::shared), its workers also running kube-scheduler
+    /// ([`start_scheduled`](Self::start_scheduled)): the placement tests' fleet.
+    pub fn shared_scheduled() -> Option<&'static Fleet> {
+        static SHARED: OnceLock<Result<Option<Fleet>, String>> = OnceLock::new();
+        Fleet::shared_in(&SHARED, Options::scheduled_worker())
+    }
+
+    /// The fleet `shared` holds (or why it did not start: every test that asks is told).
+    fn shared_in(
+        shared: &'static OnceLock<Result<Option<Fleet>, String>>,
+        worker: Options,
+    ) -> Option<&'static Fleet> {
+        shared
             .get_or_init(|| {
                 if std::env::var_os("JOBWARDEN_E2E_KUBECONFIG").is_some() {
                     say_once(
@@ -84,11 +97,13 @@ impl Fleet {
                     );
                     return Ok(None);
                 }
-                if !binaries_present() || !bin_dir().join("kube-controller-manager").is_file() {
-                    say_skipped();
-                    return Ok(None);
+                match Fleet::start_with(Fleet::SHARED_WORKERS, worker, false) {
+                    Err(e) if e == skip_message() => {
+                        say_skipped();
+                        Ok(None)
+                    }
+                    started => started.map(Some),
                 }
-                Fleet::start(Fleet::SHARED_WORKERS).map(Some)
             })
             .as_ref()
             .unwrap_or_else(|e| panic!("the envtest fleet did not start: {e}"))

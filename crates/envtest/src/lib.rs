@@ -1,6 +1,7 @@
 //! A real Kubernetes control plane for jobwarden's end-to-end tests, the way
 //! controller-runtime's *envtest* gives one to Go controllers: etcd and kube-apiserver (and, for
-//! the differential tests, kube-controller-manager with upstream's Job controller) started
+//! the differential tests, kube-controller-manager with upstream's Job controller; for the
+//! placement tests, kube-scheduler over Node objects the test lays out) started
 //! from a folder of binaries on free loopback ports, with a certificate authority and an admin
 //! kubeconfig made fresh for the run.
 //!
@@ -24,7 +25,13 @@
 //! * [`Fleet`]: a dispatcher's clusters, a management plane ([`Options::management`]: upstream's
 //!   Job controller and its TTL-after-finished controller) and workers ([`Options::worker`]);
 //!   [`Fleet::shared`] one per test binary (a management plane and two workers),
-//!   [`Fleet::start`] one of one's own.
+//!   [`Fleet::start`] one of one's own, [`Fleet::start_scheduled`] one whose workers also run
+//!   kube-scheduler ([`Options::scheduler`]).
+//! * [`Nodes`] lays out a plane's Node objects per scenario ([`NodeLayout`]: labels, taints,
+//!   cordoned, capacity and allocatable, extended resources), ready to take pods (status
+//!   written, `Ready`, the not-ready taint kube-apiserver adds taken off), and cordons,
+//!   taints, retaints and deletes them; [`kubelet_of_bound_pods`] plays the kubelet for the
+//!   pods kube-scheduler bound, and [`scheduled_job`] is a Job whose pods it places.
 //! * [`ControlPlane::stop_apiserver`] and [`ControlPlane::start_apiserver`]: kube-apiserver
 //!   goes away (its watches cut, as when an API server is lost) and comes back on the same
 //!   port with the same flags and etcd, while etcd and kube-controller-manager run on (and
@@ -34,9 +41,12 @@
 //!   dispatcher is given: server, CA and an expiring token inline. Its user is
 //!   [`WORKER_DISPATCHER_USER`]; [`ControlPlane::refusals_of`] reads what kube-apiserver refused
 //!   it. [`Fleet::install_workers`] does it on every worker and puts each kubeconfig in the
-//!   Secret ([`worker_secret`]) the policy's entry ([`worker_entry`]) names;
-//!   [`Fleet::run_dispatcher`] starts jobwarden dispatching over the fleet as deploy/ runs it,
-//!   and [`Fleet::dispatched_namespace`] makes a namespace on every plane with a kubelet on
+//!   Secret ([`worker_secret`]) the policy's entry names;
+//!   [`Fleet::install_dispatcher`] installs jobwarden dispatching over the fleet as deploy/
+//!   runs it, given [`DispatcherSettings`] (workers, the rest of its policy as YAML, replicas,
+//!   flags): one place writes its policy and command line, whose replicas a test starts,
+//!   kills and starts again ([`Dispatcher::start_replica`]); [`Fleet::run_dispatcher`] starts
+//!   them all and waits for a leader, and [`Fleet::dispatched_namespace`] makes a namespace on every plane with a kubelet on
 //!   each worker and watches of the user's Jobs and their copies.
 //! * [`ControlPlane::installed_identity`] gives jobwarden the ServiceAccount and RBAC that
 //!   `kubectl kustomize deploy/` installs, and a kubeconfig with its token (`identity`); the
@@ -51,14 +61,15 @@
 //!
 //! Where the binaries come from: `JOBWARDEN_ENVTEST_BIN`, else
 //! `${JOBWARDEN_ENVTEST_DIR:-~/.cache/jobwarden-envtest}/bin`, holding etcd, kube-apiserver,
-//! kube-controller-manager and kubectl v1.36, built from public Kubernetes source outside the
-//! checkout (docs/development.md); no registry ships them. With `JOBWARDEN_E2E_KUBECONFIG`
+//! kube-controller-manager, kube-scheduler and kubectl v1.36, built from public Kubernetes
+//! source outside the checkout (docs/development.md); no registry ships them. With `JOBWARDEN_E2E_KUBECONFIG`
 //! set, the tests use that cluster instead and start nothing.
 
 mod apiserver;
 mod delegated_job;
 mod dispatched_namespace;
 mod dispatcher_install;
+mod dispatcher_policy;
 mod dispatcher_run;
 mod fleet;
 mod identity;
@@ -77,8 +88,9 @@ mod worker_identity;
 
 pub use delegated_job::{delegated_job, load_job, scheduled_job};
 pub use dispatched_namespace::{DispatchedNamespace, ORIGIN_UID_LABEL, Record};
-pub use dispatcher_install::{put_kubeconfig_secret, worker_entry, worker_secret};
-pub use dispatcher_run::DispatcherRun;
+pub use dispatcher_install::{put_kubeconfig_secret, worker_secret};
+pub use dispatcher_policy::DispatcherSettings;
+pub use dispatcher_run::{Dispatcher, DispatcherRun};
 pub use fleet::Fleet;
 pub use identity::{Installed, Refusal};
 pub use kubelet::{kubelet, kubelet_of_bound_pods, pod_phase};
@@ -495,8 +507,8 @@ fn skip_message() -> String {
     format!(
         "skipped: no control-plane binaries in {} (JOBWARDEN_ENVTEST_BIN, default ~/.cache/\
          jobwarden-envtest/bin) and JOBWARDEN_E2E_KUBECONFIG is not set; the tests need etcd, \
-         kube-apiserver, kube-controller-manager, kube-scheduler and kubectl v1.36 there, built from public \
-         Kubernetes source outside the checkout (docs/development.md)",
+         kube-apiserver, kube-controller-manager, kube-scheduler and kubectl v1.36 there, built \
+         from public Kubernetes source outside the checkout (docs/development.md)",
         bin_dir().display()
     )
 }
