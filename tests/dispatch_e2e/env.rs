@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use jobwarden_envtest::{
-    Dispatcher, DispatcherSettings, Fleet, Installed, OwnedProcess, create_named_namespace,
-    kubelet, worker_secret,
+    Dispatcher, DispatcherSettings, Fleet, OwnedProcess, create_named_namespace, kubelet,
+    worker_secret,
 };
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};

@@ -170,6 +170,20 @@ async fn the_scheduler_binds_what_fits_and_the_kubelet_plays_only_bound_pods() {
     let too_big = pods.get("too-big").await.expect("too-big is there");
     assert_eq!(node_name(&too_big), None, "never bound");
     let status = too_big.status.clone().unwrap_or_default();
+    // Each node ruled out for its own reason: the GPU node's 4 cpu, the big node's taint.
+    let said = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "PodScheduled")
+        .and_then(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(
+        said.contains("0/2 nodes are available")
+            && said.contains("1 Insufficient cpu")
+            && said.contains("1 node(s) had untolerated taint"),
+        "{said}"
+    );
     assert_eq!(status.phase.as_deref(), Some("Pending"));
     assert!(
         status.start_time.is_none() && status.container_statuses.is_none(),
