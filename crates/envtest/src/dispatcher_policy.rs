@@ -28,6 +28,12 @@ pub struct DispatcherSettings {
     pub replicas: usize,
     /// Flags added to `serve`'s.
     pub flags: Vec<String>,
+    /// Lay out one roomy Node ([`NodeLayout::roomy`](crate::NodeLayout::roomy)) on each of
+    /// the workers and on the management plane (the local worker's), as the suites that play
+    /// the kubelet themselves need: the dispatcher places a Job only where its pods fit, and
+    /// with no scheduler their pods stay unbound, counted against the worker as a whole. A
+    /// suite that lays out its own Nodes per scenario says `false`.
+    pub roomy_nodes: bool,
 }
 
 impl DispatcherSettings {
@@ -41,6 +47,7 @@ impl DispatcherSettings {
             policy: String::new(),
             replicas: 1,
             flags: Vec::new(),
+            roomy_nodes: true,
         }
     }
 

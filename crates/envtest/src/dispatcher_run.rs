@@ -63,6 +63,12 @@ impl Fleet {
         let identity = self.management.installed_identity().await;
         let names: Vec<&str> = settings.workers.iter().map(String::as_str).collect();
         self.install_workers(&identity.namespace, &names).await?;
+        if settings.roomy_nodes {
+            let planes = std::iter::once(&self.management).chain(&self.workers[..names.len()]);
+            for plane in planes {
+                plane.nodes().await.ensure(&crate::NodeLayout::roomy()).await?;
+            }
+        }
         let policy = dir.join("policy.yaml");
         std::fs::write(&policy, settings.policy_yaml())
             .map_err(|e| format!("writing {}: {e}", policy.display()))?;

@@ -94,7 +94,7 @@ pub use dispatcher_run::{Dispatcher, DispatcherRun};
 pub use fleet::Fleet;
 pub use identity::{Installed, Refusal};
 pub use kubelet::{kubelet, kubelet_of_bound_pods, pod_phase};
-pub use nodes::{NOT_READY_TAINT, NodeLayout, Nodes, taint};
+pub use nodes::{NOT_READY_TAINT, NodeLayout, Nodes, ROOMY, taint};
 pub use owned_process::OwnedProcess;
 pub use process::free_port;
 pub use serving::{ServingCertificate, http_get, https_get, serving_certificate};

@@ -23,6 +23,9 @@ use crate::ControlPlane;
 /// removes once the Node is `Ready`.
 pub const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
 
+/// The name of [`NodeLayout::roomy`]'s Node.
+pub const ROOMY: &str = "roomy";
+
 /// How often a read-modify-write of a Node is tried when another writer came between.
 const CONFLICT_RETRIES: usize = 5;
 
@@ -62,6 +65,15 @@ impl NodeLayout {
                 .collect(),
             allocatable: BTreeMap::new(),
         }
+    }
+
+    /// A Node of room enough for any suite that does not count room itself: 1,000 cpu,
+    /// 4Ti of memory, 10,000 pods (the scale suites run a thousand Jobs at once).
+    pub fn roomy() -> NodeLayout {
+        NodeLayout::new(ROOMY)
+            .resource("cpu", "1000")
+            .resource("memory", "4Ti")
+            .resource("pods", "10000")
     }
 
     pub fn name(&self) -> &str {
@@ -179,6 +191,15 @@ impl Nodes {
             .await
             .map_err(|e| format!("the status of Node {name} is written: {e}"))?;
         self.untaint(name, NOT_READY_TAINT).await
+    }
+
+    /// [`create`](Self::create), unless a Node of its name is there already.
+    pub async fn ensure(&self, layout: &NodeLayout) -> Result<(), String> {
+        match self.api.get_opt(layout.name()).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => self.create(layout).await.map(drop),
+            Err(e) => Err(format!("the Node {} is read: {e}", layout.name())),
+        }
     }
 
     /// [`create`](Self::create) for each, in order.
