@@ -2,18 +2,20 @@
 //!
 //! How room is charged (deterministic, and never promising a node more than it holds):
 //! 1. Each node starts with its allocatable less what its bound pods request.
-//! 2. Reservations (Jobs placed there whose pods are not seen yet) are placed in the order
+//! 2. Unbound pods the scheduler has not found unschedulable (it is about to bind them) are
+//!    placed first-fit decreasing onto the schedulable nodes: where the scheduler puts them
+//!    is its choice, and their own filters are not kept, so this is an estimate of the room
+//!    they take, charged before anything of ours because they are ahead of us in its queue.
+//! 3. Reservations (Jobs placed there whose pods are not seen yet) are placed in the order
 //!    given, oldest first, pod by pod, first-fit over the nodes their own shape accepts, in
 //!    node-name order. That is the order and the rule by which each of them was judged, so
 //!    while the room is unchanged every reservation lands where it was judged to fit, and a
 //!    later Job is judged on what is left. (First-fit *decreasing* would re-sort them on each
-//!    call and could move an older reservation off the room it was promised.) A reservation
-//!    pod that fits on no node (the room shrank) is owed by the worker as a whole.
-//! 3. The Job's pods are placed the same way after them; a node may take several.
-//! 4. Unbound pods the scheduler has not found unschedulable are owed by the worker as a
-//!    whole: they will bind somewhere, but where is the scheduler's choice. What is owed must
-//!    fit in the total left on the schedulable nodes after 2 and 3; each Job pod that has to
-//!    go for it to fit is a pod that does not fit.
+//!    call and could move an older reservation off the room it was promised.)
+//! 4. The Job's pods are placed the same way after them; a node may take several.
+//! 5. What fits on no node in 2 and 3 (the room shrank under it) is owed by the worker as a
+//!    whole: it must fit in the total left on the schedulable nodes after 4, and each Job pod
+//!    that has to go for it to fit is a pod that does not fit.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -250,6 +252,16 @@ fn first_fit(
     taken
 }
 
+/// The order of first-fit decreasing: cpu, memory, ephemeral storage, then the others.
+fn size(r: &Resources) -> (u64, u64, u64, Vec<(&str, u64)>) {
+    (
+        r.cpu_millis,
+        r.memory,
+        r.ephemeral_storage,
+        r.others().collect(),
+    )
+}
+
 pub(crate) fn evaluate<'r>(
     shape: &PodShape,
     pods: u32,
@@ -269,7 +281,25 @@ pub(crate) fn evaluate<'r>(
         .collect();
     let name = |i: usize| nodes.get(i).map_or("", |n| &*n.name);
     let mut eligible = Eligible { groups: Vec::new() };
-    let mut owed = room.unbound.clone();
+    let mut owed = Resources::default();
+    // 2: pending unbound pods, largest first (cpu, then memory, then the rest), ties by uid.
+    let mut pending: Vec<&Resources> = room
+        .pending
+        .iter()
+        .filter_map(|uid| room.pods.get(uid))
+        .map(|p| &p.requests)
+        .collect();
+    pending.sort_by(|a, b| size(b).cmp(&size(a)));
+    let schedulable: Vec<usize> = (0..nodes.len())
+        .filter(|&i| nodes.get(i).is_some_and(|n| !n.unschedulable))
+        .collect();
+    for run in pending.chunk_by(|a, b| a == b) {
+        if let Some(req) = run.first() {
+            let count = u32::try_from(run.len()).unwrap_or(u32::MAX);
+            let on = first_fit(req, count, &schedulable, &mut free);
+            owed.add(&req.times(u64::from(count).saturating_sub(on.len() as u64)));
+        }
+    }
     let mut reserved_on = Vec::with_capacity(reserved.len());
     for r in reserved {
         let on = first_fit(

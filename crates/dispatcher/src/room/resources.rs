@@ -100,6 +100,11 @@ impl Resources {
         }
     }
 
+    /// The resources beyond the four standard ones (extended resources, hugepages), by name.
+    pub fn others(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+        self.scalar.iter().map(|(n, v)| (&**n, *v))
+    }
+
     /// Every resource with a non-zero amount, the four standard ones first.
     pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
         [
