@@ -194,17 +194,19 @@ impl fmt::Display for Short {
 
 /// Whether `pods` pods of `shape` fit on the worker now, after what `reserved` holds.
 pub fn fits(shape: &PodShape, pods: u32, room: &Room, reserved: &[Reservation]) -> Fit {
-    evaluate(shape, pods, room, reserved).fit
+    place(shape, pods, room, reserved).fit
 }
 
-/// The decision with the placement it was made on (node names), for the tests that check
-/// it never overcommits a node.
-#[derive(Debug)]
-pub(crate) struct Evaluation<'r> {
-    pub(crate) fit: Fit,
-    /// Per reservation, the node of each of its pods placed.
-    pub(crate) reserved_on: Vec<Vec<&'r str>>,
-    pub(crate) job_on: Vec<&'r str>,
+/// A decision with the virtual placement it was made on, by node name (for `explain`, and
+/// for the tests that check it never overcommits a node).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement<'r> {
+    pub fit: Fit,
+    /// Per reservation, the node of each of its pods placed (fewer than its pods when the
+    /// room shrank under it).
+    pub reserved_on: Vec<Vec<&'r str>>,
+    /// The Job's pods, when they fit; empty otherwise.
+    pub job_on: Vec<&'r str>,
 }
 
 /// The nodes a filter set accepts, computed once per distinct set.
@@ -262,12 +264,13 @@ fn size(r: &Resources) -> (u64, u64, u64, Vec<(&str, u64)>) {
     )
 }
 
-pub(crate) fn evaluate<'r>(
+/// [`fits`], with the placement it judged on.
+pub fn place<'r>(
     shape: &PodShape,
     pods: u32,
     room: &'r Room,
     reserved: &[Reservation],
-) -> Evaluation<'r> {
+) -> Placement<'r> {
     let nodes: Vec<&NodeView> = room.nodes().collect();
     let mut free: Vec<Resources> = room
         .nodes
@@ -312,7 +315,7 @@ pub(crate) fn evaluate<'r>(
         owed.add(&r.shape.requests.times(missing));
         reserved_on.push(on.into_iter().map(name).collect());
     }
-    let mut out = Evaluation {
+    let mut out = Placement {
         fit: Fit::Fits,
         reserved_on,
         job_on: Vec::new(),

@@ -8,8 +8,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::builders::{GPU, job, node, pod};
-use crate::room::fit::evaluate;
-use crate::room::{Fit, PodShape, Reservation, Resources, Room};
+use crate::room::{Fit, PodShape, Reservation, Resources, Room, place};
 
 #[derive(Debug, Clone)]
 struct Step {
@@ -89,7 +88,7 @@ proptest! {
         let mut uid = 0;
         for s in &steps {
             let sh = shape(s);
-            let ev = evaluate(&sh, s.pods, &room, &reserved);
+            let ev = place(&sh, s.pods, &room, &reserved);
             if ev.fit == Fit::Fits {
                 prop_assert_eq!(ev.job_on.len(), s.pods as usize);
                 let mut placed: Vec<(&PodShape, &[&str])> = Vec::new();
@@ -103,7 +102,7 @@ proptest! {
             }
             if s.bind && !reserved.is_empty() {
                 let oldest = reserved.remove(0);
-                let ev = evaluate(&oldest.shape, 0, &room, std::slice::from_ref(&oldest));
+                let ev = place(&oldest.shape, 0, &room, std::slice::from_ref(&oldest));
                 let nodes: Vec<String> = ev.reserved_on.first().into_iter().flatten().map(|n| n.to_string()).collect();
                 for n in nodes {
                     uid += 1;
