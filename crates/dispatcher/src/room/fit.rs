@@ -202,11 +202,11 @@ pub fn fits(shape: &PodShape, pods: u32, room: &Room, reserved: &[Reservation]) 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement<'r> {
     pub fit: Fit,
-    /// Per reservation, the node of each of its pods placed (fewer than its pods when the
-    /// room shrank under it).
-    pub reserved_on: Vec<Vec<&'r str>>,
-    /// The Job's pods, when they fit; empty otherwise.
-    pub job_on: Vec<&'r str>,
+    /// Per reservation, the nodes its pods are placed on, with how many each (fewer than its
+    /// pods in all when the room shrank under it).
+    pub reserved_on: Vec<Vec<(&'r str, u32)>>,
+    /// The nodes of the Job's pods with how many each, when they fit; empty otherwise.
+    pub job_on: Vec<(&'r str, u32)>,
 }
 
 /// The nodes a filter set accepts, computed once per distinct set.
@@ -230,28 +230,40 @@ impl<'s> Eligible<'s> {
     }
 }
 
-/// First-fit of `count` pods of `requests` over `eligible`, in order; returns the nodes
-/// taken, one per pod placed. A node left behind never takes a later pod of the same
-/// requests (free only shrinks), so the walk is linear.
+/// First-fit of `count` pods of `requests` over `eligible`, in order: each node takes as
+/// many as it holds before the next is tried (a node left behind never takes a later pod of
+/// the same requests, as free room only shrinks). Returns the nodes taken with their pods;
+/// the work is one step per node, whatever `count`.
 fn first_fit(
     requests: &Resources,
     count: u32,
     eligible: &[usize],
     free: &mut [Resources],
-) -> Vec<usize> {
+) -> Vec<(usize, u32)> {
     let mut taken = Vec::new();
-    let mut at = 0;
-    while (taken.len() as u64) < u64::from(count) {
-        let Some(&i) = eligible.get(at) else { break };
-        match free.get_mut(i) {
-            Some(f) if requests.fits_in(f) => {
-                f.sub(requests);
-                taken.push(i);
-            }
-            _ => at += 1,
+    let mut left = count;
+    for &i in eligible {
+        if left == 0 {
+            break;
+        }
+        let Some(f) = free.get_mut(i) else { continue };
+        let holds = requests
+            .iter()
+            .map(|(name, v)| f.get(name) / v)
+            .min()
+            .unwrap_or(u64::MAX);
+        let n = u32::try_from(holds.min(u64::from(left))).unwrap_or(left);
+        if n > 0 {
+            f.sub(&requests.times(u64::from(n)));
+            taken.push((i, n));
+            left -= n;
         }
     }
     taken
+}
+
+fn placed(on: &[(usize, u32)]) -> u64 {
+    on.iter().map(|(_, n)| u64::from(*n)).sum()
 }
 
 /// The order of first-fit decreasing: cpu, memory, ephemeral storage, then the others.
@@ -300,7 +312,7 @@ pub fn place<'r>(
         if let Some(req) = run.first() {
             let count = u32::try_from(run.len()).unwrap_or(u32::MAX);
             let on = first_fit(req, count, &schedulable, &mut free);
-            owed.add(&req.times(u64::from(count).saturating_sub(on.len() as u64)));
+            owed.add(&req.times(u64::from(count).saturating_sub(placed(&on))));
         }
     }
     let mut reserved_on = Vec::with_capacity(reserved.len());
@@ -311,9 +323,9 @@ pub fn place<'r>(
             eligible.of(&r.shape, &nodes),
             &mut free,
         );
-        let missing = u64::from(r.pods).saturating_sub(on.len() as u64);
+        let missing = u64::from(r.pods).saturating_sub(placed(&on));
         owed.add(&r.shape.requests.times(missing));
-        reserved_on.push(on.into_iter().map(name).collect());
+        reserved_on.push(on.into_iter().map(|(i, n)| (name(i), n)).collect());
     }
     let mut out = Placement {
         fit: Fit::Fits,
@@ -365,7 +377,7 @@ pub fn place<'r>(
             before.add(f);
         }
     }
-    let placed = first_fit(req, pods, &ok, &mut free);
+    let job_on = first_fit(req, pods, &ok, &mut free);
     let mut total = Resources::default();
     for (i, node) in nodes.iter().enumerate() {
         if let (false, Some(f)) = (node.unschedulable, free.get(i)) {
@@ -381,8 +393,8 @@ pub fn place<'r>(
             *lacking.entry(r).or_default() += 1;
         }
     }
-    let fit = (placed.len() as u64).saturating_sub(drop);
-    out.job_on = placed.iter().map(|&i| name(i)).collect();
+    let fit = placed(&job_on).saturating_sub(drop);
+    out.job_on = job_on.into_iter().map(|(i, n)| (name(i), n)).collect();
     if fit >= u64::from(pods) {
         return out;
     }

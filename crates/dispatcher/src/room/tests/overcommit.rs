@@ -45,15 +45,17 @@ fn shape(s: &Step) -> PodShape {
 fn check_within(
     room: &Room,
     bound: &BTreeMap<String, Resources>,
-    placed: &[(&PodShape, &[&str])],
+    placed: &[(&PodShape, &[(&str, u32)])],
 ) -> Result<(), TestCaseError> {
     let mut on: BTreeMap<&str, Resources> = BTreeMap::new();
     for (n, r) in bound {
         on.entry(n.as_str()).or_default().add(r);
     }
     for (shape, nodes) in placed {
-        for n in *nodes {
-            on.entry(n).or_default().add(&shape.requests);
+        for (n, k) in *nodes {
+            on.entry(n)
+                .or_default()
+                .add(&shape.requests.times(u64::from(*k)));
         }
     }
     for n in room.nodes() {
@@ -66,6 +68,10 @@ fn check_within(
         );
     }
     Ok(())
+}
+
+fn count(on: &[(&str, u32)]) -> u32 {
+    on.iter().map(|(_, k)| k).sum()
 }
 
 proptest! {
@@ -90,10 +96,10 @@ proptest! {
             let sh = shape(s);
             let ev = place(&sh, s.pods, &room, &reserved);
             if ev.fit == Fit::Fits {
-                prop_assert_eq!(ev.job_on.len(), s.pods as usize);
-                let mut placed: Vec<(&PodShape, &[&str])> = Vec::new();
+                prop_assert_eq!(count(&ev.job_on), s.pods);
+                let mut placed: Vec<(&PodShape, &[(&str, u32)])> = Vec::new();
                 for (r, on) in reserved.iter().zip(&ev.reserved_on) {
-                    prop_assert_eq!(on.len(), r.pods as usize, "a reservation lost its room");
+                    prop_assert_eq!(count(on), r.pods, "a reservation lost its room");
                     placed.push((&r.shape, on));
                 }
                 placed.push((&sh, &ev.job_on));
@@ -103,7 +109,13 @@ proptest! {
             if s.bind && !reserved.is_empty() {
                 let oldest = reserved.remove(0);
                 let ev = place(&oldest.shape, 0, &room, std::slice::from_ref(&oldest));
-                let nodes: Vec<String> = ev.reserved_on.first().into_iter().flatten().map(|n| n.to_string()).collect();
+                let nodes: Vec<String> = ev
+                    .reserved_on
+                    .first()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|(n, k)| std::iter::repeat_n(n.to_string(), *k as usize))
+                    .collect();
                 for n in nodes {
                     uid += 1;
                     let p = pod()

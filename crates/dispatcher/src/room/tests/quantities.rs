@@ -1,6 +1,6 @@
 use proptest::prelude::*;
 
-use crate::room::{MAX_AMOUNT, QuantityError, parse_amount};
+use crate::room::{MAX_AMOUNT, QuantityError, Resources, parse_amount};
 
 #[test]
 fn quantities_as_milli_value_and_value() {
@@ -82,6 +82,52 @@ fn unreadable_quantities_are_errors() {
             "{q:?}"
         );
     }
+}
+
+fn res(pairs: &[(&str, u64)]) -> Resources {
+    let mut r = Resources::default();
+    for (n, v) in pairs {
+        r.set(n, *v);
+    }
+    r
+}
+
+#[test]
+fn resources_arithmetic() {
+    let gpu = "nvidia.com/gpu";
+    let mut a = res(&[("cpu", 2000), (gpu, 2), ("example.com/a", 1)]);
+    a.add(&res(&[("cpu", 500), ("example.com/b", 3), (gpu, 1)]));
+    assert_eq!(
+        a,
+        res(&[
+            ("cpu", 2500),
+            (gpu, 3),
+            ("example.com/a", 1),
+            ("example.com/b", 3)
+        ])
+    );
+    a.sub(&res(&[(gpu, 5), ("example.com/a", 1), ("memory", 1)]));
+    assert_eq!(
+        a,
+        res(&[("cpu", 2500), ("example.com/b", 3)]),
+        "stops at 0, drops zeros"
+    );
+    assert_eq!(a.get(gpu), 0);
+    a.max_with(&res(&[("cpu", 100), ("example.com/b", 7)]));
+    assert_eq!(a, res(&[("cpu", 2500), ("example.com/b", 7)]));
+    let names: Vec<&str> = a.iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["cpu", "example.com/b"]);
+    let mut big = res(&[("cpu", u64::MAX - 1), (gpu, u64::MAX)]);
+    big.add(&res(&[("cpu", 5), (gpu, 5)]));
+    assert_eq!(
+        (big.cpu_millis, big.get(gpu)),
+        (u64::MAX, u64::MAX),
+        "saturating"
+    );
+    assert_eq!(res(&[(gpu, 2)]).times(u64::MAX).get(gpu), u64::MAX);
+    assert!(res(&[(gpu, 1)]).fits_in(&res(&[(gpu, 1)])));
+    assert!(!res(&[(gpu, 1)]).fits_in(&res(&[("cpu", 1)])));
+    assert!(Resources::default().fits_in(&Resources::default()));
 }
 
 proptest! {
