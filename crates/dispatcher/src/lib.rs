@@ -22,7 +22,9 @@
 //!    failure of the dispatcher's own, each held to the Job status rules), `placement` (which
 //!    worker), `credentials` (a worker's kubeconfig judged), `fence` (which copies on a worker
 //!    must go), `loads` (unfinished Jobs per worker), `record` (what the dispatcher keeps on
-//!    a user's Job, read back), and over them `plan` (the decision for one Job).
+//!    a user's Job, read back), `room` (whether a Job's pods fit on a worker's nodes now,
+//!    and why not: kube-scheduler's filter over compact views of its Nodes and pods), and
+//!    over them `plan` (the decision for one Job).
 //! 2. Acting: `api` (the calls, fenced by leadership), `credential_source` (a worker's
 //!    kubeconfig as it changes), `namespace_labels`, `worker_link` (one worker: its client,
 //!    copies, reach and fence), `sync` (one Job: its view gathered, its plan carried out),
@@ -42,6 +44,7 @@ pub mod placement;
 pub mod placing_lane;
 pub mod plan;
 pub mod record;
+pub mod room;
 pub mod run;
 pub mod status;
 pub mod sync;
