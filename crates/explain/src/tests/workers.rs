@@ -302,3 +302,62 @@ fn the_json_names_each_field_as_docs_cli_md_says() {
         })
     );
 }
+
+/// A Node as the kubelet reports it.
+fn node(
+    name: &str,
+    cordoned: bool,
+    allocatable: serde_json::Value,
+) -> k8s_openapi::api::core::v1::Node {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"unschedulable": cordoned},
+        "status": {
+            "allocatable": allocatable,
+            "conditions": [{"type": "Ready", "status": "True"}]
+        }
+    }))
+    .expect("a Node")
+}
+
+fn bound_pod(
+    uid: &str,
+    node: &str,
+    requests: serde_json::Value,
+) -> k8s_openapi::api::core::v1::Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": uid, "namespace": "ns", "uid": uid},
+        "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"requests": requests}}]},
+        "status": {"phase": "Running"}
+    }))
+    .expect("a Pod")
+}
+
+#[test]
+fn the_room_is_the_room_cores_summary_in_cores_and_bytes() {
+    use crate::workers::room_of::room_of;
+    let nodes = [
+        node(
+            "n1",
+            false,
+            json!({"cpu": "4", "memory": "16Gi", "pods": "110", "nvidia.com/gpu": "2"}),
+        ),
+        node(
+            "n2",
+            true,
+            json!({"cpu": "8", "memory": "32Gi", "pods": "110"}),
+        ),
+    ];
+    let pods = [bound_pod(
+        "p1",
+        "n1",
+        json!({"cpu": "1500m", "memory": "1Gi", "nvidia.com/gpu": "2"}),
+    )];
+    let line = room_of(&nodes, &pods);
+    assert_eq!((line.nodes_schedulable, line.nodes_total), (1, 2));
+    assert_eq!(line.allocatable.get("cpu"), Some(&4.0));
+    assert_eq!(line.free.get("cpu"), Some(&2.5));
+    assert_eq!(line.free.get("memory"), Some(&(15.0 * GI)));
+    assert_eq!(line.free.get("pods"), Some(&109.0));
+    assert_eq!(line.free.get("nvidia.com/gpu"), Some(&0.0), "{line:?}");
+}
