@@ -15,6 +15,9 @@
 //!   jobwarden's Lease with the caller's credentials; and, for a dispatched Job, its copy,
 //!   pods and events on the worker, with a kubeconfig the caller gives or the worker's own
 //!   (the dispatcher's, judged by the dispatcher's judge first).
+//! * [`workers`]: `jobwarden workers`, the fleet and the room on each worker, read with the
+//!   same reach and summed by the dispatcher's `room` core; `explain` judges an unplaced Job
+//!   by the same views.
 
 pub mod dispatch;
 pub mod explanation;
@@ -23,6 +26,7 @@ pub mod read;
 pub mod story;
 pub mod text;
 pub mod timeline;
+pub mod workers;
 
 pub use dispatch::{CopyReading, DispatchReading};
 pub use explanation::Explanation;

@@ -2,18 +2,20 @@
 //!
 //! How room is charged (deterministic, and never promising a node more than it holds):
 //! 1. Each node starts with its allocatable less what its bound pods request.
-//! 2. Reservations (Jobs placed there whose pods are not seen yet) are placed in the order
+//! 2. Unbound pods the scheduler has not found unschedulable (it is about to bind them) are
+//!    placed first-fit decreasing onto the schedulable nodes: where the scheduler puts them
+//!    is its choice, and their own filters are not kept, so this is an estimate of the room
+//!    they take, charged before anything of ours because they are ahead of us in its queue.
+//! 3. Reservations (Jobs placed there whose pods are not seen yet) are placed in the order
 //!    given, oldest first, pod by pod, first-fit over the nodes their own shape accepts, in
 //!    node-name order. That is the order and the rule by which each of them was judged, so
 //!    while the room is unchanged every reservation lands where it was judged to fit, and a
 //!    later Job is judged on what is left. (First-fit *decreasing* would re-sort them on each
-//!    call and could move an older reservation off the room it was promised.) A reservation
-//!    pod that fits on no node (the room shrank) is owed by the worker as a whole.
-//! 3. The Job's pods are placed the same way after them; a node may take several.
-//! 4. Unbound pods the scheduler has not found unschedulable are owed by the worker as a
-//!    whole: they will bind somewhere, but where is the scheduler's choice. What is owed must
-//!    fit in the total left on the schedulable nodes after 2 and 3; each Job pod that has to
-//!    go for it to fit is a pod that does not fit.
+//!    call and could move an older reservation off the room it was promised.)
+//! 4. The Job's pods are placed the same way after them; a node may take several.
+//! 5. What fits on no node in 2 and 3 (the room shrank under it) is owed by the worker as a
+//!    whole: it must fit in the total left on the schedulable nodes after 4, and each Job pod
+//!    that has to go for it to fit is a pod that does not fit.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -192,17 +194,19 @@ impl fmt::Display for Short {
 
 /// Whether `pods` pods of `shape` fit on the worker now, after what `reserved` holds.
 pub fn fits(shape: &PodShape, pods: u32, room: &Room, reserved: &[Reservation]) -> Fit {
-    evaluate(shape, pods, room, reserved).fit
+    place(shape, pods, room, reserved).fit
 }
 
-/// The decision with the placement it was made on (node names), for the tests that check
-/// it never overcommits a node.
-#[derive(Debug)]
-pub(crate) struct Evaluation<'r> {
-    pub(crate) fit: Fit,
-    /// Per reservation, the node of each of its pods placed.
-    pub(crate) reserved_on: Vec<Vec<&'r str>>,
-    pub(crate) job_on: Vec<&'r str>,
+/// A decision with the virtual placement it was made on, by node name (for `explain`, and
+/// for the tests that check it never overcommits a node).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement<'r> {
+    pub fit: Fit,
+    /// Per reservation, the nodes its pods are placed on, with how many each (fewer than its
+    /// pods in all when the room shrank under it).
+    pub reserved_on: Vec<Vec<(&'r str, u32)>>,
+    /// The nodes of the Job's pods with how many each, when they fit; empty otherwise.
+    pub job_on: Vec<(&'r str, u32)>,
 }
 
 /// The nodes a filter set accepts, computed once per distinct set.
@@ -226,36 +230,59 @@ impl<'s> Eligible<'s> {
     }
 }
 
-/// First-fit of `count` pods of `requests` over `eligible`, in order; returns the nodes
-/// taken, one per pod placed. A node left behind never takes a later pod of the same
-/// requests (free only shrinks), so the walk is linear.
+/// First-fit of `count` pods of `requests` over `eligible`, in order: each node takes as
+/// many as it holds before the next is tried (a node left behind never takes a later pod of
+/// the same requests, as free room only shrinks). Returns the nodes taken with their pods;
+/// the work is one step per node, whatever `count`.
 fn first_fit(
     requests: &Resources,
     count: u32,
     eligible: &[usize],
     free: &mut [Resources],
-) -> Vec<usize> {
+) -> Vec<(usize, u32)> {
     let mut taken = Vec::new();
-    let mut at = 0;
-    while (taken.len() as u64) < u64::from(count) {
-        let Some(&i) = eligible.get(at) else { break };
-        match free.get_mut(i) {
-            Some(f) if requests.fits_in(f) => {
-                f.sub(requests);
-                taken.push(i);
-            }
-            _ => at += 1,
+    let mut left = count;
+    for &i in eligible {
+        if left == 0 {
+            break;
+        }
+        let Some(f) = free.get_mut(i) else { continue };
+        let holds = requests
+            .iter()
+            .map(|(name, v)| f.get(name) / v)
+            .min()
+            .unwrap_or(u64::MAX);
+        let n = u32::try_from(holds.min(u64::from(left))).unwrap_or(left);
+        if n > 0 {
+            f.sub(&requests.times(u64::from(n)));
+            taken.push((i, n));
+            left -= n;
         }
     }
     taken
 }
 
-pub(crate) fn evaluate<'r>(
+fn placed(on: &[(usize, u32)]) -> u64 {
+    on.iter().map(|(_, n)| u64::from(*n)).sum()
+}
+
+/// The order of first-fit decreasing: cpu, memory, ephemeral storage, then the others.
+fn size(r: &Resources) -> (u64, u64, u64, Vec<(&str, u64)>) {
+    (
+        r.cpu_millis,
+        r.memory,
+        r.ephemeral_storage,
+        r.others().collect(),
+    )
+}
+
+/// [`fits`], with the placement it judged on.
+pub fn place<'r>(
     shape: &PodShape,
     pods: u32,
     room: &'r Room,
     reserved: &[Reservation],
-) -> Evaluation<'r> {
+) -> Placement<'r> {
     let nodes: Vec<&NodeView> = room.nodes().collect();
     let mut free: Vec<Resources> = room
         .nodes
@@ -269,7 +296,25 @@ pub(crate) fn evaluate<'r>(
         .collect();
     let name = |i: usize| nodes.get(i).map_or("", |n| &*n.name);
     let mut eligible = Eligible { groups: Vec::new() };
-    let mut owed = room.unbound.clone();
+    let mut owed = Resources::default();
+    // 2: pending unbound pods, largest first (cpu, then memory, then the rest), ties by uid.
+    let mut pending: Vec<&Resources> = room
+        .pending
+        .iter()
+        .filter_map(|uid| room.pods.get(uid))
+        .map(|p| &p.requests)
+        .collect();
+    pending.sort_by(|a, b| size(b).cmp(&size(a)));
+    let schedulable: Vec<usize> = (0..nodes.len())
+        .filter(|&i| nodes.get(i).is_some_and(|n| !n.unschedulable))
+        .collect();
+    for run in pending.chunk_by(|a, b| a == b) {
+        if let Some(req) = run.first() {
+            let count = u32::try_from(run.len()).unwrap_or(u32::MAX);
+            let on = first_fit(req, count, &schedulable, &mut free);
+            owed.add(&req.times(u64::from(count).saturating_sub(placed(&on))));
+        }
+    }
     let mut reserved_on = Vec::with_capacity(reserved.len());
     for r in reserved {
         let on = first_fit(
@@ -278,11 +323,11 @@ pub(crate) fn evaluate<'r>(
             eligible.of(&r.shape, &nodes),
             &mut free,
         );
-        let missing = u64::from(r.pods).saturating_sub(on.len() as u64);
+        let missing = u64::from(r.pods).saturating_sub(placed(&on));
         owed.add(&r.shape.requests.times(missing));
-        reserved_on.push(on.into_iter().map(name).collect());
+        reserved_on.push(on.into_iter().map(|(i, n)| (name(i), n)).collect());
     }
-    let mut out = Evaluation {
+    let mut out = Placement {
         fit: Fit::Fits,
         reserved_on,
         job_on: Vec::new(),
@@ -332,7 +377,7 @@ pub(crate) fn evaluate<'r>(
             before.add(f);
         }
     }
-    let placed = first_fit(req, pods, &ok, &mut free);
+    let job_on = first_fit(req, pods, &ok, &mut free);
     let mut total = Resources::default();
     for (i, node) in nodes.iter().enumerate() {
         if let (false, Some(f)) = (node.unschedulable, free.get(i)) {
@@ -348,8 +393,8 @@ pub(crate) fn evaluate<'r>(
             *lacking.entry(r).or_default() += 1;
         }
     }
-    let fit = (placed.len() as u64).saturating_sub(drop);
-    out.job_on = placed.iter().map(|&i| name(i)).collect();
+    let fit = placed(&job_on).saturating_sub(drop);
+    out.job_on = job_on.into_iter().map(|(i, n)| (name(i), n)).collect();
     if fit >= u64::from(pods) {
         return out;
     }

@@ -18,7 +18,7 @@ mod worker_room;
 #[cfg(test)]
 mod tests;
 
-pub use fit::{Fit, Lack, Need, Reservation, Short, fits};
+pub use fit::{Fit, Lack, Need, Placement, Reservation, Short, fits, place};
 pub use resources::{
     Amount, CPU, EPHEMERAL_STORAGE, MAX_AMOUNT, MEMORY, PODS, QuantityError, ResourceError,
     Resources, parse_amount,

@@ -75,7 +75,6 @@ impl Resources {
     }
 
     pub fn set(&mut self, name: &str, amount: u64) {
-        let amount = amount.min(MAX_AMOUNT);
         match name {
             CPU => self.cpu_millis = amount,
             MEMORY => self.memory = amount,
@@ -100,6 +99,11 @@ impl Resources {
         }
     }
 
+    /// The resources beyond the four standard ones (extended resources, hugepages), by name.
+    pub fn others(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+        self.scalar.iter().map(|(n, v)| (&**n, *v))
+    }
+
     /// Every resource with a non-zero amount, the four standard ones first.
     pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
         [
@@ -113,29 +117,47 @@ impl Resources {
         .filter(|(_, v)| *v > 0)
     }
 
+    /// Each amount `op(self, other)`, where `op(x, 0) == x` (add, subtract, max): the names
+    /// only in `self` are left as they are, and the two sorted lists are merged in one pass.
     fn combine(&mut self, other: &Resources, op: impl Fn(u64, u64) -> u64) {
         self.cpu_millis = op(self.cpu_millis, other.cpu_millis);
         self.memory = op(self.memory, other.memory);
         self.ephemeral_storage = op(self.ephemeral_storage, other.ephemeral_storage);
         self.pods = op(self.pods, other.pods);
-        if other.scalar.is_empty() && self.scalar.is_empty() {
+        if other.scalar.is_empty() {
             return;
         }
-        // Names of either side (a name only in `self` combines with 0).
-        let names: Vec<Box<str>> = {
-            let mut names: Vec<Box<str>> = self
+        let same_names = self.scalar.len() == other.scalar.len()
+            && self
                 .scalar
                 .iter()
-                .chain(other.scalar.iter())
-                .map(|(n, _)| n.clone())
+                .zip(&other.scalar)
+                .all(|(a, b)| a.0 == b.0);
+        if same_names {
+            // The common case of a node's free room less a pod's requests: no allocation.
+            for (a, b) in self.scalar.iter_mut().zip(&other.scalar) {
+                a.1 = op(a.1, b.1);
+            }
+        } else {
+            let mut merged = Vec::with_capacity(self.scalar.len() + other.scalar.len());
+            let (mut mine, mut theirs) = (self.scalar.iter().peekable(), other.scalar.iter());
+            for (name, v) in theirs.by_ref() {
+                while let Some((n, x)) = mine.next_if(|(n, _)| n < name) {
+                    merged.push((n.clone(), *x));
+                }
+                let x = mine.next_if(|(n, _)| n == name).map_or(0, |(_, x)| *x);
+                merged.push((name.clone(), op(x, *v)));
+            }
+            merged.extend(mine.cloned());
+            self.scalar = merged.into_boxed_slice();
+        }
+        if self.scalar.iter().any(|(_, v)| *v == 0) {
+            self.scalar = self
+                .scalar
+                .iter()
+                .filter(|(_, v)| *v > 0)
+                .cloned()
                 .collect();
-            names.sort();
-            names.dedup();
-            names
-        };
-        for name in names {
-            let value = op(self.get(&name), other.get(&name));
-            self.set(&name, value);
         }
     }
 

@@ -168,15 +168,16 @@ impl TolerationView {
 /// that tolerates it may still go there.
 pub const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
-/// Why a node cannot take a pod of a shape, whatever its free room.
+/// Why a node cannot take a pod of a shape, whatever its free room; in the order the
+/// filters run, which is the order messages list them.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Exclusion {
     Cordoned,
+    /// The first taint the pod does not tolerate, as `key=value:Effect`.
+    Taint(Box<str>),
     /// The first `key=value` of the nodeSelector the node lacks.
     NodeSelector(Box<str>),
     Affinity,
-    /// The first taint the pod does not tolerate, as `key=value:Effect`.
-    Taint(Box<str>),
 }
 
 /// One pod of a Job, as the filter sees it.

@@ -2,7 +2,7 @@
 //! event updates the sums it touches (the pod's node, or the worker's unbound sum) and the
 //! owner index; nothing rescans the pods.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::resources::Resources;
@@ -22,12 +22,14 @@ pub(crate) struct NodeSlot {
 pub struct Room {
     /// By name: placement walks nodes in this order, so it is deterministic.
     pub(crate) nodes: BTreeMap<Box<str>, NodeSlot>,
-    pods: HashMap<Arc<str>, PodView>,
+    pub(crate) pods: HashMap<Arc<str>, PodView>,
     owners: HashMap<Box<str>, Vec<Arc<str>>>,
     /// What unbound pods the scheduler has not (yet) found unschedulable request: they are
     /// about to take room somewhere on the worker.
     pub(crate) unbound: Resources,
-    unbound_pods: u32,
+    /// Those pods by uid: placement places them first, in an order that does not depend on
+    /// the hash map's.
+    pub(crate) pending: BTreeSet<Arc<str>>,
 }
 
 /// The worker as `jobwarden workers` prints it.
@@ -96,12 +98,12 @@ impl Room {
             None => uid.into(),
         };
         if let Some((_, old)) = &old {
-            self.uncharge(old);
+            self.uncharge(&key, old);
             if old.owner != pod.owner {
                 self.unindex(old.owner.as_deref(), uid);
             }
         }
-        self.charge(&pod);
+        self.charge(&key, &pod);
         if old.as_ref().is_none_or(|(_, o)| o.owner != pod.owner)
             && let Some(owner) = &pod.owner
         {
@@ -114,8 +116,8 @@ impl Room {
     }
 
     pub fn delete_pod(&mut self, uid: &str) {
-        if let Some(old) = self.pods.remove(uid) {
-            self.uncharge(&old);
+        if let Some((key, old)) = self.pods.remove_entry(uid) {
+            self.uncharge(&key, &old);
             self.unindex(old.owner.as_deref(), uid);
         }
     }
@@ -125,7 +127,7 @@ impl Room {
         *self = Room::default();
     }
 
-    fn charge(&mut self, pod: &PodView) {
+    fn charge(&mut self, uid: &Arc<str>, pod: &PodView) {
         match charge_of(pod) {
             Charge::Node(n) => {
                 let slot = self.nodes.entry(n.into()).or_default();
@@ -134,13 +136,13 @@ impl Room {
             }
             Charge::Unbound => {
                 self.unbound.add(&pod.requests);
-                self.unbound_pods += 1;
+                self.pending.insert(uid.clone());
             }
             Charge::Nothing => {}
         }
     }
 
-    fn uncharge(&mut self, pod: &PodView) {
+    fn uncharge(&mut self, uid: &Arc<str>, pod: &PodView) {
         match charge_of(pod) {
             Charge::Node(n) => {
                 if let Some(slot) = self.nodes.get_mut(n) {
@@ -157,8 +159,8 @@ impl Room {
             }
             Charge::Unbound => {
                 self.unbound.sub(&pod.requests);
-                self.unbound_pods = self.unbound_pods.saturating_sub(1);
-                if self.unbound_pods == 0 {
+                self.pending.remove(uid);
+                if self.pending.is_empty() {
                     self.unbound = Resources::default();
                 }
             }
@@ -192,7 +194,7 @@ impl Room {
 
     pub fn summary(&self) -> RoomSummary {
         let mut s = RoomSummary {
-            pending_pods: self.unbound_pods,
+            pending_pods: u32::try_from(self.pending.len()).unwrap_or(u32::MAX),
             ..RoomSummary::default()
         };
         for slot in self.nodes.values() {

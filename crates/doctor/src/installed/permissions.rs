@@ -132,6 +132,22 @@ pub fn dispatcher_uses(namespace: &str) -> Vec<Access> {
     .concat()
 }
 
+/// What the dispatcher reads of a worker to know where a Job fits (docs/dispatch.md#where-a-job-fits):
+/// its Nodes and its unfinished pods, listed and watched cluster-wide (`None`), or the pods of
+/// the one namespace a RoleBinding grants (`Some`: no Nodes then, and placement counts Jobs on
+/// that worker). Apart from [`worker_uses`]: a worker without them still runs Jobs.
+pub fn worker_room_uses(namespace: Option<&str>) -> Vec<Access> {
+    let pods = Access::verbs(namespace, "", "pods", None, &["get", "list", "watch"]);
+    match namespace {
+        None => [
+            Access::verbs(None, "", "nodes", None, &["get", "list", "watch"]),
+            pods,
+        ]
+        .concat(),
+        Some(_) => pods,
+    }
+}
+
 /// What the dispatcher asks of a worker cluster, as the identity that deploy/worker/ (or the
 /// chart's `worker.enabled`) installs there: in every namespace (`None`), or in one namespace
 /// its role is granted in by a RoleBinding (`Some`), where `get` on `namespaces` is the get of

@@ -14,6 +14,7 @@ use crate::text::render;
 
 mod dispatch;
 mod history;
+mod workers;
 
 const T0: &str = "2026-01-01T00:00:00Z";
 const NAMES: &str = "jobwarden.io/pod-failure-policy-rule-names";
