@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use jobwarden_envtest::{
-    Dispatcher, DispatcherSettings, Fleet, OwnedProcess, create_named_namespace, kubelet,
-    worker_secret,
+    Dispatcher, DispatcherSettings, Fleet, NodeLayout, OwnedProcess, ROOMY, create_named_namespace,
+    kubelet, kubelet_of_bound_pods, worker_secret,
 };
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};
@@ -75,7 +75,10 @@ impl World {
     pub fn get() -> Option<&'static World> {
         WORLD
             .get_or_init(|| {
-                let fleet = Fleet::shared()?;
+                // kube-scheduler on each worker: the placement tests' pods are bound to the Nodes
+                // they lay out; the others' pods name no scheduler and stay unbound, counted
+                // against the roomy Node each worker has between placement tests.
+                let fleet = Fleet::shared_scheduled()?;
                 Some(off_runtime(move || World::set_up(fleet)))
             })
             .as_ref()
@@ -257,6 +260,8 @@ pub struct Test {
     pub workers: Vec<Client>,
     kubelets: Vec<tokio::task::JoinHandle<()>>,
     pub census: Census,
+    /// The pods seen unschedulable on the workers (`ns/name`), when the test watches them.
+    unschedulable: Option<Unschedulable>,
     /// The Jobs the test moved off a lost worker.
     moved: Mutex<BTreeSet<String>>,
     /// Released last, when the test is done with the clusters.
@@ -276,6 +281,42 @@ impl Test {
         let world = World::get()?;
         let hold = Hold::Alone(DISRUPTION.write().await);
         Test::named(world, hold, prefix).await
+    }
+
+    /// A placement test, alone (it lays out the workers' Nodes): each worker's Nodes are
+    /// `east` and `west` (the roomy Node the others share is taken away until it finishes),
+    /// its Jobs' pods are bound by the worker's kube-scheduler and played by a kubelet of
+    /// bound pods only, and every pod found unschedulable is noted.
+    pub async fn placing(prefix: &str, east: &[NodeLayout], west: &[NodeLayout]) -> Option<Test> {
+        let world = World::get()?;
+        let hold = Hold::Alone(DISRUPTION.write().await);
+        for (plane, layouts) in world.fleet.workers.iter().zip([east, west]) {
+            let nodes = plane.nodes().await;
+            nodes.delete(ROOMY).await.unwrap_or_else(|e| panic!("{e}"));
+            nodes
+                .lay_out(layouts)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let mut test = Test::named(world, hold, prefix).await?;
+        for k in &test.kubelets {
+            k.abort();
+        }
+        test.kubelets = test
+            .workers
+            .iter()
+            .map(|c| kubelet_of_bound_pods(Api::<Pod>::namespaced(c.clone(), &test.ns)))
+            .collect();
+        test.unschedulable = Some(Unschedulable::watch(&test.workers, &test.ns));
+        Some(test)
+    }
+
+    /// The pods seen unschedulable so far (`worker/name`).
+    pub fn unschedulable_pods(&self) -> BTreeSet<String> {
+        self.unschedulable
+            .as_ref()
+            .map(Unschedulable::seen)
+            .unwrap_or_default()
     }
 
     async fn named(world: &'static World, hold: Hold, prefix: &str) -> Option<Test> {
@@ -322,6 +363,7 @@ impl Test {
             workers,
             kubelets,
             census,
+            unschedulable: None,
             moved: Mutex::default(),
             _hold: hold,
         })
@@ -457,6 +499,22 @@ impl Test {
     pub async fn finish(self) -> BTreeMap<String, CopyHistory> {
         for k in &self.kubelets {
             k.abort();
+        }
+        if let Some(watch) = &self.unschedulable {
+            watch.stop();
+            // The Nodes the placement test laid out go; the roomy one comes back.
+            for plane in &self.world.fleet.workers {
+                let nodes = plane.nodes().await;
+                for node in nodes.names().await.unwrap_or_else(|e| panic!("{e}")) {
+                    if node != ROOMY {
+                        nodes.delete(&node).await.unwrap_or_else(|e| panic!("{e}"));
+                    }
+                }
+                nodes
+                    .ensure(&NodeLayout::roomy())
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
         }
         self.world.dispatcher.identity.assert_nothing_refused();
         for (name, plane) in WORKERS.iter().zip(&self.world.fleet.workers) {
@@ -618,6 +676,64 @@ impl Census {
         }
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
+}
+
+/// The pods of a test's namespace found `PodScheduled=False` (`Unschedulable`) on the workers,
+/// polled as the test kubelet polls.
+pub struct Unschedulable {
+    seen: Arc<Mutex<BTreeSet<String>>>,
+    watches: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Unschedulable {
+    fn watch(workers: &[Client], ns: &str) -> Unschedulable {
+        let seen: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+        let watches = WORKERS
+            .iter()
+            .zip(workers)
+            .map(|(name, client)| {
+                let (seen, pods) = (seen.clone(), Api::<Pod>::namespaced(client.clone(), ns));
+                let name = (*name).to_owned();
+                tokio::spawn(async move {
+                    loop {
+                        if let Ok(list) = pods.list(&ListParams::default()).await {
+                            for pod in list.items.iter().filter(|p| is_unschedulable(p)) {
+                                seen.lock()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .insert(format!("{name}/{}", pod.name_any()));
+                            }
+                        }
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                })
+            })
+            .collect();
+        Unschedulable { seen, watches }
+    }
+
+    fn seen(&self) -> BTreeSet<String> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn stop(&self) {
+        for w in &self.watches {
+            w.abort();
+        }
+    }
+}
+
+/// Whether kube-scheduler found no node for the pod.
+pub fn is_unschedulable(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            c.type_ == "PodScheduled"
+                && c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+        })
 }
 
 pub fn condition(job: &Job, type_: &str) -> Option<String> {

@@ -245,13 +245,7 @@ impl DispatchMetrics {
 
     /// A worker's view: its state (one-hot), schedulable nodes, and free and allocatable room
     /// per resource (cpu in cores, memory in bytes, the rest in units).
-    pub fn worker_room(
-        &self,
-        name: &str,
-        state: &str,
-        nodes: u32,
-        room: &[(String, f64, f64)],
-    ) {
+    pub fn worker_room(&self, name: &str, state: &str, nodes: u32, room: &[(String, f64, f64)]) {
         for s in VIEW_STATES {
             self.worker_view
                 .get_or_create(&ViewLabels {
@@ -279,7 +273,9 @@ impl DispatchMetrics {
             resource: resource.to_owned(),
         };
         self.worker_free.get_or_create(&labels).set(free);
-        self.worker_allocatable.get_or_create(&labels).set(allocatable);
+        self.worker_allocatable
+            .get_or_create(&labels)
+            .set(allocatable);
     }
 
     pub fn set_waiting(&self, reason: &str, n: usize) {

@@ -187,12 +187,24 @@ mod tests {
         let moved_twice = user(json!({"jobwarden.io/moved-from": "alpha,beta",
             "jobwarden.io/max-moves": "2"}));
         assert!(matches!(
-            judge(&moved_twice, &fresh, Some(&pods), POLICY, at("2026-11-28T11:00:00Z")),
+            judge(
+                &moved_twice,
+                &fresh,
+                Some(&pods),
+                POLICY,
+                at("2026-11-28T11:00:00Z")
+            ),
             Verdict::StaysMovedEnough { moves: 2, .. }
         ));
         let never = user(json!({"jobwarden.io/max-moves": "0"}));
         assert!(matches!(
-            judge(&never, &fresh, Some(&pods), POLICY, at("2026-11-28T11:00:00Z")),
+            judge(
+                &never,
+                &fresh,
+                Some(&pods),
+                POLICY,
+                at("2026-11-28T11:00:00Z")
+            ),
             Verdict::StaysMovedEnough { moves: 0, .. }
         ));
     }

@@ -294,7 +294,10 @@ mod tests {
     #[test]
     fn a_worker_without_room_is_passed_over_even_when_less_loaded() {
         let gpu_less = WorkerFacts {
-            room: short("0 of 2 pods fit: insufficient nvidia.com/gpu (0 free on 2 nodes)", false),
+            room: short(
+                "0 of 2 pods fit: insufficient nvidia.com/gpu (0 free on 2 nodes)",
+                false,
+            ),
             ..up("alpha", 0)
         };
         let workers = [gpu_less.clone(), up("beta", 9)];
@@ -316,7 +319,10 @@ mod tests {
     #[test]
     fn a_job_no_node_could_hold_says_so_and_a_worker_not_listed_is_waited_for() {
         let never = |name| WorkerFacts {
-            room: short("does not fit on any node today: needs 64 cpu, the largest node has 2", true),
+            room: short(
+                "does not fit on any node today: needs 64 cpu, the largest node has 2",
+                true,
+            ),
             ..up(name, 0)
         };
         let Placement::Nowhere(reasons) = place(&Named::Any, &[never("alpha"), never("beta")], &[])

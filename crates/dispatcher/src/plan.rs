@@ -194,9 +194,10 @@ impl Waiting {
     pub fn same_reason(&self, other: &Waiting) -> bool {
         match (self, other) {
             (Waiting::NoRoom { key: a, .. }, Waiting::NoRoom { key: b, .. }) => a == b,
-            (Waiting::Unschedulable { worker: a, .. }, Waiting::Unschedulable { worker: b, .. }) => {
-                a == b
-            }
+            (
+                Waiting::Unschedulable { worker: a, .. },
+                Waiting::Unschedulable { worker: b, .. },
+            ) => a == b,
             _ => self == other,
         }
     }
@@ -526,7 +527,11 @@ fn move_unschedulable(
         now,
     );
     let Some(Step::Record { to, .. }) = moved.steps.first() else {
-        let why = moved.waiting.as_ref().map(Waiting::message).unwrap_or_default();
+        let why = moved
+            .waiting
+            .as_ref()
+            .map(Waiting::message)
+            .unwrap_or_default();
         return mirrored.waiting(Waiting::Unschedulable {
             worker: from.to_owned(),
             message: format!(

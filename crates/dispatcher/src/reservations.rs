@@ -110,7 +110,9 @@ mod tests {
     }
 
     fn held_on<'a>(r: &'a Reservations, worker: &'a str) -> Vec<(&'a str, u32)> {
-        r.on(worker, "").map(|(_, _, name, h)| (name, h.pods)).collect()
+        r.on(worker, "")
+            .map(|(_, _, name, h)| (name, h.pods))
+            .collect()
     }
 
     #[test]

@@ -77,7 +77,8 @@ fn to_counting(link: &Link, what: &str, status: &kube::core::Status) {
 }
 
 async fn nodes(link: Arc<Link>, client: Client, freed: Arc<Notify>) {
-    let events = watcher(Api::<Node>::all(client), watcher::Config::default()).backoff(quick_backoff());
+    let events =
+        watcher(Api::<Node>::all(client), watcher::Config::default()).backoff(quick_backoff());
     let mut events = std::pin::pin!(events);
     let mut relisted: Option<Vec<NodeView>> = None;
     while let Some(event) = events.next().await {
@@ -108,7 +109,8 @@ async fn nodes(link: Arc<Link>, client: Client, freed: Arc<Notify>) {
                 freed.notify_one();
             }
             Ok(watcher::Event::Apply(node)) => {
-                link.view.update(|room| room.apply_node(NodeView::from_node(&node)));
+                link.view
+                    .update(|room| room.apply_node(NodeView::from_node(&node)));
                 freed.notify_one();
             }
             Ok(watcher::Event::Delete(node)) => {

@@ -16,8 +16,8 @@ use crate::api::{self, ApiError};
 use crate::copy;
 use crate::loads::Loads;
 use crate::metrics::DispatchMetrics;
-use crate::namespace_labels::NamespaceLabels;
 use crate::moving::{self, CopyPods};
+use crate::namespace_labels::NamespaceLabels;
 use crate::placement::{Reach, RoomFit, Unfit};
 use crate::plan::{self, JobView, Plan, Settings, Step, Waiting, WorkerState};
 use crate::reservations::Reservations;
@@ -158,7 +158,13 @@ impl Dispatcher {
         });
         let move_due = copy.as_ref().is_some_and(|c| {
             matches!(
-                moving::judge(&user, c, copy_pods.as_ref(), self.settings.unschedulable, now),
+                moving::judge(
+                    &user,
+                    c,
+                    copy_pods.as_ref(),
+                    self.settings.unschedulable,
+                    now
+                ),
                 moving::Verdict::Moves { .. }
             )
         });
@@ -517,7 +523,8 @@ impl Dispatcher {
                                 plan::DeleteReason::Finished => "the Job shows how it ended",
                                 plan::DeleteReason::JobFailed => "the Job failed here",
                                 plan::DeleteReason::JobDeleted => "the Job is being deleted",
-                                plan::DeleteReason::Moved => "its pods could not be scheduled there; the Job moves",
+                                plan::DeleteReason::Moved =>
+                                    "its pods could not be scheduled there; the Job moves",
                             }
                         ),
                     );

@@ -66,7 +66,11 @@ impl Fleet {
         if settings.roomy_nodes {
             let planes = std::iter::once(&self.management).chain(&self.workers[..names.len()]);
             for plane in planes {
-                plane.nodes().await.ensure(&crate::NodeLayout::roomy()).await?;
+                plane
+                    .nodes()
+                    .await
+                    .ensure(&crate::NodeLayout::roomy())
+                    .await?;
             }
         }
         let policy = dir.join("policy.yaml");

@@ -202,6 +202,15 @@ impl Nodes {
         }
     }
 
+    /// The names of the Nodes there.
+    pub async fn names(&self) -> Result<Vec<String>, String> {
+        self.api
+            .list_metadata(&kube::api::ListParams::default())
+            .await
+            .map(|l| l.items.iter().map(|n| n.name_any()).collect())
+            .map_err(|e| format!("the Nodes are listed: {e}"))
+    }
+
     /// [`create`](Self::create) for each, in order.
     pub async fn lay_out(&self, layouts: &[NodeLayout]) -> Result<Vec<Node>, String> {
         let mut nodes = Vec::with_capacity(layouts.len());

@@ -234,7 +234,10 @@ mod tests {
         assert_eq!(d.workers.len(), 4);
         assert_eq!(d.unschedulable_seconds, 20);
         assert_eq!(d.worker("east").map(|w| w.capacity), Some(Capacity::Nodes));
-        assert_eq!(d.worker("burst").map(|w| w.capacity), Some(Capacity::Unbounded));
+        assert_eq!(
+            d.worker("burst").map(|w| w.capacity),
+            Some(Capacity::Unbounded)
+        );
         assert_eq!(d.local_worker(), Some("here"));
         assert_eq!(
             d.worker("east").and_then(Worker::source),

@@ -537,7 +537,10 @@ fn a_job_goes_where_its_pods_fit_though_another_worker_has_fewer_jobs() {
         message,
         "no worker has room for the Job now: alpha: 0 of 2 pods fit: insufficient nvidia.com/gpu (0 free on 2 nodes); beta: 0 of 2 pods fit: insufficient cpu (1 free on 2 nodes)"
     );
-    assert_eq!(plan.waiting.as_ref().map(Waiting::reason), Some("NoWorkerFits"));
+    assert_eq!(
+        plan.waiting.as_ref().map(Waiting::reason),
+        Some("NoWorkerFits")
+    );
     // A figure that changes is the same reason: no new Event for it.
     let fuller = WorkerState {
         room: short("0 of 2 pods fit: insufficient cpu (0 free on 2 nodes)"),
@@ -583,7 +586,10 @@ fn a_job_no_worker_can_hold_waits_until_its_deadline() {
     // With 30 s, long past at 10:10: it fails as upstream's controller fails it.
     let job = UserJob::new().spec("activeDeadlineSeconds", json!(30));
     let plan = run(&job, None, &[never("alpha"), never("beta")]);
-    assert_eq!(kinds(&plan), ["fail: DeadlineExceeded", "event DeadlineExceeded"]);
+    assert_eq!(
+        kinds(&plan),
+        ["fail: DeadlineExceeded", "event DeadlineExceeded"]
+    );
 }
 
 fn unschedulable_pods() -> CopyPods {
@@ -603,13 +609,19 @@ fn a_copy_that_cannot_be_scheduled_moves_record_first_then_delete_then_create() 
         .on("alpha")
         .annotated("jobwarden.io/unschedulable-seconds", "20")
         .status(json!({"startTime": "2026-11-27T10:00:30Z", "active": 1}));
-    let copy = copy_of(&user, json!({"startTime": "2026-11-27T10:00:30Z", "active": 1}));
+    let copy = copy_of(
+        &user,
+        json!({"startTime": "2026-11-27T10:00:30Z", "active": 1}),
+    );
     let pods = unschedulable_pods();
     let workers = [worker("alpha", 0), worker("beta", 3)];
     // Before its time: it waits, and says so.
     let plan = run_with_pods(&user, &copy, &pods, &workers, "2026-11-27T10:01:10Z");
     assert!(plan.steps.is_empty(), "{plan:?}");
-    assert_eq!(plan.waiting.as_ref().map(Waiting::reason), Some("Unschedulable"));
+    assert_eq!(
+        plan.waiting.as_ref().map(Waiting::reason),
+        Some("Unschedulable")
+    );
     assert_eq!(plan.recheck_at, "2026-11-27T10:01:20Z".parse().ok());
     // At its time: it moves.
     let plan = run_with_pods(&user, &copy, &pods, &workers, "2026-11-27T10:01:20Z");
@@ -641,17 +653,18 @@ fn a_job_moves_only_where_it_has_not_been_and_where_it_fits() {
     let pods = unschedulable_pods();
     let late = "2026-11-27T11:00:00Z";
     // alpha was left once: not tried again; gamma has no room: the Job stays, and says why.
-    let workers = [
-        worker("alpha", 0),
-        worker("beta", 0),
-        worker_short("gamma"),
-    ];
+    let workers = [worker("alpha", 0), worker("beta", 0), worker_short("gamma")];
     let plan = run_with_pods(&user, &copy, &pods, &workers, late);
     assert!(plan.steps.is_empty(), "{plan:?}");
-    let message = plan.waiting.as_ref().map(Waiting::message).unwrap_or_default();
+    let message = plan
+        .waiting
+        .as_ref()
+        .map(Waiting::message)
+        .unwrap_or_default();
     assert!(
         message.contains("no other worker can take the Job now")
-            && message.contains("alpha: the Job left it when its copy could not be scheduled there")
+            && message
+                .contains("alpha: the Job left it when its copy could not be scheduled there")
             && message.contains("gamma: 0 of 2 pods fit"),
         "{message}"
     );
