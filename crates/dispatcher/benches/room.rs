@@ -203,8 +203,12 @@ fn main() {
         let tg = time(15, 4, |_| {
             black_box(fits(&gpu_shape, 8, &room, &reservations));
         });
+        let gpu_fit = match fits(&gpu_shape, 8, &room, &reservations) {
+            Fit::Fits => "fits".to_string(),
+            Fit::Short(s) => s.reason_label().to_string(),
+        };
         println!(
-            "fits with {reserved} reservations: {:.2} ms (4 × 1 cpu), {:.2} ms (8 × 2 GPUs on the GPU pool)",
+            "fits with {reserved} reservations: {:.3} ms (4 × 1 cpu: fits), {:.3} ms (8 × 2 GPUs on the GPU pool: {gpu_fit})",
             t.as_secs_f64() * 1e3,
             tg.as_secs_f64() * 1e3
         );

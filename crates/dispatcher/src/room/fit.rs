@@ -80,15 +80,51 @@ impl<'r> Nodes<'r> {
         self.view(i).map_or("", |n| &n.name)
     }
 
-    /// Allocatable less what its bound pods request, less what was placed here so far.
-    fn free(&mut self, i: usize) -> Option<&mut Resources> {
-        let (view, used) = (self.views.get(i)?, self.used.get(i)?);
-        let slot = self.free.get_mut(i)?;
-        Some(slot.get_or_insert_with(|| {
-            let mut f = view.allocatable.clone();
-            f.sub(used);
-            f
-        }))
+    /// How much of `resource` is free: allocatable less what its bound pods request, less
+    /// what was placed here so far. Worked out without a copy until something is placed.
+    fn amount(&self, i: usize, resource: &str) -> u64 {
+        match self.free.get(i) {
+            Some(Some(f)) => f.get(resource),
+            _ => match (self.views.get(i), self.used.get(i)) {
+                (Some(v), Some(u)) => v.allocatable.get(resource).saturating_sub(u.get(resource)),
+                _ => 0,
+            },
+        }
+    }
+
+    /// How many pods of `requests` it holds now.
+    fn holds(&self, i: usize, requests: &Resources) -> u64 {
+        requests
+            .iter()
+            .map(|(name, v)| self.amount(i, name) / v)
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    fn take(&mut self, i: usize, requests: &Resources, n: u32) {
+        let (Some(view), Some(used)) = (self.views.get(i), self.used.get(i)) else {
+            return;
+        };
+        if let Some(slot) = self.free.get_mut(i) {
+            slot.get_or_insert_with(|| {
+                let mut f = view.allocatable.clone();
+                f.sub(used);
+                f
+            })
+            .sub(&requests.times(u64::from(n)));
+        }
+    }
+
+    /// Each of `resources` summed over the nodes `which` takes.
+    fn total(&self, resources: &Resources, which: impl Fn(usize) -> bool) -> Resources {
+        let mut total = Resources::default();
+        for (r, _) in resources.iter() {
+            let sum = (0..self.len())
+                .filter(|&i| which(i))
+                .fold(0u64, |s, i| s.saturating_add(self.amount(i, r)));
+            total.set(r, sum);
+        }
+        total
     }
 }
 
@@ -151,15 +187,9 @@ fn first_fit(
         if !nodes.view(i).is_some_and(|n| accept(i, n)) {
             continue;
         }
-        let Some(f) = nodes.free(i) else { continue };
-        let holds = requests
-            .iter()
-            .map(|(name, v)| f.get(name) / v)
-            .min()
-            .unwrap_or(u64::MAX);
-        let n = u32::try_from(holds.min(u64::from(left))).unwrap_or(left);
+        let n = u32::try_from(nodes.holds(i, requests).min(u64::from(left))).unwrap_or(left);
         if n > 0 {
-            f.sub(&requests.times(u64::from(n)));
+            nodes.take(i, requests, n);
             taken.push((i, n));
             left -= n;
         }
@@ -234,14 +264,7 @@ pub fn place<'r>(
     let mut drop = 0u64;
     let mut lacking: BTreeMap<Box<str>, u32> = BTreeMap::new();
     if owed.iter().next().is_some() {
-        let mut total = Resources::default();
-        for i in 0..nodes.len() {
-            if nodes.view(i).is_some_and(|n| !n.unschedulable)
-                && let Some(f) = nodes.free(i)
-            {
-                total.add(f);
-            }
-        }
+        let total = nodes.total(&owed, |i| nodes.view(i).is_some_and(|n| !n.unschedulable));
         for (r, owe) in owed.iter() {
             let (have, each) = (total.get(r), req.get(r));
             if owe > have && each > 0 {
@@ -258,7 +281,7 @@ pub fn place<'r>(
             .collect();
         return out;
     }
-    out.fit = Fit::Short(short(shape, pods, fit, &job_on, &mut nodes, owed, lacking));
+    out.fit = Fit::Short(short(shape, pods, fit, &job_on, &nodes, owed, lacking));
     out
 }
 
@@ -268,7 +291,7 @@ fn short(
     pods: u32,
     fit: u64,
     job_on: &[(usize, u32)],
-    nodes: &mut Nodes<'_>,
+    nodes: &Nodes<'_>,
     owed: Resources,
     mut lacking: BTreeMap<Box<str>, u32>,
 ) -> Short {
@@ -301,15 +324,14 @@ fn short(
     }
     // What stopped the next pod, on how many of the nodes it could use; and what was free
     // for the Job before its own pods (theirs given back), less what the worker owes.
-    let mut before = Resources::default();
     for &i in &ok {
-        if let Some(f) = nodes.free(i) {
-            for r in req.short_in(f) {
+        for (r, v) in req.iter() {
+            if nodes.amount(i, r) < v {
                 *lacking.entry(r.into()).or_default() += 1;
             }
-            before.add(f);
         }
     }
+    let mut before = nodes.total(req, |i| ok.binary_search(&i).is_ok());
     for (_, n) in job_on {
         before.add(&req.times(u64::from(*n)));
     }
