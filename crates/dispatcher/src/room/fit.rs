@@ -128,62 +128,77 @@ impl<'r> Nodes<'r> {
     }
 }
 
-/// Which nodes a filter set accepts, asked once per node and distinct set of filters.
+/// Which nodes a filter set accepts, asked once per node and distinct set of filters; and,
+/// per requests placed with it, the first node that may still hold them (free room only
+/// shrinks during a placement, so a node passed over stays passed over).
 #[derive(Default)]
 struct Accepts<'s> {
-    groups: Vec<(&'s PodShape, Vec<Option<bool>>)>,
+    groups: Vec<Group<'s>>,
+}
+
+struct Group<'s> {
+    shape: &'s PodShape,
+    seen: Vec<Option<bool>>,
+    cursors: Vec<(&'s Resources, usize)>,
 }
 
 impl<'s> Accepts<'s> {
-    fn of(&mut self, shape: &'s PodShape, len: usize) -> Accept<'_, 's> {
-        let at = match self.groups.iter().position(|(s, _)| s.same_filters(shape)) {
+    fn of(&mut self, shape: &'s PodShape, len: usize) -> Option<&mut Group<'s>> {
+        let at = match self.groups.iter().position(|g| g.shape.same_filters(shape)) {
             Some(at) => at,
             None => {
-                self.groups.push((shape, vec![None; len]));
+                self.groups.push(Group {
+                    shape,
+                    seen: vec![None; len],
+                    cursors: Vec::new(),
+                });
                 self.groups.len() - 1
             }
         };
-        let (shape, seen) = match self.groups.get_mut(at) {
-            Some((s, seen)) => (Some(*s), Some(seen)),
-            None => (None, None),
-        };
-        Accept { shape, seen }
+        self.groups.get_mut(at)
     }
 }
 
-struct Accept<'a, 's> {
-    shape: Option<&'s PodShape>,
-    seen: Option<&'a mut Vec<Option<bool>>>,
-}
-
-impl Accept<'_, '_> {
-    fn node(&mut self, i: usize, node: &NodeView) -> bool {
-        let (Some(shape), Some(seen)) = (self.shape, self.seen.as_deref_mut()) else {
-            return false;
-        };
-        match seen.get_mut(i) {
+impl<'s> Group<'s> {
+    fn accepts(&mut self, i: usize, node: &NodeView) -> bool {
+        match self.seen.get_mut(i) {
             Some(Some(yes)) => *yes,
-            Some(slot) => *slot.insert(shape.excludes(node).is_none()),
+            Some(slot) => *slot.insert(self.shape.excludes(node).is_none()),
             None => false,
         }
     }
+
+    /// First-fit of `count` pods of `requests` over the nodes this group accepts.
+    fn first_fit(
+        &mut self,
+        requests: &'s Resources,
+        count: u32,
+        nodes: &mut Nodes<'_>,
+    ) -> Vec<(usize, u32)> {
+        let at = self.cursors.iter().position(|(r, _)| *r == requests);
+        let start = at.and_then(|k| self.cursors.get(k)).map_or(0, |(_, s)| *s);
+        let (taken, next) = first_fit(requests, count, nodes, start, |i, n| self.accepts(i, n));
+        match at.and_then(|k| self.cursors.get_mut(k)) {
+            Some(c) => c.1 = next,
+            None => self.cursors.push((requests, next)),
+        }
+        taken
+    }
 }
 
-/// First-fit of `count` pods of `requests` over the nodes `accept` takes, in name order:
-/// each node takes as many as it holds before the next is tried. Returns the nodes taken
-/// with their pods; the work is one step per node, whatever `count`.
+/// First-fit of `count` pods of `requests` over the nodes `accept` takes, in name order
+/// from `start`: each node takes as many as it holds before the next is tried. Returns the
+/// nodes taken with their pods, and where the next pods of these requests may start.
 fn first_fit(
     requests: &Resources,
     count: u32,
     nodes: &mut Nodes<'_>,
+    start: usize,
     mut accept: impl FnMut(usize, &NodeView) -> bool,
-) -> Vec<(usize, u32)> {
+) -> (Vec<(usize, u32)>, usize) {
     let mut taken = Vec::new();
     let mut left = count;
-    for i in 0..nodes.len() {
-        if left == 0 {
-            break;
-        }
+    for i in start..nodes.len() {
         if !nodes.view(i).is_some_and(|n| accept(i, n)) {
             continue;
         }
@@ -193,8 +208,11 @@ fn first_fit(
             taken.push((i, n));
             left -= n;
         }
+        if left == 0 {
+            return (taken, i); // it may hold more
+        }
     }
-    taken
+    (taken, nodes.len())
 }
 
 fn placed(on: &[(usize, u32)]) -> u64 {
@@ -229,17 +247,17 @@ pub fn place<'r>(
     for run in pending.chunk_by(|a, b| a == b) {
         if let Some(req) = run.first() {
             let count = u32::try_from(run.len()).unwrap_or(u32::MAX);
-            let on = first_fit(req, count, &mut nodes, |_, n| !n.unschedulable);
+            let (on, _) = first_fit(req, count, &mut nodes, 0, |_, n| !n.unschedulable);
             owed.add(&req.times(u64::from(count).saturating_sub(placed(&on))));
         }
     }
     // 3: reservations in order, each onto the nodes its shape accepts.
     let mut reserved_on = Vec::with_capacity(reserved.len());
     for r in reserved {
-        let mut accept = accepts.of(&r.shape, nodes.len());
-        let on = first_fit(&r.shape.requests, r.pods, &mut nodes, |i, n| {
-            accept.node(i, n)
-        });
+        let on = accepts
+            .of(&r.shape, nodes.len())
+            .map(|g| g.first_fit(&r.shape.requests, r.pods, &mut nodes))
+            .unwrap_or_default();
         let missing = u64::from(r.pods).saturating_sub(placed(&on));
         owed.add(&r.shape.requests.times(missing));
         reserved_on.push(on.into_iter().map(|(i, n)| (nodes.name(i), n)).collect());
@@ -258,8 +276,10 @@ pub fn place<'r>(
     }
     // 4: the Job's pods.
     let req = &shape.requests;
-    let mut accept = accepts.of(shape, nodes.len());
-    let job_on = first_fit(req, pods, &mut nodes, |i, n| accept.node(i, n));
+    let job_on = accepts
+        .of(shape, nodes.len())
+        .map(|g| g.first_fit(req, pods, &mut nodes))
+        .unwrap_or_default();
     // 5: what fits nowhere, against the total left (only worked out when something is owed).
     let mut drop = 0u64;
     let mut lacking: BTreeMap<Box<str>, u32> = BTreeMap::new();
