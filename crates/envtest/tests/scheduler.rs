@@ -2,7 +2,8 @@
 //! worker runs kube-scheduler (`Fleet::start_scheduled`), Nodes laid out by `Nodes` (one with
 //! two GPUs, one tainted), a pod that fits bound by the scheduler and played to `Succeeded` by
 //! the kubelet of bound pods, a pod that fits nowhere left `Pending` as `Unschedulable` and
-//! never touched; and what kube-apiserver does to a Node created bare (the not-ready taint the
+//! never touched; the layout changed under them (cordoned, uncordoned, untainted, retainted,
+//! deleted); and what kube-apiserver does to a Node created bare (the not-ready taint the
 //! helper takes off).
 //!
 //! Skipped with one line without the control-plane binaries (kube-scheduler among them).
@@ -189,5 +190,62 @@ async fn the_scheduler_binds_what_fits_and_the_kubelet_plays_only_bound_pods() {
         status.start_time.is_none() && status.container_statuses.is_none(),
         "the kubelet never touched too-big: {status:#?}"
     );
+
+    // The layout changed mid-scenario: a cordoned node takes no new pod until uncordoned.
+    nodes
+        .cordon("gpu-node")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    pods.create(
+        &PostParams::default(),
+        &pod(
+            "second-gpu",
+            json!({"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}),
+        ),
+    )
+    .await
+    .expect("the pod is created");
+    wait_for("second-gpu unschedulable on the cordoned node", || async {
+        pods.get("second-gpu").await.is_ok_and(|p| {
+            scheduled_condition(&p).is_some_and(|(status, _, said)| {
+                status == "False" && said.contains("unschedulable")
+            })
+        })
+    })
+    .await;
+    nodes
+        .uncordon("gpu-node")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The taint taken off, too-big fits on the big node at last, and runs once bound.
+    nodes
+        .untaint("tainted-node", "dedicated")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (name, node) in [("second-gpu", "gpu-node"), ("too-big", "tainted-node")] {
+        wait_for(&format!("{name} bound to {node} and Succeeded"), || async {
+            pods.get(name)
+                .await
+                .is_ok_and(|p| node_name(&p) == Some(node) && pod_phase(&p) == "Succeeded")
+        })
+        .await;
+    }
     kubelet.abort();
+
+    let retainted = nodes
+        .retaint(
+            "tainted-node",
+            &[jobwarden_envtest::taint("gone", "", "NoExecute")],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        taints(&retainted),
+        [("gone".to_owned(), "NoExecute".to_owned())]
+    );
+    nodes
+        .delete("gpu-node")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(nodes.get("gpu-node").await.is_err(), "gpu-node is gone");
 }
