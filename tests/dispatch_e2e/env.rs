@@ -291,8 +291,11 @@ impl Test {
         let world = World::get()?;
         let hold = Hold::Alone(DISRUPTION.write().await);
         for (plane, layouts) in world.fleet.workers.iter().zip([east, west]) {
+            // Every Node goes: the roomy one, and any a failed placement test left behind.
             let nodes = plane.nodes().await;
-            nodes.delete(ROOMY).await.unwrap_or_else(|e| panic!("{e}"));
+            for node in nodes.names().await.unwrap_or_else(|e| panic!("{e}")) {
+                nodes.delete(&node).await.unwrap_or_else(|e| panic!("{e}"));
+            }
             nodes
                 .lay_out(layouts)
                 .await

@@ -51,8 +51,32 @@ fn held(job: &Value, worker: &str) -> Option<Held> {
 
 impl Reservations {
     /// The Job as the watch (or a sync) shows it: recorded on `worker`, or not placed, or
-    /// `finished`.
-    pub fn observe(&mut self, uid: &str, job: &Value, worker: Option<&str>, finished: bool) {
+    /// `finished`. Returns the worker on which it gave up room, if it did (the Jobs waiting
+    /// for room there may fit now).
+    pub fn observe(
+        &mut self,
+        uid: &str,
+        job: &Value,
+        worker: Option<&str>,
+        finished: bool,
+    ) -> Option<String> {
+        let before = self.jobs.get(uid).map(|h| (h.worker.clone(), h.pods));
+        self.update(uid, job, worker, finished);
+        let after = self.jobs.get(uid).map(|h| (h.worker.as_str(), h.pods));
+        match (before, after) {
+            (Some((w, _)), None) => Some(w),
+            (Some((w, _)), Some((now, _))) if w != now => Some(w),
+            (Some((w, n)), Some((_, m))) if m < n => Some(w),
+            _ => None,
+        }
+    }
+
+    /// Releases what the Job holds, returning the worker it held room on.
+    pub fn forget(&mut self, uid: &str) -> Option<String> {
+        self.jobs.remove(uid).map(|h| h.worker)
+    }
+
+    fn update(&mut self, uid: &str, job: &Value, worker: Option<&str>, finished: bool) {
         match worker.filter(|_| !finished).and_then(|w| held(job, w)) {
             Some(mut h) => {
                 h.order = match self.jobs.get(uid) {
@@ -72,11 +96,7 @@ impl Reservations {
 
     /// This replica placed the Job on `worker` (before the record is written).
     pub fn chose(&mut self, uid: &str, job: &Value, worker: &str) {
-        self.observe(uid, job, Some(worker), false);
-    }
-
-    pub fn forget(&mut self, uid: &str) {
-        self.jobs.remove(uid);
+        self.update(uid, job, Some(worker), false);
     }
 
     /// Keeps only the Jobs `present` says exist (after a relist of the Jobs).
@@ -142,7 +162,11 @@ mod tests {
         // Three completions left, parallelism 5: three pods.
         r.observe("u", &job(5, false), Some("alpha"), false);
         assert_eq!(held_on(&r, "alpha"), [("train", 3)]);
-        r.observe("u", &job(5, false), Some("alpha"), true);
+        assert_eq!(
+            r.observe("u", &job(5, false), Some("alpha"), true),
+            Some("alpha".to_owned()),
+            "the room it held is given up"
+        );
         assert!(held_on(&r, "alpha").is_empty());
     }
 

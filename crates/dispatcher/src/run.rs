@@ -310,14 +310,17 @@ fn job_event(
             if let Ok(mut loads) = dispatcher.loads.lock() {
                 loads.observe(job.uid(), recorded(&job), job.finished);
             }
-            if let Ok(mut reservations) = dispatcher.reservations.lock() {
+            let released = dispatcher.reservations.lock().ok().and_then(|mut held| {
                 // Only a placed Job holds room: the others are not read.
                 match recorded(&job).filter(|_| !job.finished) {
-                    Some(worker) => {
-                        reservations.observe(job.uid(), &job.value(), Some(worker), false)
-                    }
-                    None => reservations.forget(job.uid()),
+                    Some(worker) => held.observe(job.uid(), &job.value(), Some(worker), false),
+                    None => held.forget(job.uid()),
                 }
+            });
+            if let Some(worker) = released {
+                // The room it held is free (its pods gone before its end showed here): the
+                // Jobs waiting for room there are looked at again.
+                let _ = ctx.changes.send(Changed::Room(worker));
             }
             let generation = job.metadata.generation.unwrap_or(0);
             match generations.insert(job.uid().to_owned(), generation) {

@@ -230,7 +230,14 @@ impl Dispatcher {
     ) -> Plan {
         let mut reservations = lock(&self.reservations);
         let finished = crate::status::terminal_condition(job.user).is_some();
-        reservations.observe(uid, job.user, crate::record::recorded(job.user), finished);
+        if let Some(worker) =
+            reservations.observe(uid, job.user, crate::record::recorded(job.user), finished)
+        {
+            let _ = self
+                .link_ctx
+                .changes
+                .send(crate::worker_link::Changed::Room(worker));
+        }
         if placing {
             self.judge_room(job.user, uid, workers, &reservations);
         }
@@ -383,7 +390,7 @@ impl Dispatcher {
                         Ok(written) => current = written,
                         Err(e) => {
                             lock(&self.loads).unchose(&job.uid);
-                            lock(&self.reservations).forget(&job.uid);
+                            let _ = lock(&self.reservations).forget(&job.uid);
                             return Err(e.into());
                         }
                     }
@@ -603,7 +610,7 @@ impl Dispatcher {
         lock(&self.avoid).remove(uid);
         lock(&self.limiter).forget(uid);
         lock(&self.loads).forget(uid);
-        lock(&self.reservations).forget(uid);
+        let _ = lock(&self.reservations).forget(uid);
         let mut waiting = lock(&self.waiting);
         if waiting.remove(uid).is_some() {
             count_waiting(&self.metrics, &waiting);
