@@ -585,6 +585,9 @@ fn a_run_tells_every_worker_in_the_policys_order_then_the_lost_ones() {
     );
 }
 
+/// Access reviews and their answers.
+type Answers = Vec<(Access, Allowed)>;
+
 /// Where a Job fits: the dispatcher's Nodes and pods on a worker. A role granted in chosen
 /// namespaces only is a warning (placement counts Jobs there), never a failure.
 #[test]
@@ -600,7 +603,7 @@ fn a_worker_whose_role_cannot_read_nodes_and_pods_cluster_wide_places_by_count()
     };
     let is_nodes =
         |a: &Access| matches!(a, Access::Resource { resource, .. } if resource == "nodes");
-    let cases: Vec<(Vec<(Access, Allowed)>, Status, &[&str])> = vec![
+    let cases: Vec<(Answers, Status, &[&str])> = vec![
         (
             answers(|_| Ok(true)),
             OK,
