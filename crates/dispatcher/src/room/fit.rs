@@ -18,10 +18,10 @@
 //!    that has to go for it to fit is a pod that does not fit.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
-use super::resources::{Amount, Resources};
+use super::resources::Resources;
 use super::shape::{Exclusion, PodShape};
+use super::short::{Fit, Lack, Need, Short};
 use super::views::NodeView;
 use super::worker_room::Room;
 
@@ -30,166 +30,6 @@ use super::worker_room::Room;
 pub struct Reservation {
     pub shape: PodShape,
     pub pods: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Fit {
-    Fits,
-    Short(Short),
-}
-
-/// A resource the Job's pods lack, and how much of it is free for them on the nodes that
-/// pass its filters.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lack {
-    pub resource: Box<str>,
-    pub free: u64,
-}
-
-/// A resource one pod asks more of than any node that passes its filters has at all.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Need {
-    pub resource: Box<str>,
-    pub needs: u64,
-    pub largest: u64,
-}
-
-/// Why a Job does not fit on a worker. `excluded` lists the nodes its filters rule out,
-/// by reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Short {
-    NoNodes,
-    /// Every node is ruled out by the filters.
-    Excluded(Vec<(Exclusion, u32)>),
-    /// Not even an empty node that passes the filters could hold one pod (`need` is `None`
-    /// when each resource alone fits somewhere but no node has them all).
-    NeverFits {
-        need: Option<Need>,
-        excluded: Vec<(Exclusion, u32)>,
-    },
-    Insufficient {
-        fit: u32,
-        wanted: u32,
-        lacks: Vec<Lack>,
-        /// Nodes that pass the filters.
-        eligible: u32,
-        excluded: Vec<(Exclusion, u32)>,
-    },
-}
-
-impl Short {
-    /// No node could ever hold one pod, however much room frees.
-    pub fn never(&self) -> bool {
-        matches!(self, Short::NeverFits { .. })
-    }
-
-    /// A short label for metrics.
-    pub fn reason_label(&self) -> &'static str {
-        match self {
-            Short::NoNodes => "no_nodes",
-            Short::NeverFits { .. } => "never_fits",
-            Short::Insufficient { .. } => "insufficient_resources",
-            Short::Excluded(list) => {
-                // The reason that rules out the most nodes; ties go to the first.
-                let top = list
-                    .iter()
-                    .fold(None, |best: Option<&(Exclusion, u32)>, e| match best {
-                        Some(b) if b.1 >= e.1 => Some(b),
-                        _ => Some(e),
-                    });
-                match top.map(|(e, _)| e) {
-                    Some(Exclusion::Cordoned) => "cordoned",
-                    Some(Exclusion::NodeSelector(_)) => "node_selector",
-                    Some(Exclusion::Affinity) => "affinity",
-                    Some(Exclusion::Taint(_)) => "taint",
-                    None => "no_nodes",
-                }
-            }
-        }
-    }
-}
-
-fn nodes(n: u32) -> &'static str {
-    if n == 1 { "node" } else { "nodes" }
-}
-
-/// An exclusion that holds on every node.
-fn write_all(f: &mut fmt::Formatter<'_>, e: &Exclusion) -> fmt::Result {
-    match e {
-        Exclusion::Cordoned => f.write_str("every node is cordoned"),
-        Exclusion::NodeSelector(kv) => write!(f, "no node matches nodeSelector {kv}"),
-        Exclusion::Affinity => f.write_str("no node matches the required node affinity"),
-        Exclusion::Taint(t) => write!(f, "taint {t} not tolerated"),
-    }
-}
-
-/// Exclusions that hold on some nodes: `taint x=y:NoSchedule not tolerated (2 nodes)`.
-/// `lead`: a part of the message comes before them.
-fn write_some(f: &mut fmt::Formatter<'_>, list: &[(Exclusion, u32)], lead: bool) -> fmt::Result {
-    for (k, (e, n)) in list.iter().enumerate() {
-        if lead || k > 0 {
-            f.write_str("; ")?;
-        }
-        match e {
-            Exclusion::Cordoned => f.write_str("cordoned")?,
-            Exclusion::NodeSelector(kv) => write!(f, "nodeSelector {kv} not matched")?,
-            Exclusion::Affinity => f.write_str("required node affinity not matched")?,
-            Exclusion::Taint(t) => write!(f, "taint {t} not tolerated")?,
-        }
-        write!(f, " ({n} {})", nodes(*n))?;
-    }
-    Ok(())
-}
-
-impl fmt::Display for Short {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Short::NoNodes => f.write_str("no nodes"),
-            Short::Excluded(list) => match list.as_slice() {
-                [(e, _)] => write_all(f, e),
-                _ => write_some(f, list, false),
-            },
-            Short::NeverFits { need, excluded } => {
-                f.write_str("does not fit on any node today: ")?;
-                match need {
-                    Some(n) => write!(
-                        f,
-                        "needs {} {}, the largest node has {}",
-                        Amount(&n.resource, n.needs),
-                        n.resource,
-                        Amount(&n.resource, n.largest)
-                    )?,
-                    None => f.write_str("no node has all it requests at once")?,
-                }
-                write_some(f, excluded, true)
-            }
-            Short::Insufficient {
-                fit,
-                wanted,
-                lacks,
-                eligible,
-                excluded,
-            } => {
-                write!(f, "{fit} of {wanted} pods fit: insufficient ")?;
-                if lacks.is_empty() {
-                    f.write_str("room")?;
-                }
-                for (i, l) in lacks.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(
-                        f,
-                        "{} ({} free on {eligible} {})",
-                        l.resource,
-                        Amount(&l.resource, l.free),
-                        nodes(*eligible)
-                    )?;
-                }
-                write_some(f, excluded, true)
-            }
-        }
-    }
 }
 
 /// Whether `pods` pods of `shape` fit on the worker now, after what `reserved` holds.
@@ -209,57 +49,170 @@ pub struct Placement<'r> {
     pub job_on: Vec<(&'r str, u32)>,
 }
 
-/// The nodes a filter set accepts, computed once per distinct set.
-struct Eligible<'s> {
-    groups: Vec<(&'s PodShape, Vec<usize>)>,
+/// The nodes in name order, with their free room worked out only when a placement first
+/// looks at them: a Job that fits early touches a few nodes of thousands.
+struct Nodes<'r> {
+    views: Vec<&'r NodeView>,
+    used: Vec<&'r Resources>,
+    free: Vec<Option<Resources>>,
 }
 
-impl<'s> Eligible<'s> {
-    fn of(&mut self, shape: &'s PodShape, nodes: &[&NodeView]) -> &[usize] {
-        let at = match self.groups.iter().position(|(s, _)| s.same_filters(shape)) {
+impl<'r> Nodes<'r> {
+    fn of(room: &'r Room) -> Nodes<'r> {
+        let (views, used): (Vec<&NodeView>, Vec<&Resources>) = room
+            .nodes
+            .values()
+            .filter_map(|s| Some((s.view.as_ref()?, &s.used)))
+            .unzip();
+        let free = vec![None; views.len()];
+        Nodes { views, used, free }
+    }
+
+    fn len(&self) -> usize {
+        self.views.len()
+    }
+
+    fn view(&self, i: usize) -> Option<&'r NodeView> {
+        self.views.get(i).copied()
+    }
+
+    fn name(&self, i: usize) -> &'r str {
+        self.view(i).map_or("", |n| &n.name)
+    }
+
+    /// How much of `resource` is free: allocatable less what its bound pods request, less
+    /// what was placed here so far. Worked out without a copy until something is placed.
+    fn amount(&self, i: usize, resource: &str) -> u64 {
+        match self.free.get(i) {
+            Some(Some(f)) => f.get(resource),
+            _ => match (self.views.get(i), self.used.get(i)) {
+                (Some(v), Some(u)) => v.allocatable.get(resource).saturating_sub(u.get(resource)),
+                _ => 0,
+            },
+        }
+    }
+
+    /// How many pods of `requests` it holds now.
+    fn holds(&self, i: usize, requests: &Resources) -> u64 {
+        requests
+            .iter()
+            .map(|(name, v)| self.amount(i, name) / v)
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    fn take(&mut self, i: usize, requests: &Resources, n: u32) {
+        let (Some(view), Some(used)) = (self.views.get(i), self.used.get(i)) else {
+            return;
+        };
+        if let Some(slot) = self.free.get_mut(i) {
+            slot.get_or_insert_with(|| {
+                let mut f = view.allocatable.clone();
+                f.sub(used);
+                f
+            })
+            .sub(&requests.times(u64::from(n)));
+        }
+    }
+
+    /// Each of `resources` summed over the nodes `which` takes.
+    fn total(&self, resources: &Resources, which: impl Fn(usize) -> bool) -> Resources {
+        let mut total = Resources::default();
+        for (r, _) in resources.iter() {
+            let sum = (0..self.len())
+                .filter(|&i| which(i))
+                .fold(0u64, |s, i| s.saturating_add(self.amount(i, r)));
+            total.set(r, sum);
+        }
+        total
+    }
+}
+
+/// Which nodes a filter set accepts, asked once per node and distinct set of filters; and,
+/// per requests placed with it, the first node that may still hold them (free room only
+/// shrinks during a placement, so a node passed over stays passed over).
+#[derive(Default)]
+struct Accepts<'s> {
+    groups: Vec<Group<'s>>,
+}
+
+struct Group<'s> {
+    shape: &'s PodShape,
+    seen: Vec<Option<bool>>,
+    cursors: Vec<(&'s Resources, usize)>,
+}
+
+impl<'s> Accepts<'s> {
+    fn of(&mut self, shape: &'s PodShape, len: usize) -> Option<&mut Group<'s>> {
+        let at = match self.groups.iter().position(|g| g.shape.same_filters(shape)) {
             Some(at) => at,
             None => {
-                let list = (0..nodes.len())
-                    .filter(|&i| nodes.get(i).is_some_and(|n| shape.excludes(n).is_none()))
-                    .collect();
-                self.groups.push((shape, list));
+                self.groups.push(Group {
+                    shape,
+                    seen: vec![None; len],
+                    cursors: Vec::new(),
+                });
                 self.groups.len() - 1
             }
         };
-        self.groups.get(at).map_or(&[], |(_, l)| l.as_slice())
+        self.groups.get_mut(at)
     }
 }
 
-/// First-fit of `count` pods of `requests` over `eligible`, in order: each node takes as
-/// many as it holds before the next is tried (a node left behind never takes a later pod of
-/// the same requests, as free room only shrinks). Returns the nodes taken with their pods;
-/// the work is one step per node, whatever `count`.
+impl<'s> Group<'s> {
+    fn accepts(&mut self, i: usize, node: &NodeView) -> bool {
+        match self.seen.get_mut(i) {
+            Some(Some(yes)) => *yes,
+            Some(slot) => *slot.insert(self.shape.excludes(node).is_none()),
+            None => false,
+        }
+    }
+
+    /// First-fit of `count` pods of `requests` over the nodes this group accepts.
+    fn first_fit(
+        &mut self,
+        requests: &'s Resources,
+        count: u32,
+        nodes: &mut Nodes<'_>,
+    ) -> Vec<(usize, u32)> {
+        let at = self.cursors.iter().position(|(r, _)| *r == requests);
+        let start = at.and_then(|k| self.cursors.get(k)).map_or(0, |(_, s)| *s);
+        let (taken, next) = first_fit(requests, count, nodes, start, |i, n| self.accepts(i, n));
+        match at.and_then(|k| self.cursors.get_mut(k)) {
+            Some(c) => c.1 = next,
+            None => self.cursors.push((requests, next)),
+        }
+        taken
+    }
+}
+
+/// First-fit of `count` pods of `requests` over the nodes `accept` takes, in name order
+/// from `start`: each node takes as many as it holds before the next is tried. Returns the
+/// nodes taken with their pods, and where the next pods of these requests may start.
 fn first_fit(
     requests: &Resources,
     count: u32,
-    eligible: &[usize],
-    free: &mut [Resources],
-) -> Vec<(usize, u32)> {
+    nodes: &mut Nodes<'_>,
+    start: usize,
+    mut accept: impl FnMut(usize, &NodeView) -> bool,
+) -> (Vec<(usize, u32)>, usize) {
     let mut taken = Vec::new();
     let mut left = count;
-    for &i in eligible {
-        if left == 0 {
-            break;
+    for i in start..nodes.len() {
+        if !nodes.view(i).is_some_and(|n| accept(i, n)) {
+            continue;
         }
-        let Some(f) = free.get_mut(i) else { continue };
-        let holds = requests
-            .iter()
-            .map(|(name, v)| f.get(name) / v)
-            .min()
-            .unwrap_or(u64::MAX);
-        let n = u32::try_from(holds.min(u64::from(left))).unwrap_or(left);
+        let n = u32::try_from(nodes.holds(i, requests).min(u64::from(left))).unwrap_or(left);
         if n > 0 {
-            f.sub(&requests.times(u64::from(n)));
+            nodes.take(i, requests, n);
             taken.push((i, n));
             left -= n;
         }
+        if left == 0 {
+            return (taken, i); // it may hold more
+        }
     }
-    taken
+    (taken, nodes.len())
 }
 
 fn placed(on: &[(usize, u32)]) -> u64 {
@@ -267,13 +220,10 @@ fn placed(on: &[(usize, u32)]) -> u64 {
 }
 
 /// The order of first-fit decreasing: cpu, memory, ephemeral storage, then the others.
-fn size(r: &Resources) -> (u64, u64, u64, Vec<(&str, u64)>) {
-    (
-        r.cpu_millis,
-        r.memory,
-        r.ephemeral_storage,
-        r.others().collect(),
-    )
+fn larger_first(a: &Resources, b: &Resources) -> std::cmp::Ordering {
+    (b.cpu_millis, b.memory, b.ephemeral_storage)
+        .cmp(&(a.cpu_millis, a.memory, a.ephemeral_storage))
+        .then_with(|| b.others().cmp(a.others()))
 }
 
 /// [`fits`], with the placement it judged on.
@@ -283,49 +233,34 @@ pub fn place<'r>(
     room: &'r Room,
     reserved: &[Reservation],
 ) -> Placement<'r> {
-    let nodes: Vec<&NodeView> = room.nodes().collect();
-    let mut free: Vec<Resources> = room
-        .nodes
-        .values()
-        .filter_map(|s| {
-            let v = s.view.as_ref()?;
-            let mut f = v.allocatable.clone();
-            f.sub(&s.used);
-            Some(f)
-        })
-        .collect();
-    let name = |i: usize| nodes.get(i).map_or("", |n| &*n.name);
-    let mut eligible = Eligible { groups: Vec::new() };
+    let mut nodes = Nodes::of(room);
+    let mut accepts = Accepts::default();
     let mut owed = Resources::default();
-    // 2: pending unbound pods, largest first (cpu, then memory, then the rest), ties by uid.
+    // 2: pending unbound pods, largest first, ties by uid; onto any schedulable node.
     let mut pending: Vec<&Resources> = room
         .pending
         .iter()
         .filter_map(|uid| room.pods.get(uid))
         .map(|p| &p.requests)
         .collect();
-    pending.sort_by(|a, b| size(b).cmp(&size(a)));
-    let schedulable: Vec<usize> = (0..nodes.len())
-        .filter(|&i| nodes.get(i).is_some_and(|n| !n.unschedulable))
-        .collect();
+    pending.sort_by(|a, b| larger_first(a, b));
     for run in pending.chunk_by(|a, b| a == b) {
         if let Some(req) = run.first() {
             let count = u32::try_from(run.len()).unwrap_or(u32::MAX);
-            let on = first_fit(req, count, &schedulable, &mut free);
+            let (on, _) = first_fit(req, count, &mut nodes, 0, |_, n| !n.unschedulable);
             owed.add(&req.times(u64::from(count).saturating_sub(placed(&on))));
         }
     }
+    // 3: reservations in order, each onto the nodes its shape accepts.
     let mut reserved_on = Vec::with_capacity(reserved.len());
     for r in reserved {
-        let on = first_fit(
-            &r.shape.requests,
-            r.pods,
-            eligible.of(&r.shape, &nodes),
-            &mut free,
-        );
+        let on = accepts
+            .of(&r.shape, nodes.len())
+            .map(|g| g.first_fit(&r.shape.requests, r.pods, &mut nodes))
+            .unwrap_or_default();
         let missing = u64::from(r.pods).saturating_sub(placed(&on));
         owed.add(&r.shape.requests.times(missing));
-        reserved_on.push(on.into_iter().map(|(i, n)| (name(i), n)).collect());
+        reserved_on.push(on.into_iter().map(|(i, n)| (nodes.name(i), n)).collect());
     }
     let mut out = Placement {
         fit: Fit::Fits,
@@ -335,93 +270,105 @@ pub fn place<'r>(
     if pods == 0 {
         return out;
     }
-    if nodes.is_empty() {
+    if nodes.len() == 0 {
         out.fit = Fit::Short(Short::NoNodes);
         return out;
     }
+    // 4: the Job's pods.
+    let req = &shape.requests;
+    let job_on = accepts
+        .of(shape, nodes.len())
+        .map(|g| g.first_fit(req, pods, &mut nodes))
+        .unwrap_or_default();
+    // 5: what fits nowhere, against the total left (only worked out when something is owed).
+    let mut drop = 0u64;
+    let mut lacking: BTreeMap<Box<str>, u32> = BTreeMap::new();
+    if owed.iter().next().is_some() {
+        let total = nodes.total(&owed, |i| nodes.view(i).is_some_and(|n| !n.unschedulable));
+        for (r, owe) in owed.iter() {
+            let (have, each) = (total.get(r), req.get(r));
+            if owe > have && each > 0 {
+                drop = drop.max((owe - have).div_ceil(each));
+                *lacking.entry(r.into()).or_default() += 1;
+            }
+        }
+    }
+    let fit = placed(&job_on).saturating_sub(drop);
+    if fit >= u64::from(pods) {
+        out.job_on = job_on
+            .into_iter()
+            .map(|(i, n)| (nodes.name(i), n))
+            .collect();
+        return out;
+    }
+    out.fit = Fit::Short(short(shape, pods, fit, &job_on, &nodes, owed, lacking));
+    out
+}
+
+/// What the Job lacks, once it does not fit: every node is looked at.
+fn short(
+    shape: &PodShape,
+    pods: u32,
+    fit: u64,
+    job_on: &[(usize, u32)],
+    nodes: &Nodes<'_>,
+    owed: Resources,
+    mut lacking: BTreeMap<Box<str>, u32>,
+) -> Short {
+    let req = &shape.requests;
     let mut excluded: BTreeMap<Exclusion, u32> = BTreeMap::new();
-    for n in &nodes {
-        if let Some(e) = shape.excludes(n) {
-            *excluded.entry(e).or_default() += 1;
+    let mut ok = Vec::new();
+    for i in 0..nodes.len() {
+        match nodes.view(i).map(|n| shape.excludes(n)) {
+            Some(Some(e)) => *excluded.entry(e).or_default() += 1,
+            Some(None) => ok.push(i),
+            None => {}
         }
     }
     let excluded: Vec<(Exclusion, u32)> = excluded.into_iter().collect();
-    let ok: Vec<usize> = eligible.of(shape, &nodes).to_vec();
-    let req = &shape.requests;
     if ok.is_empty() {
-        out.fit = Fit::Short(Short::Excluded(excluded));
-        return out;
+        return Short::Excluded(excluded);
     }
-    let alloc = |i: usize| nodes.get(i).map(|n| &n.allocatable);
+    let alloc = |i: usize| nodes.view(i).map(|n| &n.allocatable);
     if !ok.iter().any(|&i| alloc(i).is_some_and(|a| req.fits_in(a))) {
         let need = req.iter().find_map(|(r, v)| {
-            let largest = ok
-                .iter()
-                .filter_map(|&i| alloc(i))
-                .map(|a| a.get(r))
-                .max()
-                .unwrap_or(0);
+            let largest = ok.iter().filter_map(|&i| alloc(i)).map(|a| a.get(r)).max();
+            let largest = largest.unwrap_or(0);
             (v > largest).then(|| Need {
                 resource: r.into(),
                 needs: v,
                 largest,
             })
         });
-        out.fit = Fit::Short(Short::NeverFits { need, excluded });
-        return out;
+        return Short::NeverFits { need, excluded };
     }
-    // Free for this Job before its own pods, for the message.
-    let mut before = Resources::default();
+    // What stopped the next pod, on how many of the nodes it could use; and what was free
+    // for the Job before its own pods (theirs given back), less what the worker owes.
     for &i in &ok {
-        if let Some(f) = free.get(i) {
-            before.add(f);
-        }
-    }
-    let job_on = first_fit(req, pods, &ok, &mut free);
-    let mut total = Resources::default();
-    for (i, node) in nodes.iter().enumerate() {
-        if let (false, Some(f)) = (node.unschedulable, free.get(i)) {
-            total.add(f);
-        }
-    }
-    let mut drop = 0u64;
-    let mut lacking: BTreeMap<&str, u32> = BTreeMap::new();
-    for (r, owe) in owed.iter() {
-        let (have, each) = (total.get(r), req.get(r));
-        if owe > have && each > 0 {
-            drop = drop.max((owe - have).div_ceil(each));
-            *lacking.entry(r).or_default() += 1;
-        }
-    }
-    let fit = placed(&job_on).saturating_sub(drop);
-    out.job_on = job_on.into_iter().map(|(i, n)| (name(i), n)).collect();
-    if fit >= u64::from(pods) {
-        return out;
-    }
-    out.job_on.clear();
-    // What stopped the next pod, on how many of the nodes it could use.
-    for &i in &ok {
-        if let Some(f) = free.get(i) {
-            for r in req.short_in(f) {
-                *lacking.entry(r).or_default() += 1;
+        for (r, v) in req.iter() {
+            if nodes.amount(i, r) < v {
+                *lacking.entry(r.into()).or_default() += 1;
             }
         }
     }
-    let mut lacking: Vec<(&str, u32)> = lacking.into_iter().collect();
-    lacking.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let mut before = nodes.total(req, |i| ok.binary_search(&i).is_ok());
+    for (_, n) in job_on {
+        before.add(&req.times(u64::from(*n)));
+    }
     before.sub(&owed);
-    out.fit = Fit::Short(Short::Insufficient {
+    let mut lacking: Vec<(Box<str>, u32)> = lacking.into_iter().collect();
+    lacking.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    Short::Insufficient {
         fit: u32::try_from(fit).unwrap_or(u32::MAX),
         wanted: pods,
         lacks: lacking
             .into_iter()
             .map(|(r, _)| Lack {
-                resource: r.into(),
-                free: before.get(r),
+                free: before.get(&r),
+                resource: r,
             })
             .collect(),
         eligible: u32::try_from(ok.len()).unwrap_or(u32::MAX),
         excluded,
-    });
-    out
+    }
 }

@@ -12,18 +12,20 @@
 mod fit;
 mod resources;
 mod shape;
+mod short;
 mod views;
 mod worker_room;
 
 #[cfg(test)]
 mod tests;
 
-pub use fit::{Fit, Lack, Need, Placement, Reservation, Short, fits, place};
+pub use fit::{Placement, Reservation, fits, place};
 pub use resources::{
     Amount, CPU, EPHEMERAL_STORAGE, MAX_AMOUNT, MEMORY, PODS, QuantityError, ResourceError,
     Resources, parse_amount,
 };
 pub use shape::{Exclusion, PodShape, ShapeError, UNSCHEDULABLE_TAINT, pods_at_once};
+pub use short::{Fit, Lack, Need, Short};
 pub use views::{Effect, NodeView, PodView, TaintView, Unschedulable, pod_requests};
 pub use worker_room::{OwnerPods, Room, RoomSummary};
 
