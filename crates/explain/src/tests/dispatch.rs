@@ -89,6 +89,7 @@ fn read_copy(job: Option<Value>, pods: Result<Vec<Pod>, String>) -> DispatchRead
                 2,
             )]),
         },
+        fleet: Vec::new(),
     }
 }
 
@@ -101,6 +102,7 @@ fn a_job_no_worker_can_take_waits_and_the_dispatchers_warning_says_why() {
         Some(DispatchReading {
             policy: policy(60),
             copy: CopyReading::NotPlaced,
+            fleet: Vec::new(),
         }),
         600,
     );
@@ -284,6 +286,7 @@ fn a_lost_worker_keeps_the_job_until_its_grace_ends_then_the_job_follows_its_cho
             via: SECRET.to_owned(),
             reason: "worker east does not answer: tcp connect error: Connection refused".to_owned(),
         },
+        fleet: Vec::new(),
     };
     let e = tell_dispatched(lost(None), vec![], Some(unreachable(policy(60))), 70);
     let d = e.dispatch.as_ref().expect("dispatched");
@@ -345,6 +348,7 @@ fn a_kubeconfig_the_dispatcher_refuses_is_said_and_never_used() {
                     message: "it runs an exec credential plugin".to_owned(),
                 },
             },
+            fleet: Vec::new(),
         }),
         10,
     );
@@ -363,6 +367,7 @@ fn on_the_local_worker_the_job_runs_here_with_its_own_pods() {
         Some(DispatchReading {
             policy: policy(60),
             copy: CopyReading::Local,
+            fleet: Vec::new(),
         }),
         10,
     );
