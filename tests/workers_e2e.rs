@@ -1,0 +1,196 @@
+//! `jobwarden workers` on real control planes: a management cluster and two workers (no
+//! kubelet: the Nodes are objects written here, the pods bound to them by `nodeName`), read
+//! with the workers' admin kubeconfigs given as `--worker-kubeconfig`. The table is the one
+//! docs/dispatch.md shows.
+
+#[path = "support/run.rs"]
+mod run;
+mod support;
+
+use jobwarden_envtest::Fleet;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Event, Node, Pod, ServiceAccount};
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use run::{jobwarden, stderr, stdout};
+use serde_json::{Value, json};
+
+const DISPATCHER: &str = "jobwarden.io/dispatcher";
+
+/// A Node with this allocatable, Ready (its status written as a kubelet would).
+async fn node(client: &Client, name: &str, allocatable: Value) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let node: Node = serde_json::from_value(json!({"metadata": {"name": name}})).expect("a Node");
+    nodes
+        .create(&PostParams::default(), &node)
+        .await
+        .expect("Node created");
+    let status = json!({"status": {
+        "capacity": allocatable, "allocatable": allocatable,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                        "lastHeartbeatTime": "2026-11-28T00:00:00Z",
+                        "lastTransitionTime": "2026-11-28T00:00:00Z"}]}});
+    nodes
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect("Node status written");
+}
+
+/// A pod bound to `node` with these requests (it stays Pending: no kubelet runs it, and it
+/// holds its room as a running one does).
+async fn bound_pod(client: &Client, name: &str, node: &str, requests: Value) {
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    let account: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "default"}})).expect("an account");
+    // Made by the controller manager's token controller where one runs; not always here.
+    let _ = accounts.create(&PostParams::default(), &account).await;
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"nodeName": node, "automountServiceAccountToken": false,
+                 "containers": [{"name": "c", "image": "x",
+                                 "resources": {"requests": requests, "limits": requests}}]}
+    }))
+    .expect("a Pod");
+    Api::<Pod>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &pod)
+        .await
+        .expect("pod created");
+}
+
+/// A Job the dispatcher runs (none runs here: it stays as written).
+async fn dispatched(client: &Client, name: &str, worker: Option<&str>) -> String {
+    let mut job = json!({
+        "metadata": {"name": name, "namespace": "default", "annotations": {}},
+        "spec": {"managedBy": DISPATCHER, "suspend": false,
+                 "template": {"spec": {"restartPolicy": "Never",
+                                       "containers": [{"name": "c", "image": "x"}]}}}
+    });
+    if let Some(w) = worker {
+        job["metadata"]["annotations"]["jobwarden.io/worker"] = json!(w);
+    }
+    let job: Job = serde_json::from_value(job).expect("a Job");
+    let made = Api::<Job>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &job)
+        .await
+        .expect("Job created");
+    made.metadata.uid.unwrap_or_default()
+}
+
+/// The dispatcher's Warning on a waiting Job, as it writes one.
+async fn waiting_warning(client: &Client, job: &str, uid: &str) {
+    let event: Event = serde_json::from_value(json!({
+        "metadata": {"name": format!("{job}.wait"), "namespace": "default"},
+        "involvedObject": {"apiVersion": "batch/v1", "kind": "Job", "name": job,
+                           "namespace": "default", "uid": uid},
+        "type": "Warning", "reason": "NoWorkerFits",
+        "message": "no worker has room for the Job's pods now: alpha: 0 of 2 pods fit: insufficient nvidia.com/gpu (0 free on 2 nodes)",
+        "source": {"component": DISPATCHER},
+        "firstTimestamp": "2026-11-28T00:00:00Z", "lastTimestamp": "2026-11-28T00:00:00Z",
+        "count": 1
+    }))
+    .expect("an Event");
+    Api::<Event>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &event)
+        .await
+        .expect("Event created");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_shows_each_workers_room_and_the_jobs_waiting() {
+    let fleet = match Fleet::start(2) {
+        Ok(fleet) => fleet,
+        Err(skipped) => {
+            eprintln!("{skipped}");
+            return;
+        }
+    };
+    let [alpha, beta] = [&fleet.workers[0], &fleet.workers[1]];
+    let a = alpha.client().await;
+    let gpus = |n: &str| json!({"cpu": "4", "memory": "16Gi", "pods": "110", "nvidia.com/gpu": n});
+    node(&a, "a1", gpus("1")).await;
+    node(&a, "a2", gpus("1")).await;
+    node(&a, "a3", gpus("2")).await;
+    Api::<Node>::all(a.clone())
+        .patch(
+            "a3",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"unschedulable": true}})),
+        )
+        .await
+        .expect("a3 cordoned");
+    bound_pod(
+        &a,
+        "train-0",
+        "a1",
+        json!({"cpu": "500m", "memory": "4Gi", "nvidia.com/gpu": "1"}),
+    )
+    .await;
+    bound_pod(
+        &a,
+        "train-1",
+        "a2",
+        json!({"cpu": "500m", "memory": "4Gi", "nvidia.com/gpu": "1"}),
+    )
+    .await;
+    let b = beta.client().await;
+    node(
+        &b,
+        "b1",
+        json!({"cpu": "8", "memory": "32Gi", "pods": "110"}),
+    )
+    .await;
+
+    let m = fleet.management.client().await;
+    dispatched(&m, "train", Some("alpha")).await;
+    let uid = dispatched(&m, "train-more", None).await;
+    waiting_warning(&m, "train-more", &uid).await;
+    dispatched(&m, "fresh", None).await;
+
+    let dir = support::scratch_dir("workers-e2e");
+    let policy = dir.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "dispatch:\n  workers:\n    - {name: alpha, kubeconfigSecret: jobwarden-worker-alpha}\n    - {name: beta, kubeconfigSecret: jobwarden-worker-beta}\n    - {name: gamma, kubeconfigSecret: jobwarden-worker-gamma}\n",
+    )
+    .expect("policy written");
+    let kubeconfig = |p: &std::path::Path| p.display().to_string();
+    let (m_cfg, a_cfg, b_cfg, p_cfg) = (
+        kubeconfig(fleet.management.kubeconfig()),
+        format!("alpha={}", kubeconfig(alpha.kubeconfig())),
+        format!("beta={}", kubeconfig(beta.kubeconfig())),
+        kubeconfig(&policy),
+    );
+    let args = [
+        "workers",
+        "--kubeconfig",
+        &m_cfg,
+        "--config",
+        &p_cfg,
+        "--worker-kubeconfig",
+        &a_cfg,
+        "--worker-kubeconfig",
+        &b_cfg,
+    ];
+    let out = jobwarden(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let table = stdout(&out);
+    println!("{table}");
+    let want = "\
+WORKER  STATE       NODES  FREE CPU  FREE MEMORY  FREE GPU  PLACED
+alpha   answering   2/3    7/8       24Gi/32Gi    0/2       1
+beta    answering   1/1    8/8       32Gi/32Gi    -         0
+gamma   connecting  -      -         -            -         0       Secret jobwarden-system/jobwarden-worker-gamma does not exist
+Waiting for a worker: 2 Jobs (NoWorkerFits 1, NotSaid 1).
+";
+    assert_eq!(table, want);
+
+    let json_out = jobwarden(&[&args[..], &["-o", "json"]].concat(), None);
+    assert_eq!(json_out.status.code(), Some(0), "{}", stderr(&json_out));
+    let view: Value = serde_json::from_str(&stdout(&json_out)).expect("JSON");
+    assert_eq!(
+        view["workers"][0]["room"]["free"]["nvidia.com/gpu"],
+        json!(0.0)
+    );
+    assert_eq!(view["workers"][0]["room"]["allocatable"]["cpu"], json!(8.0));
+    assert_eq!(view["waiting"]["byReason"]["NoWorkerFits"], json!(1));
+}
