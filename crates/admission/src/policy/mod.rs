@@ -13,7 +13,7 @@ use crate::wire::UserInfo;
 
 pub mod dispatch;
 
-pub use dispatch::{Dispatch, Worker, WorkerSource};
+pub use dispatch::{Capacity, Dispatch, Worker, WorkerSource};
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]

@@ -6,9 +6,11 @@
 //!    placed first-fit decreasing onto the schedulable nodes: where the scheduler puts them
 //!    is its choice, and their own filters are not kept, so this is an estimate of the room
 //!    they take, charged before anything of ours because they are ahead of us in its queue.
+//!    Unbound pods it found unschedulable hold nothing: it found no room for them, and were
+//!    they charged, one pod that never fits would block the whole worker.
 //! 3. Reservations (Jobs placed there whose pods are not seen yet) are placed in the order
-//!    given, oldest first, pod by pod, first-fit over the nodes their own shape accepts, in
-//!    node-name order. That is the order and the rule by which each of them was judged, so
+//!    given, oldest first, first-fit over the nodes their own shape accepts, in node-name
+//!    order, a node taking as many pods as it holds. That is the order and the rule by which each of them was judged, so
 //!    while the room is unchanged every reservation lands where it was judged to fit, and a
 //!    later Job is judged on what is left. (First-fit *decreasing* would re-sort them on each
 //!    call and could move an older reservation off the room it was promised.)
@@ -25,7 +27,9 @@ use super::short::{Fit, Lack, Need, Short};
 use super::views::NodeView;
 use super::worker_room::Room;
 
-/// Pods of a Job placed on the worker and not yet seen there as pods.
+/// Pods of a Job placed on the worker and not yet seen there as pods: `pods_at_once` less
+/// the pods of its copy the worker's room shows (`Room::pods_of`). Once seen, a pod is
+/// charged as a pod, bound or pending, and must no longer be reserved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reservation {
     pub shape: PodShape,

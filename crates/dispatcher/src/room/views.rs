@@ -190,8 +190,11 @@ impl PodView {
     }
 }
 
-/// The resources pod-level `spec.resources` may set (upstream's supportedPodLevelResources).
-const POD_LEVEL: [&str; 2] = [CPU, MEMORY];
+/// The resources pod-level `spec.resources` may set (upstream's
+/// `IsSupportedPodLevelResource`: cpu, memory and hugepages of any size).
+fn pod_level(name: &str) -> bool {
+    name == CPU || name == MEMORY || name.starts_with("hugepages-")
+}
 
 /// A container's (or the pod's) requests, defaulted from its limits where a request is
 /// missing, as the API server's SetDefaults_Pod does when it stores a pod (a Job's template
@@ -200,12 +203,16 @@ fn requests_of(
     resources: Option<&ResourceRequirements>,
     read: &impl Fn(&BTreeMap<String, Quantity>) -> Result<Resources, ResourceError>,
 ) -> Result<Resources, ResourceError> {
+    read(&request_list(resources))
+}
+
+fn request_list(resources: Option<&ResourceRequirements>) -> BTreeMap<String, Quantity> {
     let Some(r) = resources else {
-        return Ok(Resources::default());
+        return BTreeMap::new();
     };
     let mut list = r.limits.clone().unwrap_or_default();
     list.extend(r.requests.clone().unwrap_or_default());
-    read(&list)
+    list
 }
 
 fn is_sidecar(c: &Container) -> bool {
@@ -215,8 +222,9 @@ fn is_sidecar(c: &Container) -> bool {
 /// kube-scheduler's view of a pod's requests (component-helpers `resource.PodRequests`):
 /// app containers summed; each restartable init container (a sidecar) added to the sum and
 /// to every later init container; the pod asks for the largest of that sum and each init
-/// container's step; pod-level `spec.resources` replaces cpu and memory when set; overhead
-/// added; one pod slot.
+/// container's step; pod-level `spec.resources` replaces the cpu, memory and hugepages it
+/// sets; overhead added; one pod slot. Resized pods' status resources are not read (see
+/// `ROOM_LIMITS`).
 pub fn pod_requests(
     spec: &PodSpec,
     read: impl Fn(&BTreeMap<String, Quantity>) -> Result<Resources, ResourceError>,
@@ -241,14 +249,13 @@ pub fn pod_requests(
         init_max.max_with(&step);
     }
     sum.max_with(&init_max);
-    let pod_level = requests_of(spec.resources.as_ref(), &read)?;
-    if POD_LEVEL.iter().any(|r| pod_level.get(r) > 0) {
-        for r in POD_LEVEL {
-            let v = pod_level.get(r);
-            if v > 0 {
-                sum.set(r, v);
-            }
-        }
+    // Pod-level requests replace the containers' for each resource they name (an explicit
+    // 0 included), as upstream's applyPodLevelResources does.
+    let mut level = request_list(spec.resources.as_ref());
+    level.retain(|name, _| pod_level(name));
+    let amounts = read(&level)?;
+    for name in level.keys() {
+        sum.set(name, amounts.get(name));
     }
     if let Some(overhead) = &spec.overhead {
         sum.add(&read(overhead)?);

@@ -187,6 +187,11 @@ impl Room {
         self.pods.len()
     }
 
+    /// The UIDs of the pods seen (a relist removes those it no longer finds).
+    pub fn pod_uids(&self) -> impl Iterator<Item = &str> + '_ {
+        self.pods.keys().map(|k| &**k)
+    }
+
     pub fn summary(&self) -> RoomSummary {
         let mut s = RoomSummary {
             pending_pods: u32::try_from(self.pending.len()).unwrap_or(u32::MAX),

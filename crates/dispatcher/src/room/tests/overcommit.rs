@@ -80,6 +80,7 @@ proptest! {
     fn no_sequence_of_fits_and_reservations_overcommits(
         nodes in prop::collection::vec((0u32..8, 0u32..4, any::<bool>()), 1..5),
         steps in prop::collection::vec(step(), 1..24),
+        pending in prop::collection::vec(0u32..3, 0..3),
     ) {
         let mut room = Room::new();
         for (i, (cpu, gpu, tainted)) in nodes.iter().enumerate() {
@@ -88,6 +89,10 @@ proptest! {
                 n = n.taint("gpu:NoSchedule");
             }
             room.apply_node(n.view());
+        }
+        // Foreign pods the scheduler is about to bind take room first, wherever they fit.
+        for (k, cpu) in pending.iter().enumerate() {
+            room.apply_pod(&format!("pending-{k}"), pod().requests("cpu", &cpu.to_string()).view());
         }
         let mut bound: BTreeMap<String, Resources> = BTreeMap::new();
         let mut reserved: Vec<Reservation> = Vec::new();

@@ -67,6 +67,11 @@ fn requests_as_the_scheduler_counts_them() {
             3000,
         ),
         (
+            "an explicit pod-level 0 replaces the containers' too",
+            json!({"containers": [container("a", "1")], "resources": {"requests": {"cpu": "0", "memory": "1Gi"}}}),
+            0,
+        ),
+        (
             "a container's limits default its requests",
             json!({"containers": [{"name": "a", "resources": {"limits": {"cpu": "2"}}}]}),
             2000,
@@ -100,6 +105,14 @@ fn pod_level_resources_keep_the_containers_other_resources() {
     spec["spec"]["template"]["spec"]["resources"] = json!({"requests": {"cpu": "8"}});
     let s = PodShape::of_job(&spec).unwrap().requests;
     assert_eq!((s.cpu_millis, s.memory, s.get(GPU)), (8000, 1 << 30, 1));
+    // Hugepages are a pod-level resource too; extended resources never are.
+    spec["spec"]["template"]["spec"]["resources"] =
+        json!({"requests": {"hugepages-2Mi": "4Mi", "nvidia.com/gpu": "4"}});
+    let s = PodShape::of_job(&spec).unwrap().requests;
+    assert_eq!(
+        (s.get("hugepages-2Mi"), s.get(GPU), s.cpu_millis),
+        (4 << 20, 1, 1000)
+    );
 }
 
 #[test]
