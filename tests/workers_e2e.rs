@@ -95,15 +95,9 @@ async fn waiting_warning(client: &Client, job: &str, uid: &str) {
         .expect("Event created");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn workers_shows_each_workers_room_and_the_jobs_waiting() {
-    let fleet = match Fleet::start(2) {
-        Ok(fleet) => fleet,
-        Err(skipped) => {
-            eprintln!("{skipped}");
-            return;
-        }
-    };
+/// The fleet of these tests: alpha's and beta's Nodes and pods, the management cluster's
+/// Jobs, and the policy naming alpha, beta and gamma (whose Secret is never made); its path.
+async fn set_up(fleet: &Fleet, test: &str) -> (support::ScratchDir, std::path::PathBuf) {
     let [alpha, beta] = [&fleet.workers[0], &fleet.workers[1]];
     let a = alpha.client().await;
     let gpus = |n: &str| json!({"cpu": "4", "memory": "16Gi", "pods": "110", "nvidia.com/gpu": n});
@@ -146,13 +140,31 @@ async fn workers_shows_each_workers_room_and_the_jobs_waiting() {
     waiting_warning(&m, "train-more", &uid).await;
     dispatched(&m, "fresh", None).await;
 
-    let dir = support::scratch_dir("workers-e2e");
+    let dir = support::scratch_dir(test);
     let policy = dir.join("policy.yaml");
     std::fs::write(
         &policy,
         "dispatch:\n  workers:\n    - {name: alpha, kubeconfigSecret: jobwarden-worker-alpha}\n    - {name: beta, kubeconfigSecret: jobwarden-worker-beta}\n    - {name: gamma, kubeconfigSecret: jobwarden-worker-gamma}\n",
     )
     .expect("policy written");
+    (dir, policy)
+}
+
+fn started() -> Option<Fleet> {
+    match Fleet::start(2) {
+        Ok(fleet) => Some(fleet),
+        Err(skipped) => {
+            eprintln!("{skipped}");
+            None
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_shows_each_workers_room_and_the_jobs_waiting() {
+    let Some(fleet) = started() else { return };
+    let (_dir, policy) = set_up(&fleet, "workers-e2e-admin").await;
+    let [alpha, beta] = [&fleet.workers[0], &fleet.workers[1]];
     let kubeconfig = |p: &std::path::Path| p.display().to_string();
     let (m_cfg, a_cfg, b_cfg, p_cfg) = (
         kubeconfig(fleet.management.kubeconfig()),
@@ -193,4 +205,58 @@ Waiting for a worker: 2 Jobs (NoWorkerFits 1, NotSaid 1).
     );
     assert_eq!(view["workers"][0]["room"]["allocatable"]["cpu"], json!(8.0));
     assert_eq!(view["waiting"]["byReason"]["NoWorkerFits"], json!(1));
+}
+
+/// As the dispatcher reads them: each worker's kubeconfig from its Secret, judged first, with
+/// the identity deploy/worker/ installs. Cluster-wide, it lists Nodes and pods; granted in one
+/// namespace (deploy/worker/namespaced/), it cannot, and the worker is placed by count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_dispatchers_identity_a_namespaced_worker_is_placed_by_count() {
+    let Some(fleet) = started() else { return };
+    let (_dir, policy) = set_up(&fleet, "workers-e2e-dispatcher").await;
+    let m = fleet.management.client().await;
+    jobwarden_envtest::create_named_namespace(&m, "jobwarden-system").await;
+    let cluster_wide = fleet.workers[0]
+        .dispatcher_kubeconfig(None)
+        .await
+        .expect("deploy/worker/ on alpha");
+    let one_namespace = fleet.workers[1]
+        .dispatcher_kubeconfig(Some(&["default"]))
+        .await
+        .expect("deploy/worker/namespaced/ on beta, in default");
+    for (name, kubeconfig) in [("alpha", &cluster_wide), ("beta", &one_namespace)] {
+        jobwarden_envtest::put_kubeconfig_secret(
+            &m,
+            "jobwarden-system",
+            &jobwarden_envtest::worker_secret(name),
+            kubeconfig,
+        )
+        .await
+        .expect("Secret made");
+    }
+    let (m_cfg, p_cfg) = (
+        fleet.management.kubeconfig().display().to_string(),
+        policy.display().to_string(),
+    );
+    let out = jobwarden(
+        &["workers", "--kubeconfig", &m_cfg, "--config", &p_cfg],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let table = stdout(&out);
+    println!("{table}");
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(
+        lines
+            .get(1)
+            .is_some_and(|l| l.starts_with("alpha   answering   2/3       7/8")),
+        "{table}"
+    );
+    assert!(
+        lines
+            .get(2)
+            .is_some_and(|l| l.starts_with("beta    answering   counting  -")
+                && l.contains("placement counts Jobs here: nodes is forbidden")),
+        "{table}"
+    );
 }
