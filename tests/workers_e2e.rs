@@ -7,33 +7,25 @@
 mod run;
 mod support;
 
-use jobwarden_envtest::Fleet;
+use jobwarden_envtest::{ControlPlane, Fleet, NodeLayout};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Event, Node, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{Event, Pod, ServiceAccount};
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use run::{jobwarden, stderr, stdout};
 use serde_json::{Value, json};
 
 const DISPATCHER: &str = "jobwarden.io/dispatcher";
 
-/// A Node with this allocatable, Ready (its status written as a kubelet would).
-async fn node(client: &Client, name: &str, allocatable: Value) {
-    let nodes: Api<Node> = Api::all(client.clone());
-    let node: Node = serde_json::from_value(json!({"metadata": {"name": name}})).expect("a Node");
-    nodes
-        .create(&PostParams::default(), &node)
+/// A Node laid out as a kubelet would have registered it (envtest's `Nodes`: its status
+/// written, Ready, the not-ready taint kube-apiserver puts on a new Node taken off).
+async fn node(plane: &ControlPlane, layout: NodeLayout) {
+    plane
+        .nodes()
         .await
-        .expect("Node created");
-    let status = json!({"status": {
-        "capacity": allocatable, "allocatable": allocatable,
-        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                        "lastHeartbeatTime": "2026-11-28T00:00:00Z",
-                        "lastTransitionTime": "2026-11-28T00:00:00Z"}]}});
-    nodes
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .create(&layout)
         .await
-        .expect("Node status written");
+        .expect("Node laid out");
 }
 
 /// A pod bound to `node` with these requests (it stays Pending: no kubelet runs it, and it
@@ -57,13 +49,15 @@ async fn bound_pod(client: &Client, name: &str, node: &str, requests: Value) {
         .expect("pod created");
 }
 
-/// A Job the dispatcher runs (none runs here: it stays as written).
+/// A Job the dispatcher runs (none runs here: it stays as written), its one pod asking a GPU.
 async fn dispatched(client: &Client, name: &str, worker: Option<&str>) -> String {
+    let gpu = json!({"nvidia.com/gpu": "1"});
     let mut job = json!({
         "metadata": {"name": name, "namespace": "default", "annotations": {}},
         "spec": {"managedBy": DISPATCHER, "suspend": false,
                  "template": {"spec": {"restartPolicy": "Never",
-                                       "containers": [{"name": "c", "image": "x"}]}}}
+                                       "containers": [{"name": "c", "image": "x",
+                                           "resources": {"requests": gpu, "limits": gpu}}]}}}
     });
     if let Some(w) = worker {
         job["metadata"]["annotations"]["jobwarden.io/worker"] = json!(w);
@@ -100,18 +94,10 @@ async fn waiting_warning(client: &Client, job: &str, uid: &str) {
 async fn set_up(fleet: &Fleet, test: &str) -> (support::ScratchDir, std::path::PathBuf) {
     let [alpha, beta] = [&fleet.workers[0], &fleet.workers[1]];
     let a = alpha.client().await;
-    let gpus = |n: &str| json!({"cpu": "4", "memory": "16Gi", "pods": "110", "nvidia.com/gpu": n});
-    node(&a, "a1", gpus("1")).await;
-    node(&a, "a2", gpus("1")).await;
-    node(&a, "a3", gpus("2")).await;
-    Api::<Node>::all(a.clone())
-        .patch(
-            "a3",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"spec": {"unschedulable": true}})),
-        )
-        .await
-        .expect("a3 cordoned");
+    let gpus = |name: &str, n: &str| NodeLayout::new(name).resource("nvidia.com/gpu", n);
+    node(alpha, gpus("a1", "1")).await;
+    node(alpha, gpus("a2", "1")).await;
+    node(alpha, gpus("a3", "2").unschedulable()).await;
     bound_pod(
         &a,
         "train-0",
@@ -126,11 +112,11 @@ async fn set_up(fleet: &Fleet, test: &str) -> (support::ScratchDir, std::path::P
         json!({"cpu": "500m", "memory": "4Gi", "nvidia.com/gpu": "1"}),
     )
     .await;
-    let b = beta.client().await;
     node(
-        &b,
-        "b1",
-        json!({"cpu": "8", "memory": "32Gi", "pods": "110"}),
+        beta,
+        NodeLayout::new("b1")
+            .resource("cpu", "8")
+            .resource("memory", "32Gi"),
     )
     .await;
 
@@ -205,6 +191,42 @@ Waiting for a worker: 2 Jobs (NoWorkerFits 1, NotSaid 1).
     );
     assert_eq!(view["workers"][0]["room"]["allocatable"]["cpu"], json!(8.0));
     assert_eq!(view["waiting"]["byReason"]["NoWorkerFits"], json!(1));
+
+    // explain judges the waiting Job on each worker now, from the same readings.
+    let explained = jobwarden(
+        &[
+            "explain",
+            "-n",
+            "default",
+            "train-more",
+            "--kubeconfig",
+            &m_cfg,
+            "--config",
+            &p_cfg,
+            "--worker-kubeconfig",
+            &a_cfg,
+            "--worker-kubeconfig",
+            &b_cfg,
+        ],
+        None,
+    );
+    assert_eq!(explained.status.code(), Some(0), "{}", stderr(&explained));
+    let story = stdout(&explained);
+    println!("{story}");
+    assert!(
+        story.contains(
+            "Where it would fit now (each worker's Nodes and pods, read now):\n  \
+             alpha: 0 of 1 pods fit: insufficient nvidia.com/gpu (0 free on 2 nodes); cordoned (1 node)\n  \
+             beta: does not fit on any node today: "
+        ),
+        "{story}"
+    );
+    assert!(
+        story.contains(
+            "  gamma: not read: Secret jobwarden-system/jobwarden-worker-gamma does not exist\n"
+        ),
+        "{story}"
+    );
 }
 
 /// As the dispatcher reads them: each worker's kubeconfig from its Secret, judged first, with
