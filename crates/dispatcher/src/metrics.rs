@@ -62,10 +62,11 @@ pub struct ResultLabels {
 /// A worker's states, as `jobwarden_dispatch_workers{state}` counts them.
 pub const WORKER_STATES: [&str; 4] = ["answering", "connecting", "lost", "refused"];
 /// Why a Job waits, as `jobwarden_dispatch_jobs_waiting{reason}` counts them.
-pub const WAITING_REASONS: [&str; 5] = [
+pub const WAITING_REASONS: [&str; 6] = [
     "NoWorker",
     "NoWorkerFits",
     "Unschedulable",
+    "WorkerDraining",
     "WorkerLost",
     "Connecting",
 ];
@@ -76,19 +77,21 @@ pub const VIEW_STATES: [&str; 4] = ["fresh", "listing", "counting", "unbounded"]
 /// `nvidia.com/gpu`, once a node has them).
 pub const ROOM_RESOURCES: [&str; 3] = ["cpu", "memory", "pods"];
 /// Why a Job was sent to another worker than its first.
-pub const REDISPATCH_REASONS: [&str; 5] = [
+pub const REDISPATCH_REASONS: [&str; 6] = [
     "worker_lost",
     "unschedulable",
+    "worker_draining",
     "holds_another_job",
     "no_namespace",
     "copy_refused",
 ];
 /// Why a copy was deleted: the plan's reasons, and the fence's.
-pub const DELETE_REASONS: [&str; 6] = [
+pub const DELETE_REASONS: [&str; 7] = [
     DeleteReason::Finished.label(),
     DeleteReason::JobFailed.label(),
     DeleteReason::JobDeleted.label(),
     DeleteReason::Moved.label(),
+    DeleteReason::Drained.label(),
     "moved",
     "orphan",
 ];

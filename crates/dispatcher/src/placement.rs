@@ -37,6 +37,8 @@ pub struct WorkerFacts<'a> {
     pub load: usize,
     /// Whether the Job's pods fit there now.
     pub room: RoomFit,
+    /// The policy drains it: no new Jobs.
+    pub draining: bool,
 }
 
 /// Whether a Job's pods fit on a worker now, as the caller judged it from the worker's view.
@@ -85,6 +87,8 @@ pub enum Unfit {
     },
     /// Its nodes and pods are not listed yet.
     Listing,
+    /// The policy drains it (`draining: true`).
+    Draining,
 }
 
 impl Unfit {
@@ -113,6 +117,7 @@ impl fmt::Display for Unfit {
             }
             Unfit::NoRoom { why, .. } => f.write_str(why),
             Unfit::Listing => f.write_str("its nodes and pods are not listed yet"),
+            Unfit::Draining => f.write_str("it is draining (the policy's draining: true)"),
         }
     }
 }
@@ -170,6 +175,9 @@ fn unfit(named: &Named, worker: &WorkerFacts<'_>, avoid: &[(&str, Unfit)]) -> Op
     }
     if let Some((_, why)) = avoid.iter().find(|(name, _)| *name == worker.name) {
         return Some(why.clone());
+    }
+    if worker.draining {
+        return Some(Unfit::Draining);
     }
     match &worker.reach {
         Reach::Answers => {}
@@ -280,6 +288,7 @@ mod tests {
             has_namespace: Some(true),
             load,
             room: RoomFit::Fits,
+            draining: false,
         }
     }
 

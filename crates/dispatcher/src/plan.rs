@@ -25,14 +25,14 @@ use serde_json::Value;
 
 use jobwarden_events::EventRecord;
 use jobwarden_rules::well_known::{
-    MAX_MOVES_ANNOTATION, ON_WORKER_LOST_ANNOTATION, REASON_DEADLINE_EXCEEDED,
-    WORKER_LOST_SINCE_ANNOTATION,
+    MAX_MOVES_ANNOTATION, ON_WORKER_DRAIN_ANNOTATION, ON_WORKER_LOST_ANNOTATION,
+    REASON_DEADLINE_EXCEEDED, WORKER_LOST_SINCE_ANNOTATION,
 };
 
 use crate::copy;
 use crate::moving::{self, CopyPods};
 use crate::placement::{self, Placement, Reach, RoomFit, Unfit, WorkerFacts};
-use crate::record::{self, OnWorkerLost};
+use crate::record::{self, OnWorkerDrain, OnWorkerLost};
 use crate::status::{self, Refused};
 
 /// The reason of a Job the dispatcher fails because its worker was lost.
@@ -67,6 +67,8 @@ pub struct WorkerState<'a> {
     pub load: usize,
     /// Whether this Job's pods fit there now (judged only when the Job is being placed).
     pub room: RoomFit,
+    /// The policy drains it: it takes no new Jobs.
+    pub draining: bool,
 }
 
 /// One user's Job and what the caches hold of it.
@@ -94,6 +96,8 @@ pub enum DeleteReason {
     JobDeleted,
     /// The copy could not be scheduled, and the Job moved.
     Moved,
+    /// Its worker is draining, and the Job moved.
+    Drained,
 }
 
 impl DeleteReason {
@@ -103,6 +107,7 @@ impl DeleteReason {
             DeleteReason::JobFailed => "job_failed",
             DeleteReason::JobDeleted => "job_deleted",
             DeleteReason::Moved => "unschedulable",
+            DeleteReason::Drained => "drained",
         }
     }
 }
@@ -168,6 +173,8 @@ pub enum Waiting {
     NoRoom { message: String, key: String },
     /// Its copy's pods cannot be scheduled on its worker.
     Unschedulable { worker: String, message: String },
+    /// Its worker is draining and it would move, but no other worker can take it now.
+    Draining { worker: String, message: String },
 }
 
 impl Waiting {
@@ -184,9 +191,9 @@ impl Waiting {
             Waiting::Connecting { worker } => {
                 format!("waiting for worker {worker}'s copies to be listed")
             }
-            Waiting::NoRoom { message, .. } | Waiting::Unschedulable { message, .. } => {
-                message.clone()
-            }
+            Waiting::NoRoom { message, .. }
+            | Waiting::Unschedulable { message, .. }
+            | Waiting::Draining { message, .. } => message.clone(),
         }
     }
 
@@ -197,7 +204,8 @@ impl Waiting {
             (
                 Waiting::Unschedulable { worker: a, .. },
                 Waiting::Unschedulable { worker: b, .. },
-            ) => a == b,
+            )
+            | (Waiting::Draining { worker: a, .. }, Waiting::Draining { worker: b, .. }) => a == b,
             _ => self == other,
         }
     }
@@ -209,6 +217,7 @@ impl Waiting {
             Waiting::Connecting { .. } => "Connecting",
             Waiting::NoRoom { .. } => "NoWorkerFits",
             Waiting::Unschedulable { .. } => "Unschedulable",
+            Waiting::Draining { .. } => "WorkerDraining",
         }
     }
 }
@@ -364,6 +373,7 @@ fn place_and_create(
             has_namespace: if w.local { Some(true) } else { w.has_namespace },
             load: w.load,
             room: w.room.clone(),
+            draining: w.draining,
         })
         .collect();
     let mut all_avoid: Vec<(&str, Unfit)> = job.avoid.to_vec();
@@ -471,6 +481,17 @@ fn on_answering(
         Ok(None) => {}
         Err(refused) => plan.refused = Some(refused),
     }
+    if worker.draining && record::on_worker_drain(user) == OnWorkerDrain::Redispatch {
+        return move_copy(
+            settings,
+            job,
+            (copy, worker),
+            workers,
+            Move::Draining,
+            now,
+            plan,
+        );
+    }
     match moving::judge(user, copy, job.copy_pods, settings.unschedulable, now) {
         moving::Verdict::Stays => plan,
         moving::Verdict::Unschedulable { at, message } => {
@@ -492,58 +513,102 @@ fn on_answering(
                 ),
             })
         }
-        moving::Verdict::Moves { for_, message } => {
-            move_unschedulable(settings, job, copy, worker, workers, for_, &message, now, plan)
-        }
+        moving::Verdict::Moves { for_, message } => move_copy(
+            settings,
+            job,
+            (copy, worker),
+            workers,
+            Move::Unschedulable {
+                for_,
+                message: &message,
+            },
+            now,
+            plan,
+        ),
     }
 }
 
-/// The copy on `worker` could not be scheduled for `for_`: the Job goes elsewhere if another
-/// worker can take it (the record first, then the old copy deleted with its pods, then the
-/// new one made), else it stays and says why.
-#[allow(clippy::too_many_arguments)]
-fn move_unschedulable(
+/// Why a copy moves off a worker that answers.
+#[derive(Debug, Clone, Copy)]
+enum Move<'m> {
+    /// Its pods could not be scheduled there for `for_` (the scheduler's `message`).
+    Unschedulable { for_: Duration, message: &'m str },
+    /// The worker is draining, and the Job says `jobwarden.io/on-worker-drain: Redispatch`.
+    Draining,
+}
+
+/// The copy on `worker` goes: the Job goes elsewhere if another worker can take it (the
+/// record first, then the old copy deleted with its pods, then the new one made: one copy at
+/// a time), else it stays there and says why.
+fn move_copy(
     settings: &Settings,
     job: JobView<'_>,
-    copy: &Value,
-    worker: &WorkerState<'_>,
+    (copy, worker): (&Value, &WorkerState<'_>),
     workers: &[WorkerState<'_>],
-    for_: Duration,
-    message: &str,
+    why: Move<'_>,
     now: Timestamp,
     mirrored: Plan,
 ) -> Plan {
     let from = worker.name;
-    let mut left: Vec<&str> = record::moved_from(job.user);
-    left.push(from);
-    let moved_from = left.join(",");
+    let (avoid, moved_from, deleted) = match why {
+        Move::Unschedulable { .. } => {
+            let mut left: Vec<&str> = record::moved_from(job.user);
+            left.push(from);
+            (
+                Unfit::UnschedulableBefore,
+                Some(left.join(",")),
+                DeleteReason::Moved,
+            )
+        }
+        Move::Draining => (Unfit::Draining, None, DeleteReason::Drained),
+    };
     let moved = place_and_create(
         settings,
         job,
         workers,
-        &[(from, Unfit::UnschedulableBefore)],
+        &[(from, avoid)],
         Some(from),
-        Some(moved_from),
+        moved_from,
         now,
     );
     let Some(Step::Record { to, .. }) = moved.steps.first() else {
-        let why = moved
+        let nowhere = moved
             .waiting
             .as_ref()
             .map(Waiting::message)
             .unwrap_or_default();
-        return mirrored.waiting(Waiting::Unschedulable {
-            worker: from.to_owned(),
-            message: format!(
-                "the Job's copy on worker {from} could not be scheduled for {}s ({message}), and no other worker can take the Job now: {why}",
+        let waiting = match why {
+            Move::Unschedulable { for_, message } => Waiting::Unschedulable {
+                worker: from.to_owned(),
+                message: format!(
+                    "the Job's copy on worker {from} could not be scheduled for {}s ({message}), and no other worker can take the Job now: {nowhere}",
+                    for_.as_secs()
+                ),
+            },
+            Move::Draining => Waiting::Draining {
+                worker: from.to_owned(),
+                message: format!(
+                    "worker {from} is draining and the Job would move ({ON_WORKER_DRAIN_ANNOTATION}: Redispatch), but no other worker can take it now: {nowhere}"
+                ),
+            },
+        };
+        return mirrored.waiting(waiting);
+    };
+    let (reason, event_text) = match why {
+        Move::Unschedulable { for_, message } => (
+            "Moved",
+            format!(
+                "the Job's copy on worker {from} could not be scheduled for {}s ({message}); the Job moved to worker {to}",
                 for_.as_secs()
             ),
-        });
+        ),
+        Move::Draining => (
+            "Redispatched",
+            format!(
+                "worker {from} is draining; the Job moved to worker {to} ({ON_WORKER_DRAIN_ANNOTATION}: Redispatch)"
+            ),
+        ),
     };
-    let event_text = format!(
-        "the Job's copy on worker {from} could not be scheduled for {}s ({message}); the Job moved to worker {to}",
-        for_.as_secs()
-    );
     let mut plan = Plan {
         refused: mirrored.refused,
         ..Plan::default()
@@ -558,10 +623,10 @@ fn move_unschedulable(
     let mut steps = moved.steps.into_iter();
     plan.steps.extend(steps.next());
     if let Some(uid) = copy.pointer("/metadata/uid").and_then(Value::as_str) {
-        plan.steps.push(delete(from, uid, DeleteReason::Moved));
+        plan.steps.push(delete(from, uid, deleted));
     }
     plan.steps.extend(steps);
-    plan.steps.push(event(true, "Moved", event_text));
+    plan.steps.push(event(true, reason, event_text));
     plan
 }
 

@@ -9,9 +9,9 @@ use serde_json::Value;
 use std::time::Duration;
 
 use jobwarden_rules::well_known::{
-    DEFAULT_MAX_MOVES, MAX_MOVES_ANNOTATION, MOVED_FROM_ANNOTATION, ON_WORKER_LOST_ANNOTATION,
-    UNSCHEDULABLE_SECONDS_ANNOTATION, WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION,
-    WORKERS_ANNOTATION,
+    DEFAULT_MAX_MOVES, MAX_MOVES_ANNOTATION, MOVED_FROM_ANNOTATION, ON_WORKER_DRAIN_ANNOTATION,
+    ON_WORKER_LOST_ANNOTATION, UNSCHEDULABLE_SECONDS_ANNOTATION, WORKER_ANNOTATION,
+    WORKER_LOST_SINCE_ANNOTATION, WORKERS_ANNOTATION,
 };
 
 use crate::placement::Named;
@@ -38,6 +38,23 @@ impl OnWorkerLost {
             Some("Fail") => OnWorkerLost::Fail,
             _ => OnWorkerLost::Redispatch,
         }
+    }
+}
+
+/// What a Job on a draining worker does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnWorkerDrain {
+    /// It stays to its end (the default).
+    Finish,
+    /// It moves at once.
+    Redispatch,
+}
+
+/// What the Job does when its worker drains.
+pub fn on_worker_drain(job: &Value) -> OnWorkerDrain {
+    match annotation(job, ON_WORKER_DRAIN_ANNOTATION) {
+        Some("Redispatch") => OnWorkerDrain::Redispatch,
+        _ => OnWorkerDrain::Finish,
     }
 }
 

@@ -13,6 +13,9 @@ use crate::room::{PodShape, Reservation, pods_at_once};
 
 #[derive(Debug, Clone)]
 struct Held {
+    /// When it was first held, in placements: `room::fits` charges reservations in this
+    /// order, so each lands where it was judged to fit.
+    order: u64,
     worker: String,
     namespace: String,
     name: String,
@@ -23,6 +26,7 @@ struct Held {
 #[derive(Debug, Default)]
 pub struct Reservations {
     jobs: HashMap<String, Held>,
+    next: u64,
 }
 
 /// What a Job holds, if anything: none once it ended, while suspended (no pod runs), or when
@@ -36,6 +40,7 @@ fn held(job: &Value, worker: &str) -> Option<Held> {
     let shape = PodShape::of_job(job).ok()?;
     let text = |p: &str| job.pointer(p).and_then(Value::as_str).unwrap_or_default();
     Some(Held {
+        order: 0,
         worker: worker.to_owned(),
         namespace: text("/metadata/namespace").to_owned(),
         name: text("/metadata/name").to_owned(),
@@ -49,7 +54,14 @@ impl Reservations {
     /// `finished`.
     pub fn observe(&mut self, uid: &str, job: &Value, worker: Option<&str>, finished: bool) {
         match worker.filter(|_| !finished).and_then(|w| held(job, w)) {
-            Some(h) => {
+            Some(mut h) => {
+                h.order = match self.jobs.get(uid) {
+                    Some(old) if old.worker == h.worker => old.order,
+                    _ => {
+                        self.next += 1;
+                        self.next
+                    }
+                };
                 self.jobs.insert(uid.to_owned(), h);
             }
             None => {
@@ -72,27 +84,31 @@ impl Reservations {
         self.jobs.retain(|uid, _| present(uid));
     }
 
-    /// What the Jobs placed on `worker` hold, but `except` (the Job being placed): each with
-    /// its UID and the `ns/name` of its copy, to be reduced by the copy's pods seen there.
+    /// What the Jobs placed on `worker` hold, but `except` (the Job being placed), oldest
+    /// first: each with its UID and the `ns/name` of its copy, to be reduced by the copy's
+    /// pods seen there.
     pub fn on<'a>(
         &'a self,
         worker: &'a str,
         except: &'a str,
     ) -> impl Iterator<Item = (&'a str, &'a str, &'a str, Reservation)> + 'a {
-        self.jobs
+        let mut held: Vec<(&String, &Held)> = self
+            .jobs
             .iter()
             .filter(move |(uid, h)| h.worker == worker && uid.as_str() != except)
-            .map(|(uid, h)| {
-                (
-                    uid.as_str(),
-                    h.namespace.as_str(),
-                    h.name.as_str(),
-                    Reservation {
-                        shape: h.shape.clone(),
-                        pods: h.pods,
-                    },
-                )
-            })
+            .collect();
+        held.sort_by_key(|(_, h)| h.order);
+        held.into_iter().map(|(uid, h)| {
+            (
+                uid.as_str(),
+                h.namespace.as_str(),
+                h.name.as_str(),
+                Reservation {
+                    shape: h.shape.clone(),
+                    pods: h.pods,
+                },
+            )
+        })
     }
 }
 

@@ -310,6 +310,7 @@ impl Dispatcher {
                 has_namespace,
                 load,
                 room: RoomFit::Fits,
+                draining: link.spec.draining,
             });
         }
         states
@@ -399,6 +400,7 @@ impl Dispatcher {
                         });
                         self.metrics.redispatched(match why {
                             _ if moved_from.is_some() => "unschedulable",
+                            Some(Unfit::Draining) => "worker_draining",
                             Some(Unfit::HoldsAnotherJob) => "holds_another_job",
                             Some(Unfit::NoNamespace) => "no_namespace",
                             Some(Unfit::Refused(_)) => "copy_refused",
@@ -525,6 +527,8 @@ impl Dispatcher {
                                 plan::DeleteReason::JobDeleted => "the Job is being deleted",
                                 plan::DeleteReason::Moved =>
                                     "its pods could not be scheduled there; the Job moves",
+                                plan::DeleteReason::Drained =>
+                                    "the worker is draining; the Job moves",
                             }
                         ),
                     );

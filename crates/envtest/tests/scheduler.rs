@@ -2,7 +2,8 @@
 //! worker runs kube-scheduler (`Fleet::start_scheduled`), Nodes laid out by `Nodes` (one with
 //! two GPUs, one tainted), a pod that fits bound by the scheduler and played to `Succeeded` by
 //! the kubelet of bound pods, a pod that fits nowhere left `Pending` as `Unschedulable` and
-//! never touched; and what kube-apiserver does to a Node created bare (the not-ready taint the
+//! never touched; the layout changed under them (cordoned, uncordoned, untainted, retainted,
+//! deleted); and what kube-apiserver does to a Node created bare (the not-ready taint the
 //! helper takes off).
 //!
 //! Skipped with one line without the control-plane binaries (kube-scheduler among them).
@@ -46,15 +47,18 @@ fn node_name(pod: &Pod) -> Option<&str> {
     pod.spec.as_ref()?.node_name.as_deref()
 }
 
-/// The pod's `PodScheduled` condition: its status and reason.
-fn scheduled_condition(pod: &Pod) -> Option<(String, Option<String>)> {
+/// The pod's `PodScheduled` condition: its status, reason and message.
+fn scheduled_condition(pod: &Pod) -> Option<(String, Option<String>, String)> {
     pod.status
         .as_ref()?
         .conditions
         .as_ref()?
         .iter()
         .find(|c| c.type_ == "PodScheduled")
-        .map(|c| (c.status.clone(), c.reason.clone()))
+        .map(|c| {
+            let message = c.message.clone().unwrap_or_default();
+            (c.status.clone(), c.reason.clone(), message)
+        })
 }
 
 fn taints(node: &Node) -> Vec<(String, String)> {
@@ -161,33 +165,87 @@ async fn the_scheduler_binds_what_fits_and_the_kubelet_plays_only_bound_pods() {
             .is_ok_and(|p| node_name(&p) == Some("gpu-node") && pod_phase(&p) == "Succeeded")
     })
     .await;
-    wait_for("too-big PodScheduled=False, Unschedulable", || async {
-        pods.get("too-big").await.is_ok_and(|p| {
-            scheduled_condition(&p) == Some(("False".to_owned(), Some("Unschedulable".to_owned())))
-        })
-    })
+    // Each node ruled out for its own reason: the GPU node's 4 cpu, the big node's taint. (A
+    // first attempt may have seen fewer Nodes; the scheduler tries again as they come.)
+    wait_for(
+        "too-big PodScheduled=False, Unschedulable, for want of cpu and for a taint",
+        || async {
+            pods.get("too-big").await.is_ok_and(|p| {
+                scheduled_condition(&p).is_some_and(|(status, reason, said)| {
+                    status == "False"
+                        && reason.as_deref() == Some("Unschedulable")
+                        && said.contains("0/2 nodes are available")
+                        && said.contains("1 Insufficient cpu")
+                        && said.contains("1 node(s) had untolerated taint")
+                })
+            })
+        },
+    )
     .await;
     let too_big = pods.get("too-big").await.expect("too-big is there");
     assert_eq!(node_name(&too_big), None, "never bound");
     let status = too_big.status.clone().unwrap_or_default();
-    // Each node ruled out for its own reason: the GPU node's 4 cpu, the big node's taint.
-    let said = status
-        .conditions
-        .iter()
-        .flatten()
-        .find(|c| c.type_ == "PodScheduled")
-        .and_then(|c| c.message.clone())
-        .unwrap_or_default();
-    assert!(
-        said.contains("0/2 nodes are available")
-            && said.contains("1 Insufficient cpu")
-            && said.contains("1 node(s) had untolerated taint"),
-        "{said}"
-    );
     assert_eq!(status.phase.as_deref(), Some("Pending"));
     assert!(
         status.start_time.is_none() && status.container_statuses.is_none(),
         "the kubelet never touched too-big: {status:#?}"
     );
+
+    // The layout changed mid-scenario: a cordoned node takes no new pod until uncordoned.
+    nodes
+        .cordon("gpu-node")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    pods.create(
+        &PostParams::default(),
+        &pod(
+            "second-gpu",
+            json!({"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}),
+        ),
+    )
+    .await
+    .expect("the pod is created");
+    wait_for("second-gpu unschedulable on the cordoned node", || async {
+        pods.get("second-gpu").await.is_ok_and(|p| {
+            scheduled_condition(&p).is_some_and(|(status, _, said)| {
+                status == "False" && said.contains("unschedulable")
+            })
+        })
+    })
+    .await;
+    nodes
+        .uncordon("gpu-node")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The taint taken off, too-big fits on the big node at last, and runs once bound.
+    nodes
+        .untaint("tainted-node", "dedicated")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (name, node) in [("second-gpu", "gpu-node"), ("too-big", "tainted-node")] {
+        wait_for(&format!("{name} bound to {node} and Succeeded"), || async {
+            pods.get(name)
+                .await
+                .is_ok_and(|p| node_name(&p) == Some(node) && pod_phase(&p) == "Succeeded")
+        })
+        .await;
+    }
     kubelet.abort();
+
+    let retainted = nodes
+        .retaint(
+            "tainted-node",
+            &[jobwarden_envtest::taint("gone", "", "NoExecute")],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        taints(&retainted),
+        [("gone".to_owned(), "NoExecute".to_owned())]
+    );
+    nodes
+        .delete("gpu-node")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(nodes.get("gpu-node").await.is_err(), "gpu-node is gone");
 }

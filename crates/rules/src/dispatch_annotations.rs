@@ -4,6 +4,7 @@
 //! * `jobwarden.io/workers: east,west`: the workers the Job may be placed on, DNS labels
 //!   separated by commas (spaces around a name are allowed, as the dispatcher reads them);
 //! * `jobwarden.io/on-worker-lost`: `Redispatch` (the default), `Wait` or `Fail`;
+//! * `jobwarden.io/on-worker-drain`: `Finish` (the default) or `Redispatch`;
 //! * `jobwarden.io/worker`: the worker the Job is placed on, a DNS label;
 //! * `jobwarden.io/worker-lost-since`: when its worker stopped answering, RFC 3339;
 //! * `jobwarden.io/unschedulable-seconds`: how long its copy may stay unschedulable before it
@@ -15,7 +16,7 @@
 //! the user's Job), and a user may widen or narrow the candidates of a Job not yet placed.
 //! The dispatcher's record (worker, lost mark, moves) may not come with a new Job, though, or
 //! a manifest could place itself past `jobwarden.io/workers` and the workers' namespaces, or
-//! spend its moves before it ran (`validate_new`). A Job without any of them costs seven map
+//! spend its moves before it ran (`validate_new`). A Job without any of them costs eight map
 //! lookups, nothing more.
 
 use std::collections::BTreeSet;
@@ -24,14 +25,16 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::field::{BadValue, FieldError, FieldPath};
 use super::well_known::{
-    MAX_MOVES_ANNOTATION, MOVED_FROM_ANNOTATION, ON_WORKER_LOST_ANNOTATION,
-    UNSCHEDULABLE_SECONDS_ANNOTATION, WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION,
-    WORKERS_ANNOTATION,
+    MAX_MOVES_ANNOTATION, MOVED_FROM_ANNOTATION, ON_WORKER_DRAIN_ANNOTATION,
+    ON_WORKER_LOST_ANNOTATION, UNSCHEDULABLE_SECONDS_ANNOTATION, WORKER_ANNOTATION,
+    WORKER_LOST_SINCE_ANNOTATION, WORKERS_ANNOTATION,
 };
 use super::{ErrorList, JobObject, names};
 
 /// `jobwarden.io/on-worker-lost`'s values, in the sorted order upstream lists supported values.
 pub const ON_WORKER_LOST_VALUES: [&str; 3] = ["Fail", "Redispatch", "Wait"];
+/// `jobwarden.io/on-worker-drain`'s values, sorted.
+pub const ON_WORKER_DRAIN_VALUES: [&str; 2] = ["Finish", "Redispatch"];
 
 /// The most workers `jobwarden.io/workers` may name. No dispatcher has that many workers, and
 /// the bound keeps a hostile annotation (256 KiB of `a,a,a,…`) from costing a review, and its
@@ -61,6 +64,15 @@ pub fn validate(job: &JobObject<'_>) -> ErrorList {
             &ANNOTATIONS.key(ON_WORKER_LOST_ANNOTATION),
             BadValue::Str(text.to_owned()),
             &ON_WORKER_LOST_VALUES,
+        ));
+    }
+    if let Some(text) = job.annotation(ON_WORKER_DRAIN_ANNOTATION)
+        && !ON_WORKER_DRAIN_VALUES.contains(&text)
+    {
+        errs.push(FieldError::not_supported(
+            &ANNOTATIONS.key(ON_WORKER_DRAIN_ANNOTATION),
+            BadValue::Str(text.to_owned()),
+            &ON_WORKER_DRAIN_VALUES,
         ));
     }
     if let Some(text) = job.annotation(UNSCHEDULABLE_SECONDS_ANNOTATION) {
@@ -234,6 +246,7 @@ pub fn warnings(job: &JobObject<'_>, dispatcher_name: &str) -> Vec<String> {
     [
         WORKERS_ANNOTATION,
         ON_WORKER_LOST_ANNOTATION,
+        ON_WORKER_DRAIN_ANNOTATION,
         UNSCHEDULABLE_SECONDS_ANNOTATION,
         MAX_MOVES_ANNOTATION,
     ]

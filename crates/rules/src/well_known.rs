@@ -86,6 +86,9 @@ pub const WORKER_ANNOTATION: &str = "jobwarden.io/worker";
 pub const WORKERS_ANNOTATION: &str = "jobwarden.io/workers";
 /// What happens to a Job whose worker is lost: `Redispatch` (the default), `Wait` or `Fail`.
 pub const ON_WORKER_LOST_ANNOTATION: &str = "jobwarden.io/on-worker-lost";
+/// What happens to a Job whose worker is drained (the policy's `draining: true`): `Finish`
+/// (the default: it stays to its end) or `Redispatch` (it moves at once).
+pub const ON_WORKER_DRAIN_ANNOTATION: &str = "jobwarden.io/on-worker-drain";
 /// When the dispatcher first saw the Job's worker lost (RFC 3339), written on the Job so that
 /// a new leader takes up the clock where the old one left it; removed when the worker answers.
 pub const WORKER_LOST_SINCE_ANNOTATION: &str = "jobwarden.io/worker-lost-since";

@@ -67,6 +67,10 @@ pub struct Worker {
     pub namespaces: NamespaceMatch,
     /// How its room is judged when a Job is placed.
     pub capacity: Capacity,
+    /// It takes no new Jobs; those placed there stay to their end, or move at once when they
+    /// say `jobwarden.io/on-worker-drain: Redispatch`. A worker is drained before it is
+    /// removed from the policy.
+    pub draining: bool,
 }
 
 /// How a worker's room is judged.

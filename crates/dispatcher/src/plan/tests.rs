@@ -84,6 +84,7 @@ fn worker(name: &str, load: usize) -> WorkerState<'_> {
         has_namespace: Some(true),
         load,
         room: RoomFit::Fits,
+        draining: false,
     }
 }
 
@@ -710,4 +711,62 @@ fn a_copy_partly_running_never_moves() {
     );
     assert!(plan.steps.is_empty(), "{plan:?}");
     assert_eq!(plan.waiting, None);
+}
+
+fn draining(name: &str) -> WorkerState<'_> {
+    WorkerState {
+        draining: true,
+        ..worker(name, 0)
+    }
+}
+
+#[test]
+fn a_draining_worker_takes_no_new_job() {
+    let plan = run(
+        &UserJob::new(),
+        None,
+        &[draining("alpha"), worker("beta", 7)],
+    );
+    assert_eq!(kinds(&plan), ["record beta", "create on beta"]);
+    let plan = run(&UserJob::new(), None, &[draining("alpha")]);
+    assert!(plan.steps.is_empty());
+    assert_eq!(
+        plan.waiting.as_ref().map(Waiting::message).as_deref(),
+        Some("no worker can take the Job now: alpha: it is draining (the policy's draining: true)")
+    );
+}
+
+#[test]
+fn on_a_draining_worker_a_job_finishes_there_or_moves_at_once() {
+    let running = json!({"startTime": "2026-11-27T10:00:30Z", "active": 1});
+    let finishing = UserJob::new().on("alpha").status(running.clone());
+    let copy = copy_of(&finishing, running.clone());
+    let workers = [draining("alpha"), worker("beta", 3)];
+    let plan = run(&finishing, Some(&copy), &workers);
+    assert!(
+        plan.steps.is_empty(),
+        "Finish, the default, stays: {plan:?}"
+    );
+    assert_eq!(plan.waiting, None);
+    let moving = UserJob::new()
+        .on("alpha")
+        .annotated("jobwarden.io/on-worker-drain", "Redispatch")
+        .status(running.clone());
+    let plan = run(&moving, Some(&copy), &workers);
+    assert_eq!(
+        kinds(&plan),
+        [
+            "record beta (was alpha)",
+            "delete copy on alpha: drained",
+            "create on beta",
+            "event Redispatched",
+        ]
+    );
+    // Nowhere else to go: it stays, and says why.
+    let plan = run(&moving, Some(&copy), &[draining("alpha")]);
+    assert!(plan.steps.is_empty(), "{plan:?}");
+    assert_eq!(
+        plan.waiting.as_ref().map(Waiting::reason),
+        Some("WorkerDraining")
+    );
 }

@@ -381,3 +381,20 @@ fn moved_from_is_the_dispatchers_record_of_distinct_dns_labels() {
         [format!("{f}[0]: Invalid value: \"Alpha\": {LABEL_MSG}")]
     );
 }
+
+#[test]
+fn on_worker_drain_is_finish_or_redispatch() {
+    let d = "metadata.annotations[jobwarden.io/on-worker-drain]";
+    let pointer = "/metadata/annotations/jobwarden.io~1on-worker-drain";
+    for ok in ["Finish", "Redispatch"] {
+        assert!(create_errors(&with(pointer, ok)).is_empty(), "{ok}");
+    }
+    for bad in ["finish", "Wait", ""] {
+        assert_eq!(
+            create_errors(&with(pointer, bad)),
+            [format!(
+                "{d}: Unsupported value: \"{bad}\": supported values: \"Finish\", \"Redispatch\""
+            )]
+        );
+    }
+}
