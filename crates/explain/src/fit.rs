@@ -22,8 +22,9 @@ pub const MOVED_FROM: &str = "jobwarden.io/moved-from";
 #[serde(rename_all = "camelCase")]
 pub struct WorkerFit {
     pub worker: String,
-    /// `fits`, `short` (its Nodes lack room, or their filters rule the pods out), `unbounded`
-    /// and `counting` (placed by count: its room is not judged), `unread` (not reached).
+    /// `fits`, `short` (its Nodes lack room, or their filters rule the pods out), `draining`
+    /// (it takes no new Job), `unbounded` and `counting` (placed by count: its room is not
+    /// judged), `unread` (not reached).
     pub verdict: String,
     /// Why not, in the dispatcher's words; for `unread`, why it was not read.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -58,6 +59,13 @@ pub fn fit_now(job: &Value, fleet: &[WorkerReading]) -> Vec<WorkerFit> {
                     Some(format!(
                         "the Job left it: its pods could not be scheduled there ({MOVED_FROM})"
                     )),
+                    false,
+                );
+            }
+            if w.draining {
+                return judged(
+                    "draining",
+                    Some("draining: it takes no new Job".to_owned()),
                     false,
                 );
             }

@@ -54,6 +54,7 @@ fn read(name: &str, nodes: Vec<Node>, pods: Vec<Pod>) -> WorkerReading {
     WorkerReading {
         name: name.to_owned(),
         unbounded: false,
+        draining: false,
         read: WorkerRead::Read {
             via: "Secret s".to_owned(),
             nodes: Listing::Items(nodes),
@@ -75,6 +76,7 @@ fn fleet() -> Vec<WorkerReading> {
         WorkerReading {
             name: "gamma".to_owned(),
             unbounded: false,
+            draining: false,
             read: WorkerRead::Lost {
                 via: "Secret s".to_owned(),
                 reason: "worker gamma does not answer: timed out".to_owned(),

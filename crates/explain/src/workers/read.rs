@@ -102,6 +102,7 @@ pub async fn read_workers(
         out.push(WorkerReading {
             name: worker.name.clone(),
             unbounded: worker.capacity == Capacity::Unbounded,
+            draining: worker.draining,
             read: read_worker(client, &worker.name, access).await,
         });
     }
