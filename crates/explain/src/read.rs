@@ -157,13 +157,20 @@ pub struct WorkerAccess {
 
 /// What the worker the dispatched Job `job` is recorded on holds of it.
 pub async fn read_dispatch(client: &Client, job: &Value, access: &WorkerAccess) -> DispatchReading {
-    let copy = match recorded_worker(job) {
-        None => CopyReading::NotPlaced,
-        Some(worker) => read_copy(client, job, worker, access).await,
+    let (copy, fleet) = match recorded_worker(job) {
+        None => {
+            let fleet = match &access.policy {
+                Ok(policy) => crate::workers::read::read_workers(client, policy, access).await,
+                Err(_) => Vec::new(),
+            };
+            (CopyReading::NotPlaced, fleet)
+        }
+        Some(worker) => (read_copy(client, job, worker, access).await, Vec::new()),
     };
     DispatchReading {
         policy: access.policy.clone(),
         copy,
+        fleet,
     }
 }
 

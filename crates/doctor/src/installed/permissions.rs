@@ -128,6 +128,9 @@ pub fn dispatcher_uses(namespace: &str) -> Vec<Access> {
         // Namespace labels, for workers choosing namespaces by a selector. The get also covers
         // kube-system's, whose UID is the default origin of the copies.
         Access::verbs(None, "", "namespaces", None, &["get", "list", "watch"]),
+        // The local worker (`local: true`) is judged by this cluster's own Nodes, as a worker
+        // by its (its pods are read under the Job controller's grant).
+        Access::verbs(None, "", "nodes", None, &["get", "list", "watch"]),
     ]
     .concat()
 }

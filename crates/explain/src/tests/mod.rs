@@ -13,6 +13,7 @@ use crate::story::{LeaseReading, Observed, Settings, explain};
 use crate::text::render;
 
 mod dispatch;
+mod fit;
 mod history;
 mod workers;
 

@@ -55,6 +55,7 @@ fn reading(name: &str, read: WorkerRead) -> WorkerReading {
     WorkerReading {
         name: name.to_owned(),
         unbounded: false,
+        draining: false,
         read,
     }
 }
@@ -182,6 +183,37 @@ fn a_worker_not_read_is_said_with_why_and_its_room_unread() {
             State::Answering,
             None,
             RoomView::Unbounded,
+        ),
+        (
+            WorkerReading {
+                draining: true,
+                ..reading(
+                    "f",
+                    WorkerRead::Read {
+                        via: "Secret s".to_owned(),
+                        nodes: Listing::Items(Vec::new()),
+                        pods: Listing::Items(Vec::new()),
+                    },
+                )
+            },
+            State::Draining,
+            None,
+            RoomView::Nodes(RoomLine::default()),
+        ),
+        (
+            WorkerReading {
+                draining: true,
+                ..reading(
+                    "g",
+                    WorkerRead::Lost {
+                        via: "Secret s".to_owned(),
+                        reason: "gone".to_owned(),
+                    },
+                )
+            },
+            State::Lost,
+            Some("gone"),
+            RoomView::Unread,
         ),
     ];
     for (r, state, why, room) in cases {

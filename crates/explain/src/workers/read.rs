@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use jobwarden_admission::policy::Dispatch;
+use jobwarden_admission::policy::{Capacity, Dispatch};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{ApiResource, DynamicObject, ListParams};
@@ -101,16 +101,12 @@ pub async fn read_workers(
     for worker in &policy.workers {
         out.push(WorkerReading {
             name: worker.name.clone(),
-            unbounded: unbounded(worker),
+            unbounded: worker.capacity == Capacity::Unbounded,
+            draining: worker.draining,
             read: read_worker(client, &worker.name, access).await,
         });
     }
     out
-}
-
-// PLACEHOLDER until the policy's `capacity` is merged.
-fn unbounded(_worker: &jobwarden_admission::policy::Worker) -> bool {
-    false
 }
 
 /// One worker: reached, then its Nodes and unfinished pods listed.

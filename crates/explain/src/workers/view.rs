@@ -19,6 +19,8 @@ pub struct WorkerReading {
     pub name: String,
     /// The policy's `capacity: Unbounded`: placed by count, its Nodes not read.
     pub unbounded: bool,
+    /// The policy's `draining: true`: it takes no new Job.
+    pub draining: bool,
     pub read: WorkerRead,
 }
 
@@ -60,11 +62,12 @@ pub struct RoomLine {
 }
 
 /// How a worker answers, in the dispatcher's words (`jobwarden_dispatch_workers{state}`).
-/// `draining` (a worker being removed from the policy) will join them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum State {
     Answering,
+    /// It answers, and the policy drains it (`draining: true`): it takes no new Job.
+    Draining,
     /// No kubeconfig for it yet: the dispatcher, too, waits for one.
     Connecting,
     Lost,
@@ -75,6 +78,7 @@ impl State {
     pub fn label(self) -> &'static str {
         match self {
             State::Answering => "answering",
+            State::Draining => "draining",
             State::Connecting => "connecting",
             State::Lost => "lost",
             State::Refused => "refused",
@@ -215,6 +219,13 @@ fn worker_view(r: &WorkerReading, placed: usize) -> WorkerView {
         RoomView::Unbounded
     } else {
         room
+    };
+    // Draining says what the dispatcher does with a worker that answers; a lost or refused
+    // one is said as such first.
+    let state = if r.draining && state == State::Answering {
+        State::Draining
+    } else {
+        state
     };
     WorkerView {
         name: r.name.clone(),
