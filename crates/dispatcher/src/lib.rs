@@ -40,6 +40,7 @@ pub mod copy;
 pub mod credential_source;
 pub mod credentials;
 pub mod fence;
+pub mod fleet_change;
 pub mod loads;
 pub mod metrics;
 pub mod moving;

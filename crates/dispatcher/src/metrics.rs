@@ -8,7 +8,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 
 use jobwarden_runtime::events::metrics::EventMetrics;
 
@@ -112,6 +114,9 @@ pub struct DispatchMetrics {
     pub worker_allocatable: Family<ResourceLabels, Gauge<f64, AtomicU64>>,
     pub worker_nodes: Family<WorkerLabels, Gauge>,
     pub worker_view: Family<ViewLabels, Gauge>,
+    pub worker_draining: Family<WorkerLabels, Gauge>,
+    /// The resources each worker's room series were shown for, so that they go with it.
+    room_resources: Arc<Mutex<HashMap<String, BTreeSet<String>>>>,
     pub syncs: Family<ResultLabels, Counter>,
     pub sync_duration: Histogram,
     pub mirrors: Family<ResultLabels, Counter>,
@@ -137,6 +142,8 @@ impl Default for DispatchMetrics {
             worker_allocatable: Family::default(),
             worker_nodes: Family::default(),
             worker_view: Family::default(),
+            worker_draining: Family::default(),
+            room_resources: Arc::default(),
             syncs: Family::default(),
             sync_duration: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
             mirrors: Family::default(),
@@ -271,6 +278,12 @@ impl DispatchMetrics {
     }
 
     fn set_room(&self, name: &str, resource: &str, free: f64, allocatable: f64) {
+        if let Ok(mut shown) = self.room_resources.lock() {
+            shown
+                .entry(name.to_owned())
+                .or_default()
+                .insert(resource.to_owned());
+        }
         let labels = ResourceLabels {
             worker: name.to_owned(),
             resource: resource.to_owned(),
@@ -347,6 +360,11 @@ pub fn register_metrics(registry: &mut Registry, workers: &[&str]) -> DispatchMe
         m.worker_nodes.clone(),
     );
     r.register(
+        "worker_draining",
+        "1 while the policy drains the worker (draining: true): it takes no new Jobs",
+        m.worker_draining.clone(),
+    );
+    r.register(
         "worker_view",
         "1 for the state of a worker's view of its nodes and pods: fresh (listed and watched), listing, counting (its role cannot list nodes and pods cluster-wide: Jobs placed by count), unbounded (capacity: Unbounded: placed by count)",
         m.worker_view.clone(),
@@ -408,19 +426,77 @@ pub fn register_metrics(registry: &mut Registry, workers: &[&str]) -> DispatchMe
     }
     m.set_jobs("", 0);
     for name in workers {
-        m.worker_reach(name, false, None);
-        m.last_answer(name, 0.0);
-        m.set_jobs(name, 0);
-        m.worker_room(name, "listing", 0, &[]);
-        let _ = m.copies_created.get_or_create(&worker(name));
+        m.add_worker(name, false);
+    }
+    m
+}
+
+impl DispatchMetrics {
+    /// A worker's series, each at 0 (a worker new to the policy, or every one at start).
+    pub fn add_worker(&self, name: &str, draining: bool) {
+        self.worker_reach(name, false, None);
+        self.last_answer(name, 0.0);
+        self.set_jobs(name, 0);
+        self.worker_room(name, "listing", 0, &[]);
+        self.set_draining(name, draining);
+        let _ = self.copies_created.get_or_create(&worker(name));
         for reason in DELETE_REASONS {
-            let _ = m.copies_deleted.get_or_create(&DeletedLabels {
-                worker: (*name).to_owned(),
+            let _ = self.copies_deleted.get_or_create(&DeletedLabels {
+                worker: name.to_owned(),
                 reason: reason.to_owned(),
             });
         }
     }
-    m
+
+    pub fn set_draining(&self, name: &str, draining: bool) {
+        self.worker_draining
+            .get_or_create(&worker(name))
+            .set(i64::from(draining));
+    }
+
+    /// A worker gone from the policy: its series go with it (a dashboard would otherwise
+    /// show it lost, and an alert page for it, for as long as the process runs).
+    pub fn remove_worker(&self, name: &str) {
+        let w = worker(name);
+        self.worker_up.remove(&w);
+        self.worker_last_answer_seconds.remove(&w);
+        self.jobs.remove(&w);
+        self.worker_nodes.remove(&w);
+        self.worker_draining.remove(&w);
+        self.copies_created.remove(&w);
+        for reason in RefusalReason::ALL {
+            self.worker_refused.remove(&RefusedLabels {
+                worker: name.to_owned(),
+                reason: reason.label().to_owned(),
+            });
+        }
+        for reason in DELETE_REASONS {
+            self.copies_deleted.remove(&DeletedLabels {
+                worker: name.to_owned(),
+                reason: reason.to_owned(),
+            });
+        }
+        for state in VIEW_STATES {
+            self.worker_view.remove(&ViewLabels {
+                worker: name.to_owned(),
+                state: state.to_owned(),
+            });
+        }
+        // Every resource it showed, extended ones too.
+        let shown = self
+            .room_resources
+            .lock()
+            .map(|mut r| r.remove(name).unwrap_or_default())
+            .unwrap_or_default();
+        for resource in shown {
+            let labels = ResourceLabels {
+                worker: name.to_owned(),
+                resource,
+            };
+            self.worker_free.remove(&labels);
+            self.worker_allocatable.remove(&labels);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -455,5 +531,30 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line} in\n{text}");
         }
+    }
+
+    #[test]
+    fn a_worker_removed_from_the_policy_takes_its_series_with_it() {
+        let mut registry = Registry::default();
+        let m = register_metrics(&mut registry, &["east", "west"]);
+        m.worker_room(
+            "east",
+            "fresh",
+            2,
+            &[("nvidia.com/gpu".to_owned(), 1.0, 2.0)],
+        );
+        m.created("east");
+        m.remove_worker("east");
+        let mut text = String::new();
+        encode(&mut text, &registry).expect("encodes");
+        assert!(!text.contains("worker=\"east\""), "{text}");
+        assert!(text.contains("jobwarden_dispatch_worker_up{worker=\"west\"} 0"));
+        m.add_worker("gamma", true);
+        let mut text = String::new();
+        encode(&mut text, &registry).expect("encodes");
+        assert!(
+            text.contains("jobwarden_dispatch_worker_draining{worker=\"gamma\"} 1"),
+            "{text}"
+        );
     }
 }
