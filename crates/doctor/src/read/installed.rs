@@ -32,7 +32,7 @@ use crate::installed::deployment::{
     DEFAULT_CONFIGURATIONS, DeploymentView, FileSource, PART_OF, ServeCommandLine, file_source,
 };
 use crate::installed::permissions::{
-    metrics_reader_name, service_account_groups, service_account_user, uses,
+    metrics_reader_name, service_account_groups, service_account_user, uses, worker_secrets,
 };
 use crate::installed::registration::Registered;
 use crate::installed::stored_jobs::Tally;
@@ -155,7 +155,16 @@ pub async fn read(
     };
     let observed = InstalledObserved {
         serving: serving(cluster, namespace, webhook).await,
-        accounts: accounts(cluster, namespace, found).await,
+        accounts: accounts(
+            cluster,
+            namespace,
+            found,
+            &controller_policy
+                .as_ref()
+                .map(worker_secrets)
+                .unwrap_or_default(),
+        )
+        .await,
         metrics_reader: Api::<ClusterRole>::all(client.clone())
             .get_opt(&metrics_reader_name(&configurations))
             .await
@@ -355,13 +364,14 @@ async fn accounts(
     cluster: &Cluster,
     namespace: &str,
     deployments: &[DeploymentView],
+    secrets: &[&str],
 ) -> Vec<AccountAnswers> {
     let mut by_account: BTreeMap<&str, (Vec<String>, BTreeSet<Access>)> = BTreeMap::new();
     for d in deployments {
         let Ok(flags) = &d.flags else { continue };
         let entry = by_account.entry(&d.service_account).or_default();
         entry.0.push(format!("Deployment {}", d.name));
-        entry.1.extend(uses(flags, namespace));
+        entry.1.extend(uses(flags, namespace, secrets));
     }
     let groups = service_account_groups(namespace);
     let mut out = Vec::new();
