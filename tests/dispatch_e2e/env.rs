@@ -86,7 +86,16 @@ impl World {
 
     async fn set_up(fleet: &'static Fleet) -> World {
         let mgmt = fleet.management.client().await;
-        let identity = fleet.management.installed_identity().await;
+        // The Secrets its policy names, and the one doctor's test adds to it (seen.rs).
+        let secrets: Vec<String> = WORKERS
+            .iter()
+            .chain([&PLUGIN_WORKER, &"stale"])
+            .map(|w| worker_secret(w))
+            .collect();
+        let identity = fleet
+            .management
+            .installed_dispatching_identity(&secrets)
+            .await;
         fleet
             .install_workers(&identity.namespace, &WORKERS)
             .await

@@ -41,7 +41,11 @@ impl Fleet {
             .ok_or("the management plane is not this binary's")?
             .join("dispatcher");
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        let identity = self.management.installed_identity().await;
+        let secrets: Vec<String> = names.iter().map(|n| crate::worker_secret(n)).collect();
+        let identity = self
+            .management
+            .installed_dispatching_identity(&secrets)
+            .await;
         self.install_workers(&identity.namespace, names).await?;
         let policy = dir.join("policy.yaml");
         let entries: String = names.iter().map(|n| worker_entry(n)).collect();

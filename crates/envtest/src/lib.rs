@@ -82,7 +82,7 @@ pub use identity::{Installed, Refusal};
 pub use kubelet::{kubelet, pod_phase};
 pub use owned_process::OwnedProcess;
 pub use process::free_port;
-pub use serving::{ServingCertificate, http_get, https_get, serving_certificate};
+pub use serving::{ServingCertificate, http_get, https_get, https_post, serving_certificate};
 pub use stand_in::stand_in_crd;
 pub use worker_identity::WORKER_DISPATCHER_USER;
 
