@@ -31,6 +31,7 @@ pub const LEASE: Kind = kind(Group::Jobwarden, "controller Lease");
 pub const LEASE_PRIORITY: Kind = kind(Group::Jobwarden, "Lease priority level");
 pub const SERVICE_ACCOUNT: Kind = kind(Group::Jobwarden, "ServiceAccount permissions");
 pub const METRICS_READER: Kind = kind(Group::Jobwarden, "metrics reader role");
+pub const POLICY_IN_FORCE: Kind = kind(Group::Jobwarden, "policy in force");
 
 pub const REGISTRATION: Kind = kind(Group::Webhook, "webhook registration");
 pub const WEBHOOK_DENIES: Kind = kind(Group::Webhook, "webhook denies through the API server");
@@ -48,7 +49,7 @@ pub const WORKER_NAMESPACES: Kind = kind(Group::Dispatch, "worker namespaces");
 pub const LOST_WORKERS: Kind = kind(Group::Dispatch, "lost workers");
 
 /// All of them, in the order a run prints them.
-pub const ALL: [Kind; 33] = [
+pub const ALL: [Kind; 34] = [
     API_SERVER_REACHABLE,
     API_SERVER_VERSION,
     CALLER,
@@ -70,6 +71,7 @@ pub const ALL: [Kind; 33] = [
     LEASE_PRIORITY,
     SERVICE_ACCOUNT,
     METRICS_READER,
+    POLICY_IN_FORCE,
     REGISTRATION,
     WEBHOOK_DENIES,
     WEBHOOK_ADMITS,

@@ -14,7 +14,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, Secret};
 use k8s_openapi::api::flowcontrol::v1::{FlowSchema, PriorityLevelConfiguration};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::jiff::Timestamp;
@@ -33,6 +33,9 @@ use crate::installed::deployment::{
 };
 use crate::installed::permissions::{
     metrics_reader_name, service_account_groups, service_account_user, uses, worker_secrets,
+};
+use crate::installed::policy_in_force::{
+    POLICY_APPLIED, POLICY_LOADED, POLICY_REFUSED, PolicyEvent,
 };
 use crate::installed::registration::Registered;
 use crate::installed::stored_jobs::Tally;
@@ -87,8 +90,21 @@ pub async fn read(
         .map_or(DEFAULT_CONFIGURATIONS.to_owned(), |f| {
             f.webhook_configurations.clone()
         });
+    let mounted = install_policy_and_hash(
+        cluster,
+        namespace,
+        webhook.or(found.first()),
+        "serves the webhook",
+        command_line,
+    )
+    .await;
+    let mounted_policy = mounted
+        .as_ref()
+        .map(|(_, hash)| hash.clone())
+        .map_err(Clone::clone);
     let policy = match policy_given {
         Some(p) => Ok(p.clone()),
+        None if webhook.is_some() => mounted.map(|(policy, _)| policy),
         None => {
             install_policy(
                 cluster,
@@ -183,6 +199,8 @@ pub async fn read(
         denied,
         admitted,
         now,
+        mounted_policy,
+        policy_events: policy_events(cluster, namespace).await,
     };
     (observed, counted)
 }
@@ -233,6 +251,20 @@ async fn install_policy(
     face: &str,
     command_line: &dyn ServeCommandLine,
 ) -> Result<Policy, String> {
+    install_policy_and_hash(cluster, namespace, deployment, face, command_line)
+        .await
+        .map(|(policy, _)| policy)
+}
+
+/// [`install_policy`], with the hash of the file's text as jobwarden names it (`None`
+/// without a `--config`).
+async fn install_policy_and_hash(
+    cluster: &Cluster,
+    namespace: &str,
+    deployment: Option<&DeploymentView>,
+    face: &str,
+    command_line: &dyn ServeCommandLine,
+) -> Result<(Policy, Option<String>), String> {
     let Some(deployment) = deployment else {
         return Err(format!(
             "no Deployment in namespace {namespace} {face} to read its policy from"
@@ -244,7 +276,9 @@ async fn install_policy(
         .ok()
         .and_then(|f| f.config.clone());
     let Some(path) = path else {
-        return command_line.policy(&deployment.args, None);
+        return command_line
+            .policy(&deployment.args, None)
+            .map(|policy| (policy, None));
     };
     let Some(FileSource::ConfigMap { name, key }) = file_source(&deployment.pod_spec, &path) else {
         return Err(format!(
@@ -260,9 +294,41 @@ async fn install_policy(
         .data
         .and_then(|d| d.get(&key).cloned())
         .ok_or_else(|| format!("ConfigMap {namespace}/{name} has no key {key}"))?;
+    let hash = jobwarden_admission::policy::content_hash(text.as_bytes());
     command_line
         .policy(&deployment.args, Some(&text))
+        .map(|policy| (policy, Some(hash)))
         .map_err(|e| format!("ConfigMap {namespace}/{name}: {e}"))
+}
+
+/// The policy Events on the Pods of `namespace`, newest included (kube-apiserver keeps them
+/// an hour).
+async fn policy_events(cluster: &Cluster, namespace: &str) -> Result<Vec<PolicyEvent>, String> {
+    let events = Api::<Event>::namespaced(cluster.client.clone(), namespace)
+        .list(&ListParams::default().fields("involvedObject.kind=Pod"))
+        .await
+        .map_err(api_error)?;
+    Ok(events
+        .items
+        .into_iter()
+        .filter(|e| {
+            matches!(
+                e.reason.as_deref(),
+                Some(POLICY_LOADED | POLICY_APPLIED | POLICY_REFUSED)
+            )
+        })
+        .map(|e| PolicyEvent {
+            pod: e.involved_object.name.clone().unwrap_or_default(),
+            reason: e.reason.clone().unwrap_or_default(),
+            message: e.message.clone().unwrap_or_default(),
+            at: e
+                .last_timestamp
+                .as_ref()
+                .or(e.first_timestamp.as_ref())
+                .map(|t| t.0)
+                .or_else(|| e.event_time.as_ref().map(|t| t.0)),
+        })
+        .collect())
 }
 
 async fn registered(cluster: &Cluster, name: &str) -> Result<Registered, String> {
