@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use jobwarden_envtest::job_versions::terminal_condition;
 use jobwarden_envtest::mirror_lag::mirrored;
-use jobwarden_envtest::{Fleet, WORKER_DISPATCHER_USER};
+use jobwarden_envtest::{DispatcherSettings, Fleet, WORKER_DISPATCHER_USER};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Client;
@@ -82,17 +82,17 @@ async fn a_burst_of_1000_jobs_runs_once_each_over_two_workers() {
         }
         Err(e) => panic!("the fleet did not start: {e}"),
     };
+    let mut settings = DispatcherSettings::new(&WORKERS);
+    settings.replicas = 2;
     let run = fleet
         .run_dispatcher(
             std::path::Path::new(env!("CARGO_BIN_EXE_jobwarden")),
-            &WORKERS,
-            2,
-            &[],
+            &settings,
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let mgmt = fleet.management.client().await;
-    let leased = lease(&mgmt, &run.identity.namespace).await;
+    let leased = lease(&mgmt, &run.dispatcher.identity.namespace).await;
 
     let ns = fleet.dispatched_namespace("burst").await;
     let jobs: Api<Job> = Api::namespaced(mgmt.clone(), &ns.name);
@@ -143,7 +143,7 @@ async fn a_burst_of_1000_jobs_runs_once_each_over_two_workers() {
     }
 
     assert_eq!(
-        lease(&mgmt, &run.identity.namespace).await,
+        lease(&mgmt, &run.dispatcher.identity.namespace).await,
         leased,
         "the Lease changed hands"
     );
@@ -157,7 +157,7 @@ async fn a_burst_of_1000_jobs_runs_once_each_over_two_workers() {
             "replica {i} lost its Lease"
         );
     }
-    run.identity.assert_nothing_refused();
+    run.dispatcher.identity.assert_nothing_refused();
     for (name, plane) in WORKERS.iter().zip(&fleet.workers) {
         let refused = plane
             .refusals_of(WORKER_DISPATCHER_USER)

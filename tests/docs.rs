@@ -182,7 +182,7 @@ fn jobwarden(args: &[String]) -> std::process::Output {
 fn not_run(args: &[String]) -> bool {
     matches!(
         args.first().map(String::as_str),
-        Some("serve" | "audit" | "explain" | "doctor")
+        Some("serve" | "audit" | "explain" | "doctor" | "workers")
     )
 }
 

@@ -114,7 +114,7 @@ fn kubectl_runs_it_as_its_plugin() {
         "{}",
         text(&help)
     );
-    for sub in ["check", "audit", "simulate", "explain", "doctor"] {
+    for sub in ["check", "audit", "simulate", "explain", "doctor", "workers"] {
         let h = kubectl(&["jobwarden", sub, "--help"]);
         assert!(h.status.success(), "{}", text(&h));
         assert!(

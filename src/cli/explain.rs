@@ -4,21 +4,17 @@
 //! `doctor` finds it), the story `jobwarden_explain::explain`; this only parses flags, reads
 //! the clock and prints.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use jobwarden_admission::policy::{Dispatch, WorkerSource};
 use jobwarden_audit::connect::connect;
-use jobwarden_doctor::installed::deployment::{FileSource, file_source};
-use jobwarden_explain::{Settings, Target, WorkerAccess};
+use jobwarden_explain::{Settings, Target};
 use k8s_openapi::jiff::Timestamp;
-use kube::Client;
 
 use super::Outcome;
-use super::doctor::ServeLine;
 use super::output::Output;
+use super::worker_access::{worker_access, worker_kubeconfig};
 
 /// How the story is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -85,16 +81,6 @@ pub struct ExplainArgs {
     context: Option<String>,
 }
 
-/// `east=~/.kube/east` → (`east`, the path).
-fn worker_kubeconfig(value: &str) -> Result<(String, PathBuf), String> {
-    match value.split_once('=') {
-        Some((name, path)) if !name.trim().is_empty() && !path.trim().is_empty() => {
-            Ok((name.trim().to_owned(), PathBuf::from(path.trim())))
-        }
-        _ => Err("expected NAME=FILE: a worker's name and a kubeconfig file".to_owned()),
-    }
-}
-
 pub fn run(args: &ExplainArgs) -> Outcome {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -146,7 +132,13 @@ async fn explain(args: &ExplainArgs) -> Outcome {
         .and_then(|v| v.as_str())
         == Some(args.dispatcher_name.as_str());
     if dispatched {
-        let access = worker_access(&client, args).await;
+        let access = worker_access(
+            &client,
+            &args.jobwarden_namespace,
+            args.config.as_deref(),
+            &args.worker_kubeconfigs,
+        )
+        .await;
         observed.dispatch =
             Some(jobwarden_explain::read_dispatch(&client, &observed.job, &access).await);
     }
@@ -178,60 +170,4 @@ async fn explain(args: &ExplainArgs) -> Outcome {
         return Outcome::Unreadable;
     }
     Outcome::Ok
-}
-
-/// How to reach a dispatched Job's worker: the policy (`--config`, else the installed
-/// controller's, as `doctor` reads it), the Secrets its `kubeconfigFile`s are mounted from, and
-/// the caller's own kubeconfigs.
-async fn worker_access(client: &Client, args: &ExplainArgs) -> WorkerAccess {
-    let namespace = args.jobwarden_namespace.clone();
-    let (policy, pod_spec) = match &args.config {
-        Some(path) => match jobwarden_server::load_policy_file(path) {
-            Ok(policy) => (Ok(policy.dispatch), None),
-            Err(e) => (Err(format!("{:#}", anyhow::Error::from(e))), None),
-        },
-        None => {
-            let cluster = jobwarden_doctor::Cluster {
-                client: client.clone(),
-                server: String::new(),
-            };
-            match jobwarden_doctor::read::installed::controller_policy(
-                &cluster, &namespace, &ServeLine,
-            )
-            .await
-            {
-                Ok((policy, pod_spec)) => (Ok(policy.dispatch), Some(pod_spec)),
-                Err(e) => (Err(e), None),
-            }
-        }
-    };
-    let mounted = mounted_kubeconfigs(policy.as_ref().ok(), pod_spec.as_ref());
-    WorkerAccess {
-        policy,
-        namespace,
-        given: args.worker_kubeconfigs.iter().cloned().collect(),
-        mounted,
-    }
-}
-
-/// The Secret (and key) each worker's `kubeconfigFile` is mounted from in jobwarden's
-/// controller Deployment, by path.
-fn mounted_kubeconfigs(
-    dispatch: Option<&Dispatch>,
-    pod_spec: Option<&serde_json::Value>,
-) -> BTreeMap<String, (String, String)> {
-    let (Some(dispatch), Some(pod_spec)) = (dispatch, pod_spec) else {
-        return BTreeMap::new();
-    };
-    dispatch
-        .workers
-        .iter()
-        .filter_map(|w| match w.source() {
-            Some(WorkerSource::File(path)) => match file_source(pod_spec, path) {
-                Some(FileSource::Secret { name, key }) => Some((path.to_owned(), (name, key))),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect()
 }

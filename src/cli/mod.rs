@@ -1,7 +1,8 @@
 //! The command line: `check` and `review` run the rules offline; `audit` runs them over the
 //! Jobs stored in a cluster; `explain` tells a live Job's story, read from the cluster;
 //! `simulate` runs the controller offline over scripted pod outcomes; `serve` runs the webhook
-//! and the reconcile loop; `doctor` checks a cluster before and after installing. Exit codes
+//! and the reconcile loop; `doctor` checks a cluster before and after installing; `workers`
+//! shows the dispatcher's workers and the room on each. Exit codes
 //! follow the contract in DESIGN.md: 0 fine, 1 denied or invalid (a check failed), 2 unreadable
 //! input (no API server), and for `simulate`, 3 unfinished.
 
@@ -16,6 +17,8 @@ mod review;
 mod serve;
 mod simulate;
 mod webhooks;
+mod worker_access;
+mod workers;
 
 use std::process::ExitCode;
 
@@ -57,6 +60,10 @@ enum Command {
     /// Is this cluster ready for jobwarden (--pre), and is jobwarden healthy in it: grouped
     /// checks, each failure with a hint and a troubleshooting link.
     Doctor(doctor::DoctorArgs),
+    /// The dispatcher's workers, read-only: whether each answers, its schedulable Nodes and
+    /// the cpu, memory and GPUs free there, the Jobs placed on it; and the Jobs waiting for a
+    /// worker, by reason.
+    Workers(workers::WorkersArgs),
 }
 
 /// The command line, its usage and errors naming the binary as it was called: `kubectl
@@ -106,9 +113,9 @@ const KUBECTL_PLUGIN: &str = "kubectl-jobwarden";
 
 const KUBECTL_PLUGIN_HELP: &str = "\
 As a kubectl plugin: put the binary on the PATH as kubectl-jobwarden (a copy or a symlink), then
-run `kubectl jobwarden check|review|audit|simulate|explain|doctor ...`. kubectl passes the
-arguments on unchanged; `audit`, `explain` and `doctor` take --kubeconfig and --context after
-the subcommand (`kubectl jobwarden doctor --context prod`).";
+run `kubectl jobwarden check|review|audit|simulate|explain|doctor|workers ...`. kubectl passes
+the arguments on unchanged; `audit`, `explain`, `doctor` and `workers` take --kubeconfig and
+--context after the subcommand (`kubectl jobwarden doctor --context prod`).";
 
 pub fn main() -> ExitCode {
     let cli = parse();
@@ -121,6 +128,7 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve::run(*args),
         Command::Webhooks(args) => webhooks::run(&args),
         Command::Doctor(args) => doctor::run(&args),
+        Command::Workers(args) => workers::run(&args),
     };
     outcome.into()
 }

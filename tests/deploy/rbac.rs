@@ -11,7 +11,8 @@ use serde_json::Value;
 pub use jobwarden_doctor::access::Access as Grant;
 pub use jobwarden_doctor::installed::permissions::{
     controller_uses as controller_needs, dispatcher_uses as dispatcher_needs,
-    metrics_uses as metrics_needs, webhook_uses as webhook_needs, worker_uses as worker_needs,
+    metrics_uses as metrics_needs, webhook_uses as webhook_needs,
+    worker_room_uses as worker_room_needs, worker_uses as worker_needs,
 };
 
 use crate::objects::*;

@@ -84,10 +84,17 @@ pub fn check_worker_side(what: &str, objects: &[Value], namespaces: Option<&[&st
             .expect("a ServiceAccount"),
     );
     let want: BTreeSet<Grant> = match namespaces {
-        None => worker_needs(None).into_iter().collect(),
+        None => worker_needs(None)
+            .into_iter()
+            .chain(worker_room_needs(None))
+            .collect(),
         Some(namespaces) => namespaces
             .iter()
-            .flat_map(|n| worker_needs(Some(n)))
+            .flat_map(|n| {
+                worker_needs(Some(n))
+                    .into_iter()
+                    .chain(worker_room_needs(Some(n)))
+            })
             .collect(),
     };
     let granted = grants_by_service_account(objects, &ns);
@@ -156,4 +163,37 @@ fn the_dispatchers_calls_on_a_worker_are_jobs_their_pods_deletion_and_the_get_of
     .into_iter()
     .collect();
     assert_eq!(listed, want);
+}
+
+/// Where a Job fits: the worker's Nodes and pods read and watched, cluster-wide; in one
+/// namespace, its pods only (a RoleBinding grants no Nodes).
+#[test]
+fn where_a_job_fits_is_read_from_the_workers_nodes_and_pods() {
+    let said = |ns| -> BTreeSet<String> {
+        worker_room_needs(ns)
+            .iter()
+            .map(|a| a.to_string())
+            .collect()
+    };
+    let want =
+        |lines: &[&str]| -> BTreeSet<String> { lines.iter().map(|l| (*l).to_owned()).collect() };
+    assert_eq!(
+        said(None),
+        want(&[
+            "get nodes cluster-wide",
+            "list nodes cluster-wide",
+            "watch nodes cluster-wide",
+            "get pods cluster-wide",
+            "list pods cluster-wide",
+            "watch pods cluster-wide",
+        ])
+    );
+    assert_eq!(
+        said(Some("ml-training")),
+        want(&[
+            "get pods in namespace ml-training",
+            "list pods in namespace ml-training",
+            "watch pods in namespace ml-training",
+        ])
+    );
 }

@@ -1,8 +1,9 @@
 //! The dispatcher's world for this test binary: the shared fleet (a management cluster and two
 //! workers, each running upstream's Job controller), the worker side installed on each worker
 //! as docs/dispatch.md says (deploy/worker/, a kubeconfig with an expiring token), the
-//! kubeconfigs in Secrets of jobwarden's namespace, and one `jobwarden serve --no-webhook` run
-//! as deploy/ installs it, configured only through the policy file:
+//! kubeconfigs in Secrets of jobwarden's namespace, and two replicas of `jobwarden serve
+//! --no-webhook` run as deploy/ installs it, configured only through the policy file, all
+//! made by envtest's dispatcher harness (`Fleet::install_dispatcher`, the scale runs' too):
 //!
 //! ```yaml
 //! dispatch:
@@ -19,13 +20,13 @@
 //! a worker's API server) holds [`DISRUPTION`] for writing; the others for reading.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use jobwarden_envtest::{
-    Fleet, Installed, OwnedProcess, create_named_namespace, kubelet, worker_entry, worker_secret,
+    Dispatcher, DispatcherSettings, Fleet, NodeLayout, OwnedProcess, ROOMY, create_named_namespace,
+    kubelet, kubelet_of_bound_pods, worker_secret,
 };
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};
@@ -62,13 +63,9 @@ pub const REPLICAS: usize = 2;
 /// What the tests share: paths and processes, never clients (each test has its runtime).
 pub struct World {
     pub fleet: &'static Fleet,
-    pub identity: Installed,
-    pub dir: PathBuf,
-    /// Each replica's metrics port.
-    metrics_ports: Vec<u16>,
+    /// jobwarden installed as the dispatcher (its identity, policy and command line).
+    pub dispatcher: Dispatcher,
     replicas: Mutex<Vec<Option<OwnedProcess>>>,
-    args: Vec<String>,
-    envs: Vec<(String, String)>,
 }
 
 static WORLD: OnceLock<Option<World>> = OnceLock::new();
@@ -78,92 +75,50 @@ impl World {
     pub fn get() -> Option<&'static World> {
         WORLD
             .get_or_init(|| {
-                let fleet = Fleet::shared()?;
+                // kube-scheduler on each worker: the placement tests' pods are bound to the Nodes
+                // they lay out; the others' pods name no scheduler and stay unbound, counted
+                // against the roomy Node each worker has between placement tests.
+                let fleet = Fleet::shared_scheduled()?;
                 Some(off_runtime(move || World::set_up(fleet)))
             })
             .as_ref()
     }
 
     async fn set_up(fleet: &'static Fleet) -> World {
-        let mgmt = fleet.management.client().await;
-        // The Secrets its policy names, and the one doctor's test adds to it (seen.rs).
-        let secrets: Vec<String> = WORKERS
-            .iter()
-            .chain([&PLUGIN_WORKER, &"stale"])
-            .map(|w| worker_secret(w))
-            .collect();
-        let identity = fleet
-            .management
-            .installed_dispatching_identity(&secrets)
-            .await;
-        fleet
-            .install_workers(&identity.namespace, &WORKERS)
+        let mut settings = DispatcherSettings::new(&WORKERS);
+        settings.dispatch = format!("workerLostSeconds: {WORKER_LOST_SECONDS}");
+        settings.more_workers = vec![
+            format!(
+                "{{name: {PLUGIN_WORKER}, kubeconfigSecret: {}}}",
+                worker_secret(PLUGIN_WORKER)
+            ),
+            format!(
+                "{{name: {LOCAL_WORKER}, local: true, namespaces: {{names: [{LOCAL_NAMESPACE}]}}}}"
+            ),
+        ];
+        // The plugin worker's Secret, and the one doctor's test adds to the policy (seen.rs):
+        // the dispatcher's Role names them as deploy/dispatch/secrets.yaml would.
+        settings.more_secrets = vec![worker_secret(PLUGIN_WORKER), worker_secret("stale")];
+        settings.replicas = REPLICAS;
+        let dispatcher = fleet
+            .install_dispatcher(
+                std::path::Path::new(env!("CARGO_BIN_EXE_jobwarden")),
+                &settings,
+            )
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         jobwarden_envtest::put_kubeconfig_secret(
-            &mgmt,
-            &identity.namespace,
+            &fleet.management.client().await,
+            &dispatcher.identity.namespace,
             &worker_secret(PLUGIN_WORKER),
             &plugin_kubeconfig(),
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-        let dir =
-            std::env::temp_dir().join(format!("jobwarden-dispatch-e2e-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("the suite's folder");
-        let policy = dir.join("policy.yaml");
-        std::fs::write(
-            &policy,
-            format!(
-                "dispatch:\n  workerLostSeconds: {WORKER_LOST_SECONDS}\n  workers:\n{}",
-                WORKERS
-                    .iter()
-                    .chain([&PLUGIN_WORKER])
-                    .map(|w| worker_entry(w))
-                    .chain([format!(
-                        "    - {{name: {LOCAL_WORKER}, local: true, namespaces: {{names: [{LOCAL_NAMESPACE}]}}}}\n"
-                    )])
-                    .collect::<String>()
-            ),
-        )
-        .expect("the policy file is written");
-        let certificate = jobwarden_envtest::serving_certificate(&dir);
-        let metrics_ports: Vec<u16> = (0..REPLICAS)
-            .map(|_| jobwarden_envtest::free_port().expect("a free port"))
-            .collect();
-        let args: Vec<String> = [
-            "serve",
-            "--no-webhook",
-            "--audit-interval-seconds",
-            "0",
-            "--metrics-secure=false",
-        ]
-        .into_iter()
-        .map(str::to_owned)
-        .chain([
-            format!("--tls-cert={}", certificate.cert.display()),
-            format!("--tls-key={}", certificate.key.display()),
-            format!("--config={}", policy.display()),
-        ])
-        .collect();
-        let envs = vec![
-            (
-                "KUBECONFIG".to_owned(),
-                identity
-                    .kubeconfig(&identity.namespace)
-                    .display()
-                    .to_string(),
-            ),
-            ("RUST_LOG".to_owned(), "info".to_owned()),
-        ];
         let world = World {
             fleet,
-            identity,
-            dir,
-            metrics_ports,
+            dispatcher,
             replicas: Mutex::new((0..REPLICAS).map(|_| None).collect()),
-            args,
-            envs,
         };
         for i in 0..REPLICAS {
             world.start_replica(i);
@@ -171,39 +126,22 @@ impl World {
         world
     }
 
-    fn identity_of(i: usize) -> String {
-        format!("dispatch-e2e-{i}")
-    }
-
     /// Starts replica `i` (again), a new log each time.
     pub fn start_replica(&self, i: usize) {
-        let mut replicas = self.replicas.lock().unwrap_or_else(|e| e.into_inner());
-        let n = std::fs::read_dir(&self.dir).map_or(0, |d| d.count());
-        let log = self.dir.join(format!("{}-{n}.log", World::identity_of(i)));
-        let mut args = self.args.clone();
-        args.push(format!(
-            "--metrics-listen=127.0.0.1:{}",
-            self.metrics_ports[i]
-        ));
-        let mut envs = self.envs.clone();
-        envs.push(("HOSTNAME".to_owned(), World::identity_of(i)));
-        let process = OwnedProcess::start(
-            std::path::Path::new(env!("CARGO_BIN_EXE_jobwarden")),
-            &args,
-            &envs,
-            &log,
-        )
-        .unwrap_or_else(|e| panic!("jobwarden starts: {e}"));
-        replicas[i] = Some(process);
+        let process = self
+            .dispatcher
+            .start_replica(i)
+            .unwrap_or_else(|e| panic!("jobwarden starts: {e}"));
+        self.replicas.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(process);
     }
 
     /// The replica the Lease names, once one leads.
     pub async fn leader(&self, mgmt: &Client) -> Option<usize> {
         let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
-            Api::namespaced(mgmt.clone(), &self.identity.namespace);
+            Api::namespaced(mgmt.clone(), &self.dispatcher.identity.namespace);
         let lease = leases.get_opt("jobwarden-job-controller").await.ok()??;
         let holder = lease.spec?.holder_identity?;
-        (0..REPLICAS).find(|i| World::identity_of(*i) == holder)
+        (0..REPLICAS).find(|i| Dispatcher::replica_name(*i) == holder)
     }
 
     /// SIGKILL of the leading replica, as a node lost under it; it is started again at once
@@ -257,7 +195,7 @@ impl World {
 
     /// The leading replica's /metrics, `None` while none answers as the leader.
     pub async fn metrics(&self) -> Option<String> {
-        for port in self.metrics_ports.clone() {
+        for port in self.dispatcher.metrics_ports.clone() {
             let text =
                 tokio::task::spawn_blocking(move || jobwarden_envtest::http_get(port, "/metrics"))
                     .await
@@ -325,6 +263,8 @@ pub struct Test {
     pub workers: Vec<Client>,
     kubelets: Vec<tokio::task::JoinHandle<()>>,
     pub census: Census,
+    /// The pods seen unschedulable on the workers (`ns/name`), when the test watches them.
+    unschedulable: Option<Unschedulable>,
     /// The Jobs the test moved off a lost worker.
     moved: Mutex<BTreeSet<String>>,
     /// Released last, when the test is done with the clusters.
@@ -344,6 +284,45 @@ impl Test {
         let world = World::get()?;
         let hold = Hold::Alone(DISRUPTION.write().await);
         Test::named(world, hold, prefix).await
+    }
+
+    /// A placement test, alone (it lays out the workers' Nodes): each worker's Nodes are
+    /// `east` and `west` (the roomy Node the others share is taken away until it finishes),
+    /// its Jobs' pods are bound by the worker's kube-scheduler and played by a kubelet of
+    /// bound pods only, and every pod found unschedulable is noted.
+    pub async fn placing(prefix: &str, east: &[NodeLayout], west: &[NodeLayout]) -> Option<Test> {
+        let world = World::get()?;
+        let hold = Hold::Alone(DISRUPTION.write().await);
+        for (plane, layouts) in world.fleet.workers.iter().zip([east, west]) {
+            // Every Node goes: the roomy one, and any a failed placement test left behind.
+            let nodes = plane.nodes().await;
+            for node in nodes.names().await.unwrap_or_else(|e| panic!("{e}")) {
+                nodes.delete(&node).await.unwrap_or_else(|e| panic!("{e}"));
+            }
+            nodes
+                .lay_out(layouts)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let mut test = Test::named(world, hold, prefix).await?;
+        for k in &test.kubelets {
+            k.abort();
+        }
+        test.kubelets = test
+            .workers
+            .iter()
+            .map(|c| kubelet_of_bound_pods(Api::<Pod>::namespaced(c.clone(), &test.ns)))
+            .collect();
+        test.unschedulable = Some(Unschedulable::watch(&test.workers, &test.ns));
+        Some(test)
+    }
+
+    /// The pods seen unschedulable so far (`worker/name`).
+    pub fn unschedulable_pods(&self) -> BTreeSet<String> {
+        self.unschedulable
+            .as_ref()
+            .map(Unschedulable::seen)
+            .unwrap_or_default()
     }
 
     async fn named(world: &'static World, hold: Hold, prefix: &str) -> Option<Test> {
@@ -390,6 +369,7 @@ impl Test {
             workers,
             kubelets,
             census,
+            unschedulable: None,
             moved: Mutex::default(),
             _hold: hold,
         })
@@ -526,7 +506,23 @@ impl Test {
         for k in &self.kubelets {
             k.abort();
         }
-        self.world.identity.assert_nothing_refused();
+        if let Some(watch) = &self.unschedulable {
+            watch.stop();
+            // The Nodes the placement test laid out go; the roomy one comes back.
+            for plane in &self.world.fleet.workers {
+                let nodes = plane.nodes().await;
+                for node in nodes.names().await.unwrap_or_else(|e| panic!("{e}")) {
+                    if node != ROOMY {
+                        nodes.delete(&node).await.unwrap_or_else(|e| panic!("{e}"));
+                    }
+                }
+                nodes
+                    .ensure(&NodeLayout::roomy())
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+        self.world.dispatcher.identity.assert_nothing_refused();
         for (name, plane) in WORKERS.iter().zip(&self.world.fleet.workers) {
             let refused = plane
                 .refusals_of(jobwarden_envtest::WORKER_DISPATCHER_USER)
@@ -686,6 +682,64 @@ impl Census {
         }
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
+}
+
+/// The pods of a test's namespace found `PodScheduled=False` (`Unschedulable`) on the workers,
+/// polled as the test kubelet polls.
+pub struct Unschedulable {
+    seen: Arc<Mutex<BTreeSet<String>>>,
+    watches: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Unschedulable {
+    fn watch(workers: &[Client], ns: &str) -> Unschedulable {
+        let seen: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+        let watches = WORKERS
+            .iter()
+            .zip(workers)
+            .map(|(name, client)| {
+                let (seen, pods) = (seen.clone(), Api::<Pod>::namespaced(client.clone(), ns));
+                let name = (*name).to_owned();
+                tokio::spawn(async move {
+                    loop {
+                        if let Ok(list) = pods.list(&ListParams::default()).await {
+                            for pod in list.items.iter().filter(|p| is_unschedulable(p)) {
+                                seen.lock()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .insert(format!("{name}/{}", pod.name_any()));
+                            }
+                        }
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                })
+            })
+            .collect();
+        Unschedulable { seen, watches }
+    }
+
+    fn seen(&self) -> BTreeSet<String> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn stop(&self) {
+        for w in &self.watches {
+            w.abort();
+        }
+    }
+}
+
+/// Whether kube-scheduler found no node for the pod.
+pub fn is_unschedulable(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            c.type_ == "PodScheduled"
+                && c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+        })
 }
 
 pub fn condition(job: &Job, type_: &str) -> Option<String> {

@@ -8,5 +8,6 @@
 
 mod env;
 mod lost;
+mod placement;
 mod scenarios;
 mod seen;

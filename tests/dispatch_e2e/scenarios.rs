@@ -570,7 +570,7 @@ async fn a_workers_secret_changed_is_taken_up_without_a_restart() {
         return;
     };
     let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
-        kube::Api::namespaced(test.mgmt.clone(), &test.world.identity.namespace);
+        kube::Api::namespaced(test.mgmt.clone(), &test.world.dispatcher.identity.namespace);
     let name = "jobwarden-worker-east";
     let original = secrets
         .get(name)

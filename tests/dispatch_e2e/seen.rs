@@ -44,7 +44,7 @@ async fn jobwarden(test: &Test, args: &[String]) -> (Option<i32>, String) {
 /// The policy file jobwarden runs with, which explain and doctor are given (jobwarden runs as a
 /// process here, not as a Deployment whose ConfigMap they could read).
 fn policy(test: &Test) -> String {
-    test.world.dir.join("policy.yaml").display().to_string()
+    test.world.dispatcher.policy().display().to_string()
 }
 
 fn explain_args(test: &Test, job: &str, extra: &[String]) -> Vec<String> {
@@ -54,7 +54,7 @@ fn explain_args(test: &Test, job: &str, extra: &[String]) -> Vec<String> {
         &test.ns,
         job,
         "--jobwarden-namespace",
-        &test.world.identity.namespace,
+        &test.world.dispatcher.identity.namespace,
         "--config",
         &policy(test),
     ]
@@ -225,11 +225,11 @@ async fn explain_names_the_worker_and_tells_the_copys_pods_read_there() {
     for said in [
         format!(
             "Its copy on worker {worker}, read with Secret {}/jobwarden-worker-{worker}:",
-            test.world.identity.namespace
+            test.world.dispatcher.identity.namespace
         ),
         format!(
             "  Pods: not read: Secret {}/jobwarden-worker-{worker} may not list pods in namespace {} on worker {worker}.",
-            test.world.identity.namespace, test.ns
+            test.world.dispatcher.identity.namespace, test.ns
         ),
     ] {
         assert!(text.contains(&said), "{said:?} in:\n{text}");
@@ -316,7 +316,7 @@ async fn doctor_checks_every_worker_as_the_dispatcher_meets_it() {
     };
     // doctor is given the policy jobwarden runs with and one worker more, `stale`: east's
     // kubeconfig with a token east never issued, as a token that expired would be refused.
-    let namespace = &test.world.identity.namespace;
+    let namespace = &test.world.dispatcher.identity.namespace;
     let secrets: Api<Secret> = Api::namespaced(test.mgmt.clone(), namespace);
     let east = secrets
         .get("jobwarden-worker-east")
@@ -342,7 +342,7 @@ async fn doctor_checks_every_worker_as_the_dispatcher_meets_it() {
         .create(&Default::default(), &stale)
         .await
         .expect("the stale Secret is created");
-    let with_stale = test.world.dir.join("policy-doctor.yaml");
+    let with_stale = test.world.dispatcher.dir.join("policy-doctor.yaml");
     let running = std::fs::read_to_string(policy(&test)).expect("the policy");
     std::fs::write(
         &with_stale,

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use jobwarden_events::{EventRecord, EventReporter, JobRef, Seen, record_repeated_job_event};
 use jobwarden_rules::well_known::{
-    CONTROLLER_UID_LABEL, WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION,
+    CONTROLLER_UID_LABEL, MOVED_FROM_ANNOTATION, WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION,
 };
 use jobwarden_runtime::events::{EventWriteError, EventWriter};
 
@@ -134,7 +134,8 @@ impl Management {
         self.leading.may_write()
     }
 
-    /// The record: `jobwarden.io/worker: to`, the lost mark removed, behind the Job's
+    /// The record: `jobwarden.io/worker: to`, the lost mark removed (and the workers it left
+    /// for want of room, `moved_from`, when it moves for that), behind the Job's
     /// resourceVersion (two writers never both win). Returns the Job as written.
     pub async fn record(
         &self,
@@ -142,12 +143,16 @@ impl Management {
         name: &str,
         resource_version: &str,
         to: &str,
+        moved_from: Option<&str>,
     ) -> Result<Value, ApiError> {
         self.may_write()?;
-        let patch = json!({"metadata": {
+        let mut patch = json!({"metadata": {
             "resourceVersion": resource_version,
             "annotations": {WORKER_ANNOTATION: to, WORKER_LOST_SINCE_ANNOTATION: null},
         }});
+        if let Some(moved_from) = moved_from {
+            patch["metadata"]["annotations"][MOVED_FROM_ANNOTATION] = json!(moved_from);
+        }
         jobs(&self.client, ns)
             .patch(name, &params(), &Patch::Merge(&patch))
             .await

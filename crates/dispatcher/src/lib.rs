@@ -22,10 +22,15 @@
 //!    failure of the dispatcher's own, each held to the Job status rules), `placement` (which
 //!    worker), `credentials` (a worker's kubeconfig judged), `fence` (which copies on a worker
 //!    must go), `loads` (unfinished Jobs per worker), `record` (what the dispatcher keeps on
-//!    a user's Job, read back), and over them `plan` (the decision for one Job).
+//!    a user's Job, read back), `room` (whether a Job's pods fit on a worker's nodes now,
+//!    and why not: kube-scheduler's filter over compact views of its Nodes and pods),
+//!    `moving` (when a copy that cannot be scheduled moves), `reservations` (the room placed
+//!    Jobs hold until their pods are seen), and over them `plan` (the decision for one Job).
 //! 2. Acting: `api` (the calls, fenced by leadership), `credential_source` (a worker's
 //!    kubeconfig as it changes), `namespace_labels`, `worker_link` (one worker: its client,
-//!    copies, reach and fence), `sync` (one Job: its view gathered, its plan carried out),
+//!    copies, reach and fence), `worker_view` and `room_watch` (a worker's nodes and
+//!    unfinished pods, watched into its room), `sync` (one Job: its view gathered, its plan
+//!    carried out),
 //!    `placing_lane` (how many syncs may place at once), `run` (the loop of one term of
 //!    leadership).
 //! 3. `metrics`.
@@ -37,15 +42,20 @@ pub mod credentials;
 pub mod fence;
 pub mod loads;
 pub mod metrics;
+pub mod moving;
 pub mod namespace_labels;
 pub mod placement;
 pub mod placing_lane;
 pub mod plan;
 pub mod record;
+pub mod reservations;
+pub mod room;
+pub mod room_watch;
 pub mod run;
 pub mod status;
 pub mod sync;
 pub mod worker_link;
+pub mod worker_view;
 
 pub use metrics::{DispatchMetrics, register_metrics};
 pub use run::{DispatchConfig, run_term};

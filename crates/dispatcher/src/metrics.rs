@@ -43,6 +43,18 @@ pub struct ReasonLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResourceLabels {
+    pub worker: String,
+    pub resource: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ViewLabels {
+    pub worker: String,
+    pub state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabels {
     pub result: String,
 }
@@ -50,19 +62,36 @@ pub struct ResultLabels {
 /// A worker's states, as `jobwarden_dispatch_workers{state}` counts them.
 pub const WORKER_STATES: [&str; 4] = ["answering", "connecting", "lost", "refused"];
 /// Why a Job waits, as `jobwarden_dispatch_jobs_waiting{reason}` counts them.
-pub const WAITING_REASONS: [&str; 3] = ["NoWorker", "WorkerLost", "Connecting"];
+pub const WAITING_REASONS: [&str; 6] = [
+    "NoWorker",
+    "NoWorkerFits",
+    "Unschedulable",
+    "WorkerDraining",
+    "WorkerLost",
+    "Connecting",
+];
+/// The states of a worker's view of its nodes and pods, as
+/// `jobwarden_dispatch_worker_view{state}` shows them.
+pub const VIEW_STATES: [&str; 4] = ["fresh", "listing", "counting", "unbounded"];
+/// The resources every worker's free room is shown for from the start (others, such as
+/// `nvidia.com/gpu`, once a node has them).
+pub const ROOM_RESOURCES: [&str; 3] = ["cpu", "memory", "pods"];
 /// Why a Job was sent to another worker than its first.
-pub const REDISPATCH_REASONS: [&str; 4] = [
+pub const REDISPATCH_REASONS: [&str; 6] = [
     "worker_lost",
+    "unschedulable",
+    "worker_draining",
     "holds_another_job",
     "no_namespace",
     "copy_refused",
 ];
 /// Why a copy was deleted: the plan's reasons, and the fence's.
-pub const DELETE_REASONS: [&str; 5] = [
+pub const DELETE_REASONS: [&str; 7] = [
     DeleteReason::Finished.label(),
     DeleteReason::JobFailed.label(),
     DeleteReason::JobDeleted.label(),
+    DeleteReason::Moved.label(),
+    DeleteReason::Drained.label(),
     "moved",
     "orphan",
 ];
@@ -78,6 +107,11 @@ pub struct DispatchMetrics {
     pub worker_refused: Family<RefusedLabels, Gauge>,
     pub jobs: Family<WorkerLabels, Gauge>,
     pub jobs_waiting: Family<ReasonLabels, Gauge>,
+    pub oldest_waiting: Family<ReasonLabels, Gauge<f64, AtomicU64>>,
+    pub worker_free: Family<ResourceLabels, Gauge<f64, AtomicU64>>,
+    pub worker_allocatable: Family<ResourceLabels, Gauge<f64, AtomicU64>>,
+    pub worker_nodes: Family<WorkerLabels, Gauge>,
+    pub worker_view: Family<ViewLabels, Gauge>,
     pub syncs: Family<ResultLabels, Counter>,
     pub sync_duration: Histogram,
     pub mirrors: Family<ResultLabels, Counter>,
@@ -98,6 +132,11 @@ impl Default for DispatchMetrics {
             worker_refused: Family::default(),
             jobs: Family::default(),
             jobs_waiting: Family::default(),
+            oldest_waiting: Family::default(),
+            worker_free: Family::default(),
+            worker_allocatable: Family::default(),
+            worker_nodes: Family::default(),
+            worker_view: Family::default(),
             syncs: Family::default(),
             sync_duration: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
             mirrors: Family::default(),
@@ -198,6 +237,50 @@ impl DispatchMetrics {
             .set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 
+    /// Seconds the oldest Job waiting for `reason` has waited (0: none waits).
+    pub fn set_oldest_waiting(&self, reason: &str, seconds: f64) {
+        self.oldest_waiting
+            .get_or_create(&ReasonLabels {
+                reason: reason.to_owned(),
+            })
+            .set(seconds);
+    }
+
+    /// A worker's view: its state (one-hot), schedulable nodes, and free and allocatable room
+    /// per resource (cpu in cores, memory in bytes, the rest in units).
+    pub fn worker_room(&self, name: &str, state: &str, nodes: u32, room: &[(String, f64, f64)]) {
+        for s in VIEW_STATES {
+            self.worker_view
+                .get_or_create(&ViewLabels {
+                    worker: name.to_owned(),
+                    state: s.to_owned(),
+                })
+                .set(i64::from(s == state));
+        }
+        self.worker_nodes
+            .get_or_create(&worker(name))
+            .set(i64::from(nodes));
+        for resource in ROOM_RESOURCES {
+            if !room.iter().any(|(r, _, _)| r == resource) {
+                self.set_room(name, resource, 0.0, 0.0);
+            }
+        }
+        for (resource, free, allocatable) in room {
+            self.set_room(name, resource, *free, *allocatable);
+        }
+    }
+
+    fn set_room(&self, name: &str, resource: &str, free: f64, allocatable: f64) {
+        let labels = ResourceLabels {
+            worker: name.to_owned(),
+            resource: resource.to_owned(),
+        };
+        self.worker_free.get_or_create(&labels).set(free);
+        self.worker_allocatable
+            .get_or_create(&labels)
+            .set(allocatable);
+    }
+
     pub fn set_waiting(&self, reason: &str, n: usize) {
         self.jobs_waiting
             .get_or_create(&ReasonLabels {
@@ -240,8 +323,33 @@ pub fn register_metrics(registry: &mut Registry, workers: &[&str]) -> DispatchMe
     );
     r.register(
         "jobs_waiting",
-        "Dispatched Jobs waiting, by reason: no worker can take them (NoWorker), their worker is lost (WorkerLost), their worker is being connected to (Connecting)",
+        "Dispatched Jobs waiting, by reason: no worker can take them (NoWorker), no worker has room for their pods (NoWorkerFits), their copy's pods cannot be scheduled on its worker (Unschedulable), their worker is lost (WorkerLost), their worker is being connected to (Connecting)",
         m.jobs_waiting.clone(),
+    );
+    r.register(
+        "oldest_waiting_seconds",
+        "Seconds the oldest dispatched Job waiting for each reason has waited (0: none waits)",
+        m.oldest_waiting.clone(),
+    );
+    r.register(
+        "worker_free",
+        "Free room on a worker's schedulable nodes, by resource (cpu in cores, memory in bytes, pods and extended resources in units): allocatable less the requests of its unfinished pods",
+        m.worker_free.clone(),
+    );
+    r.register(
+        "worker_allocatable",
+        "Allocatable room of a worker's schedulable nodes, by resource (cpu in cores, memory in bytes, pods and extended resources in units)",
+        m.worker_allocatable.clone(),
+    );
+    r.register(
+        "worker_nodes",
+        "A worker's schedulable nodes, as its view shows them",
+        m.worker_nodes.clone(),
+    );
+    r.register(
+        "worker_view",
+        "1 for the state of a worker's view of its nodes and pods: fresh (listed and watched), listing, counting (its role cannot list nodes and pods cluster-wide: Jobs placed by count), unbounded (capacity: Unbounded: placed by count)",
+        m.worker_view.clone(),
     );
     r.register(
         "syncs",
@@ -270,7 +378,7 @@ pub fn register_metrics(registry: &mut Registry, workers: &[&str]) -> DispatchMe
     );
     r.register(
         "copies_deleted",
-        "Copies deleted on workers, by reason: finished, job_failed, job_deleted, moved (fenced: the Job left a lost worker), orphan (its Job is gone)",
+        "Copies deleted on workers, by reason: finished, job_failed, job_deleted, unschedulable (its pods could not be scheduled: the Job moved), moved (fenced: the Job left a lost worker), orphan (its Job is gone)",
         m.copies_deleted.clone(),
     );
     r.register(
@@ -281,6 +389,7 @@ pub fn register_metrics(registry: &mut Registry, workers: &[&str]) -> DispatchMe
     m.worker_states(&[]);
     for reason in WAITING_REASONS {
         m.set_waiting(reason, 0);
+        m.set_oldest_waiting(reason, 0.0);
     }
     for reason in REDISPATCH_REASONS {
         let _ = m.redispatches.get_or_create(&ReasonLabels {
@@ -302,6 +411,7 @@ pub fn register_metrics(registry: &mut Registry, workers: &[&str]) -> DispatchMe
         m.worker_reach(name, false, None);
         m.last_answer(name, 0.0);
         m.set_jobs(name, 0);
+        m.worker_room(name, "listing", 0, &[]);
         let _ = m.copies_created.get_or_create(&worker(name));
         for reason in DELETE_REASONS {
             let _ = m.copies_deleted.get_or_create(&DeletedLabels {
@@ -330,6 +440,14 @@ mod tests {
             "jobwarden_dispatch_worker_refused{worker=\"west\",reason=\"exec_plugin\"} 0",
             "jobwarden_dispatch_jobs{worker=\"east\"} 0",
             "jobwarden_dispatch_jobs_waiting{reason=\"NoWorker\"} 0",
+            "jobwarden_dispatch_jobs_waiting{reason=\"NoWorkerFits\"} 0",
+            "jobwarden_dispatch_oldest_waiting_seconds{reason=\"NoWorkerFits\"} 0.0",
+            "jobwarden_dispatch_worker_free{worker=\"east\",resource=\"cpu\"} 0.0",
+            "jobwarden_dispatch_worker_allocatable{worker=\"west\",resource=\"memory\"} 0.0",
+            "jobwarden_dispatch_worker_nodes{worker=\"east\"} 0",
+            "jobwarden_dispatch_worker_view{worker=\"east\",state=\"listing\"} 1",
+            "jobwarden_dispatch_worker_view{worker=\"east\",state=\"fresh\"} 0",
+            "jobwarden_dispatch_redispatches_total{reason=\"unschedulable\"} 0",
             "jobwarden_dispatch_copies_deleted_total{worker=\"east\",reason=\"moved\"} 0",
             "jobwarden_dispatch_redispatches_total{reason=\"worker_lost\"} 0",
             "jobwarden_dispatch_mirrors_total{result=\"refused\"} 0",

@@ -1,8 +1,10 @@
 //! Where a Job goes. Its candidates are the workers it names (`jobwarden.io/workers: east,west`;
 //! every worker when it names none) that take its namespace (the worker's `namespaces` in the
-//! policy), have that namespace, answer, and hold no Job of its name that is not its copy; among
-//! them, the one with the fewest of the dispatcher's Jobs not yet finished, ties by name. A Job
-//! with no candidate waits, and says why for each worker. Pure.
+//! policy), have that namespace, answer, hold no Job of its name that is not its copy, and have
+//! room for the pods it runs at once (`room::fits`, judged before this by the caller: a worker
+//! of `capacity: Unbounded`, or whose role cannot list its nodes and pods, is taken by count);
+//! among them, the one with the fewest of the dispatcher's Jobs not yet finished, ties by name.
+//! A Job with no candidate waits, and says why for each worker. Pure.
 
 use std::fmt;
 
@@ -33,6 +35,28 @@ pub struct WorkerFacts<'a> {
     pub has_namespace: Option<bool>,
     /// The dispatcher's Jobs placed there and not finished.
     pub load: usize,
+    /// Whether the Job's pods fit there now.
+    pub room: RoomFit,
+    /// The policy drains it: no new Jobs.
+    pub draining: bool,
+}
+
+/// Whether a Job's pods fit on a worker now, as the caller judged it from the worker's view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RoomFit {
+    /// They fit, or the worker is taken by count (`capacity: Unbounded`, or no view of its
+    /// nodes and pods).
+    Fits,
+    /// They do not: `why` as an Event says it ("0 of 2 pods fit: insufficient cpu (1 free on
+    /// 2 nodes)"), `label` for the metrics; `never` when no node could hold one of its pods
+    /// even empty.
+    Short {
+        why: String,
+        label: &'static str,
+        never: bool,
+    },
+    /// Its nodes and pods are not listed yet.
+    Listing,
 }
 
 /// Why a worker is no candidate for a Job.
@@ -53,6 +77,25 @@ pub enum Unfit {
     HoldsAnotherJob,
     /// The Job was moved away from it when it was lost.
     LostBefore,
+    /// The Job's copy could not be scheduled there, and the Job left it.
+    UnschedulableBefore,
+    /// Its nodes have no room for the Job's pods now.
+    NoRoom {
+        why: String,
+        label: &'static str,
+        never: bool,
+    },
+    /// Its nodes and pods are not listed yet.
+    Listing,
+    /// The policy drains it (`draining: true`).
+    Draining,
+}
+
+impl Unfit {
+    /// Whether the worker would take the Job but for room.
+    pub fn is_room(&self) -> bool {
+        matches!(self, Unfit::NoRoom { .. })
+    }
 }
 
 impl fmt::Display for Unfit {
@@ -69,6 +112,12 @@ impl fmt::Display for Unfit {
                 f.write_str("it holds a Job of this name that is not this Job's copy")
             }
             Unfit::LostBefore => f.write_str("the Job left it when it was lost"),
+            Unfit::UnschedulableBefore => {
+                f.write_str("the Job left it when its copy could not be scheduled there")
+            }
+            Unfit::NoRoom { why, .. } => f.write_str(why),
+            Unfit::Listing => f.write_str("its nodes and pods are not listed yet"),
+            Unfit::Draining => f.write_str("it is draining (the policy's draining: true)"),
         }
     }
 }
@@ -127,6 +176,9 @@ fn unfit(named: &Named, worker: &WorkerFacts<'_>, avoid: &[(&str, Unfit)]) -> Op
     if let Some((_, why)) = avoid.iter().find(|(name, _)| *name == worker.name) {
         return Some(why.clone());
     }
+    if worker.draining {
+        return Some(Unfit::Draining);
+    }
     match &worker.reach {
         Reach::Answers => {}
         Reach::Connecting => return Some(Unfit::Connecting),
@@ -134,9 +186,18 @@ fn unfit(named: &Named, worker: &WorkerFacts<'_>, avoid: &[(&str, Unfit)]) -> Op
         Reach::Refused(why) => return Some(Unfit::Refused(why.clone())),
     }
     match worker.has_namespace {
-        Some(true) => None,
-        Some(false) => Some(Unfit::NoNamespace),
-        None => Some(Unfit::NamespaceUnknown),
+        Some(true) => {}
+        Some(false) => return Some(Unfit::NoNamespace),
+        None => return Some(Unfit::NamespaceUnknown),
+    }
+    match &worker.room {
+        RoomFit::Fits => None,
+        RoomFit::Short { why, label, never } => Some(Unfit::NoRoom {
+            why: why.clone(),
+            label,
+            never: *never,
+        }),
+        RoomFit::Listing => Some(Unfit::Listing),
     }
 }
 
@@ -164,8 +225,33 @@ pub fn place<'a>(
     }
 }
 
+/// Whether a Job waits for room: some worker would take it but for room.
+pub fn waits_for_room(reasons: &[(&str, Unfit)]) -> bool {
+    reasons.iter().any(|(_, why)| why.is_room())
+}
+
 /// One line for an Event and `explain`: why a Job waits.
 pub fn nowhere_message(named: &Named, reasons: &[(&str, Unfit)]) -> String {
+    if waits_for_room(reasons) {
+        // "Never" only when no worker that could still turn out to have room (not listed,
+        // not answering yet) is among them.
+        let never = reasons.iter().all(|(_, why)| match why {
+            Unfit::NoRoom { never, .. } => *never,
+            Unfit::Listing | Unfit::Connecting | Unfit::Lost | Unfit::NamespaceUnknown => false,
+            _ => true,
+        });
+        let each: Vec<String> = reasons
+            .iter()
+            .filter(|(_, why)| *why != Unfit::NotNamed)
+            .map(|(name, why)| format!("{name}: {why}"))
+            .collect();
+        let head = if never {
+            "the Job does not fit on any node today"
+        } else {
+            "no worker has room for the Job now"
+        };
+        return format!("{head}: {}", each.join("; "));
+    }
     if reasons.is_empty() {
         return "no worker is configured (the policy's dispatch.workers)".to_owned();
     }
@@ -201,7 +287,73 @@ mod tests {
             takes_namespace: true,
             has_namespace: Some(true),
             load,
+            room: RoomFit::Fits,
+            draining: false,
         }
+    }
+
+    fn short(why: &str, never: bool) -> RoomFit {
+        RoomFit::Short {
+            why: why.to_owned(),
+            label: if never { "never_fits" } else { "insufficient" },
+            never,
+        }
+    }
+
+    #[test]
+    fn a_worker_without_room_is_passed_over_even_when_less_loaded() {
+        let gpu_less = WorkerFacts {
+            room: short(
+                "0 of 2 pods fit: insufficient nvidia.com/gpu (0 free on 2 nodes)",
+                false,
+            ),
+            ..up("alpha", 0)
+        };
+        let workers = [gpu_less.clone(), up("beta", 9)];
+        assert_eq!(place(&Named::Any, &workers, &[]), Placement::To("beta"));
+        let tainted = WorkerFacts {
+            room: short("taint dedicated=gpu:NoSchedule not tolerated", false),
+            ..up("beta", 0)
+        };
+        let Placement::Nowhere(reasons) = place(&Named::Any, &[gpu_less, tainted], &[]) else {
+            panic!("no candidate")
+        };
+        assert!(waits_for_room(&reasons));
+        assert_eq!(
+            nowhere_message(&Named::Any, &reasons),
+            "no worker has room for the Job now: alpha: 0 of 2 pods fit: insufficient nvidia.com/gpu (0 free on 2 nodes); beta: taint dedicated=gpu:NoSchedule not tolerated"
+        );
+    }
+
+    #[test]
+    fn a_job_no_node_could_hold_says_so_and_a_worker_not_listed_is_waited_for() {
+        let never = |name| WorkerFacts {
+            room: short(
+                "does not fit on any node today: needs 64 cpu, the largest node has 2",
+                true,
+            ),
+            ..up(name, 0)
+        };
+        let Placement::Nowhere(reasons) = place(&Named::Any, &[never("alpha"), never("beta")], &[])
+        else {
+            panic!("no candidate")
+        };
+        assert!(
+            nowhere_message(&Named::Any, &reasons)
+                .starts_with("the Job does not fit on any node today: alpha: does not fit")
+        );
+        let listing = WorkerFacts {
+            room: RoomFit::Listing,
+            ..up("gamma", 0)
+        };
+        let Placement::Nowhere(reasons) = place(&Named::Any, &[never("alpha"), listing], &[])
+        else {
+            panic!("no candidate")
+        };
+        assert_eq!(
+            nowhere_message(&Named::Any, &reasons),
+            "no worker has room for the Job now: alpha: does not fit on any node today: needs 64 cpu, the largest node has 2; gamma: its nodes and pods are not listed yet"
+        );
     }
 
     #[test]

@@ -13,6 +13,10 @@
 //!   (`jobwarden.io/worker-lost-since`), then follow their `jobwarden.io/on-worker-lost`.
 //! * **The copy is deleted only once the Job shows how it ended**, and never before a
 //!   TTL could take the Job: the copy carries none.
+//! * **A Job goes only where its pods fit** (`room::fits`, judged by the caller into each
+//!   worker's [`RoomFit`]), and **a copy that cannot be scheduled moves** (`moving`): the
+//!   record is written first (with the worker it leaves in `jobwarden.io/moved-from`), then
+//!   the old copy is deleted with its pods, then the new one made: never two copies at once.
 
 use std::time::Duration;
 
@@ -21,12 +25,14 @@ use serde_json::Value;
 
 use jobwarden_events::EventRecord;
 use jobwarden_rules::well_known::{
-    ON_WORKER_LOST_ANNOTATION, REASON_DEADLINE_EXCEEDED, WORKER_LOST_SINCE_ANNOTATION,
+    MAX_MOVES_ANNOTATION, ON_WORKER_DRAIN_ANNOTATION, ON_WORKER_LOST_ANNOTATION,
+    REASON_DEADLINE_EXCEEDED, WORKER_LOST_SINCE_ANNOTATION,
 };
 
 use crate::copy;
-use crate::placement::{self, Placement, Reach, Unfit, WorkerFacts};
-use crate::record::{self, OnWorkerLost};
+use crate::moving::{self, CopyPods};
+use crate::placement::{self, Placement, Reach, RoomFit, Unfit, WorkerFacts};
+use crate::record::{self, OnWorkerDrain, OnWorkerLost};
 use crate::status::{self, Refused};
 
 /// The reason of a Job the dispatcher fails because its worker was lost.
@@ -39,6 +45,9 @@ pub struct Settings {
     pub origin: String,
     /// How long a lost worker's Jobs keep their place.
     pub worker_lost: Duration,
+    /// How long a copy may stay unschedulable before its Job moves (a Job's annotation
+    /// overrides it).
+    pub unschedulable: Duration,
 }
 
 /// One configured worker, as the dispatcher sees it now.
@@ -56,6 +65,10 @@ pub struct WorkerState<'a> {
     pub has_namespace: Option<bool>,
     /// The dispatcher's unfinished Jobs placed there.
     pub load: usize,
+    /// Whether this Job's pods fit there now (judged only when the Job is being placed).
+    pub room: RoomFit,
+    /// The policy drains it: it takes no new Jobs.
+    pub draining: bool,
 }
 
 /// One user's Job and what the caches hold of it.
@@ -68,6 +81,8 @@ pub struct JobView<'a> {
     pub copies_on: &'a [&'a str],
     /// Workers found unfit for it by trying (a Job of its name there that is not its copy).
     pub avoid: &'a [(&'a str, Unfit)],
+    /// Its copy's pods, as the recorded worker's view shows them (`None`: not watched).
+    pub copy_pods: Option<&'a CopyPods>,
 }
 
 /// Why a copy is deleted.
@@ -79,6 +94,10 @@ pub enum DeleteReason {
     JobFailed,
     /// The user's Job is being deleted.
     JobDeleted,
+    /// The copy could not be scheduled, and the Job moved.
+    Moved,
+    /// Its worker is draining, and the Job moved.
+    Drained,
 }
 
 impl DeleteReason {
@@ -87,6 +106,8 @@ impl DeleteReason {
             DeleteReason::Finished => "finished",
             DeleteReason::JobFailed => "job_failed",
             DeleteReason::JobDeleted => "job_deleted",
+            DeleteReason::Moved => "unschedulable",
+            DeleteReason::Drained => "drained",
         }
     }
 }
@@ -95,10 +116,12 @@ impl DeleteReason {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
     /// Write `jobwarden.io/worker: to` on the user's Job, replacing `replacing` (a test of the
-    /// value it replaces keeps two writers from both winning), and remove the lost-since mark.
+    /// value it replaces keeps two writers from both winning), and remove the lost-since mark;
+    /// with `moved_from`, write that as `jobwarden.io/moved-from` too.
     Record {
         to: String,
         replacing: Option<String>,
+        moved_from: Option<String>,
     },
     /// Create `copy` on `worker`.
     Create {
@@ -145,6 +168,13 @@ pub enum Waiting {
     ForWorker { worker: String },
     /// Its worker is being connected to, or its copies listed.
     Connecting { worker: String },
+    /// No worker it may go to has room for its pods now; `key` is the workers and what they
+    /// lack, without the figures (a new Event when it changes, not when a figure does).
+    NoRoom { message: String, key: String },
+    /// Its copy's pods cannot be scheduled on its worker.
+    Unschedulable { worker: String, message: String },
+    /// Its worker is draining and it would move, but no other worker can take it now.
+    Draining { worker: String, message: String },
 }
 
 impl Waiting {
@@ -161,6 +191,22 @@ impl Waiting {
             Waiting::Connecting { worker } => {
                 format!("waiting for worker {worker}'s copies to be listed")
             }
+            Waiting::NoRoom { message, .. }
+            | Waiting::Unschedulable { message, .. }
+            | Waiting::Draining { message, .. } => message.clone(),
+        }
+    }
+
+    /// Whether `other` waits for the same thing, for all that a figure in it may differ.
+    pub fn same_reason(&self, other: &Waiting) -> bool {
+        match (self, other) {
+            (Waiting::NoRoom { key: a, .. }, Waiting::NoRoom { key: b, .. }) => a == b,
+            (
+                Waiting::Unschedulable { worker: a, .. },
+                Waiting::Unschedulable { worker: b, .. },
+            )
+            | (Waiting::Draining { worker: a, .. }, Waiting::Draining { worker: b, .. }) => a == b,
+            _ => self == other,
         }
     }
 
@@ -169,6 +215,9 @@ impl Waiting {
             Waiting::NoWorker(_) => "NoWorker",
             Waiting::WorkerLost { .. } | Waiting::ForWorker { .. } => "WorkerLost",
             Waiting::Connecting { .. } => "Connecting",
+            Waiting::NoRoom { .. } => "NoWorkerFits",
+            Waiting::Unschedulable { .. } => "Unschedulable",
+            Waiting::Draining { .. } => "WorkerDraining",
         }
     }
 }
@@ -244,10 +293,12 @@ pub fn plan(
     if job.copy.is_none() && job.avoid.iter().any(|(w, _)| *w == recorded) {
         // Creating the copy there failed for good (a Job of its name that is not its copy, no
         // such namespace): no copy of it is there, so it may move.
-        return place_and_create(settings, job, workers, &[], Some(recorded), now);
+        return place_and_create(settings, job, workers, &[], Some(recorded), None, now);
     }
     match worker {
-        Some(w) if w.reach == Reach::Answers && w.ready => on_answering(settings, job, w, now),
+        Some(w) if w.reach == Reach::Answers && w.ready => {
+            on_answering(settings, job, w, workers, now)
+        }
         Some(w) if w.reach == Reach::Answers || w.reach == Reach::Connecting => deadline_or(
             user,
             now,
@@ -290,18 +341,21 @@ fn unrecorded(
         return Plan::default().step(Step::Record {
             to: (*found).to_owned(),
             replacing: None,
+            moved_from: None,
         });
     }
-    place_and_create(settings, job, workers, &[], None, now)
+    place_and_create(settings, job, workers, &[], None, None, now)
 }
 
-/// Chooses a worker for the Job (leaving out `avoid`), records it, and creates the copy.
+/// Chooses a worker for the Job (leaving out `avoid`), records it (and `moved_from`), and
+/// creates the copy.
 fn place_and_create(
     settings: &Settings,
     job: JobView<'_>,
     workers: &[WorkerState<'_>],
     avoid: &[(&str, Unfit)],
     replacing: Option<&str>,
+    moved_from: Option<String>,
     now: Timestamp,
 ) -> Plan {
     let user = job.user;
@@ -318,15 +372,24 @@ fn place_and_create(
             takes_namespace: w.takes_namespace,
             has_namespace: if w.local { Some(true) } else { w.has_namespace },
             load: w.load,
+            room: w.room.clone(),
+            draining: w.draining,
         })
         .collect();
     let mut all_avoid: Vec<(&str, Unfit)> = job.avoid.to_vec();
     all_avoid.extend(avoid.iter().cloned());
+    // The workers it left because it could not be scheduled there are not tried again.
+    all_avoid.extend(
+        record::moved_from(user)
+            .into_iter()
+            .map(|w| (w, Unfit::UnschedulableBefore)),
+    );
     match placement::place(&named, &facts, &all_avoid) {
         Placement::To(to) => {
             let mut plan = Plan::default().step(Step::Record {
                 to: to.to_owned(),
                 replacing: replacing.map(str::to_owned),
+                moved_from,
             });
             let local = workers.iter().any(|w| w.name == to && w.local);
             if !local {
@@ -343,13 +406,24 @@ fn place_and_create(
             }
             plan
         }
-        Placement::Nowhere(reasons) => deadline_or(
-            user,
-            now,
-            Plan::default().waiting(Waiting::NoWorker(placement::nowhere_message(
-                &named, &reasons,
-            ))),
-        ),
+        Placement::Nowhere(reasons) => {
+            let message = placement::nowhere_message(&named, &reasons);
+            let waiting = if placement::waits_for_room(&reasons) {
+                let key = reasons
+                    .iter()
+                    .filter(|(_, why)| *why != Unfit::NotNamed)
+                    .map(|(w, why)| match why {
+                        Unfit::NoRoom { label, .. } => format!("{w}={label}"),
+                        other => format!("{w}={other}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",");
+                Waiting::NoRoom { message, key }
+            } else {
+                Waiting::NoWorker(message)
+            };
+            deadline_or(user, now, Plan::default().waiting(waiting))
+        }
     }
 }
 
@@ -358,6 +432,7 @@ fn on_answering(
     settings: &Settings,
     job: JobView<'_>,
     worker: &WorkerState<'_>,
+    workers: &[WorkerState<'_>],
     now: Timestamp,
 ) -> Plan {
     let user = job.user;
@@ -406,6 +481,152 @@ fn on_answering(
         Ok(None) => {}
         Err(refused) => plan.refused = Some(refused),
     }
+    if worker.draining && record::on_worker_drain(user) == OnWorkerDrain::Redispatch {
+        return move_copy(
+            settings,
+            job,
+            (copy, worker),
+            workers,
+            Move::Draining,
+            now,
+            plan,
+        );
+    }
+    match moving::judge(user, copy, job.copy_pods, settings.unschedulable, now) {
+        moving::Verdict::Stays => plan,
+        moving::Verdict::Unschedulable { at, message } => {
+            plan.recheck_at = Some(at);
+            plan.waiting(Waiting::Unschedulable {
+                worker: worker.name.to_owned(),
+                message: format!(
+                    "the Job's copy on worker {} cannot be scheduled ({message}); the Job moves at {at} unless one of its pods is bound by then",
+                    worker.name
+                ),
+            })
+        }
+        moving::Verdict::StaysMovedEnough { moves, message } => {
+            plan.waiting(Waiting::Unschedulable {
+                worker: worker.name.to_owned(),
+                message: format!(
+                    "the Job's copy on worker {} cannot be scheduled ({message}); the Job has moved {moves} times ({MAX_MOVES_ANNOTATION}) and stays",
+                    worker.name
+                ),
+            })
+        }
+        moving::Verdict::Moves { for_, message } => move_copy(
+            settings,
+            job,
+            (copy, worker),
+            workers,
+            Move::Unschedulable {
+                for_,
+                message: &message,
+            },
+            now,
+            plan,
+        ),
+    }
+}
+
+/// Why a copy moves off a worker that answers.
+#[derive(Debug, Clone, Copy)]
+enum Move<'m> {
+    /// Its pods could not be scheduled there for `for_` (the scheduler's `message`).
+    Unschedulable { for_: Duration, message: &'m str },
+    /// The worker is draining, and the Job says `jobwarden.io/on-worker-drain: Redispatch`.
+    Draining,
+}
+
+/// The copy on `worker` goes: the Job goes elsewhere if another worker can take it (the
+/// record first, then the old copy deleted with its pods, then the new one made: one copy at
+/// a time), else it stays there and says why.
+fn move_copy(
+    settings: &Settings,
+    job: JobView<'_>,
+    (copy, worker): (&Value, &WorkerState<'_>),
+    workers: &[WorkerState<'_>],
+    why: Move<'_>,
+    now: Timestamp,
+    mirrored: Plan,
+) -> Plan {
+    let from = worker.name;
+    let (avoid, moved_from, deleted) = match why {
+        Move::Unschedulable { .. } => {
+            let mut left: Vec<&str> = record::moved_from(job.user);
+            left.push(from);
+            (
+                Unfit::UnschedulableBefore,
+                Some(left.join(",")),
+                DeleteReason::Moved,
+            )
+        }
+        Move::Draining => (Unfit::Draining, None, DeleteReason::Drained),
+    };
+    let moved = place_and_create(
+        settings,
+        job,
+        workers,
+        &[(from, avoid)],
+        Some(from),
+        moved_from,
+        now,
+    );
+    let Some(Step::Record { to, .. }) = moved.steps.first() else {
+        let nowhere = moved
+            .waiting
+            .as_ref()
+            .map(Waiting::message)
+            .unwrap_or_default();
+        let waiting = match why {
+            Move::Unschedulable { for_, message } => Waiting::Unschedulable {
+                worker: from.to_owned(),
+                message: format!(
+                    "the Job's copy on worker {from} could not be scheduled for {}s ({message}), and no other worker can take the Job now: {nowhere}",
+                    for_.as_secs()
+                ),
+            },
+            Move::Draining => Waiting::Draining {
+                worker: from.to_owned(),
+                message: format!(
+                    "worker {from} is draining and the Job would move ({ON_WORKER_DRAIN_ANNOTATION}: Redispatch), but no other worker can take it now: {nowhere}"
+                ),
+            },
+        };
+        return mirrored.waiting(waiting);
+    };
+    let (reason, event_text) = match why {
+        Move::Unschedulable { for_, message } => (
+            "Moved",
+            format!(
+                "the Job's copy on worker {from} could not be scheduled for {}s ({message}); the Job moved to worker {to}",
+                for_.as_secs()
+            ),
+        ),
+        Move::Draining => (
+            "Redispatched",
+            format!(
+                "worker {from} is draining; the Job moved to worker {to} ({ON_WORKER_DRAIN_ANNOTATION}: Redispatch)"
+            ),
+        ),
+    };
+    let mut plan = Plan {
+        refused: mirrored.refused,
+        ..Plan::default()
+    };
+    // The old copy's last status first: the Job keeps its first startTime.
+    plan.steps.extend(
+        mirrored
+            .steps
+            .into_iter()
+            .filter(|s| matches!(s, Step::Mirror { .. })),
+    );
+    let mut steps = moved.steps.into_iter();
+    plan.steps.extend(steps.next());
+    if let Some(uid) = copy.pointer("/metadata/uid").and_then(Value::as_str) {
+        plan.steps.push(delete(from, uid, deleted));
+    }
+    plan.steps.extend(steps);
+    plan.steps.push(event(true, reason, event_text));
     plan
 }
 
@@ -477,6 +698,7 @@ fn on_lost(
                 workers,
                 &[(worker, Unfit::LostBefore)],
                 Some(worker),
+                None,
                 now,
             );
             if let Some(Step::Record { to, .. }) = moved.steps.first() {

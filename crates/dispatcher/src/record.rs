@@ -6,8 +6,12 @@
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
+use std::time::Duration;
+
 use jobwarden_rules::well_known::{
-    ON_WORKER_LOST_ANNOTATION, WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION, WORKERS_ANNOTATION,
+    DEFAULT_MAX_MOVES, MAX_MOVES_ANNOTATION, MOVED_FROM_ANNOTATION, ON_WORKER_DRAIN_ANNOTATION,
+    ON_WORKER_LOST_ANNOTATION, UNSCHEDULABLE_SECONDS_ANNOTATION, WORKER_ANNOTATION,
+    WORKER_LOST_SINCE_ANNOTATION, WORKERS_ANNOTATION,
 };
 
 use crate::placement::Named;
@@ -34,6 +38,23 @@ impl OnWorkerLost {
             Some("Fail") => OnWorkerLost::Fail,
             _ => OnWorkerLost::Redispatch,
         }
+    }
+}
+
+/// What a Job on a draining worker does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnWorkerDrain {
+    /// It stays to its end (the default).
+    Finish,
+    /// It moves at once.
+    Redispatch,
+}
+
+/// What the Job does when its worker drains.
+pub fn on_worker_drain(job: &Value) -> OnWorkerDrain {
+    match annotation(job, ON_WORKER_DRAIN_ANNOTATION) {
+        Some("Redispatch") => OnWorkerDrain::Redispatch,
+        _ => OnWorkerDrain::Finish,
     }
 }
 
@@ -66,6 +87,35 @@ pub fn on_worker_lost(job: &Value) -> OnWorkerLost {
     OnWorkerLost::parse(annotation(job, ON_WORKER_LOST_ANNOTATION))
 }
 
+/// The workers the Job left because its copy could not be scheduled there, oldest first.
+pub fn moved_from(job: &Value) -> Vec<&str> {
+    annotation(job, MOVED_FROM_ANNOTATION)
+        .map(|list| {
+            list.split(',')
+                .map(str::trim)
+                .filter(|w| !w.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// How long the Job's copy may stay unschedulable before it moves: its own
+/// `jobwarden.io/unschedulable-seconds`, else the policy's (`default`). A value the webhook
+/// would refuse counts as absent.
+pub fn unschedulable_limit(job: &Value, default: Duration) -> Duration {
+    annotation(job, UNSCHEDULABLE_SECONDS_ANNOTATION)
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .map_or(default, Duration::from_secs)
+}
+
+/// How many times the Job may move because its copy could not be scheduled.
+pub fn max_moves(job: &Value) -> u32 {
+    annotation(job, MAX_MOVES_ANNOTATION)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(DEFAULT_MAX_MOVES)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +138,21 @@ mod tests {
         assert_eq!(recorded(&plain), None);
         assert_eq!(named(&plain), Named::Any);
         assert_eq!(on_worker_lost(&plain), OnWorkerLost::Redispatch);
+    }
+
+    #[test]
+    fn the_moves_and_their_limits_are_read_back() {
+        let job = json!({"metadata": {"annotations": {
+            "jobwarden.io/moved-from": "alpha, beta", "jobwarden.io/max-moves": "1",
+            "jobwarden.io/unschedulable-seconds": "20"}}});
+        let policy = Duration::from_secs(300);
+        assert_eq!(moved_from(&job), ["alpha", "beta"]);
+        assert_eq!(max_moves(&job), 1);
+        assert_eq!(unschedulable_limit(&job, policy), Duration::from_secs(20));
+        let plain = json!({"metadata": {"annotations": {
+            "jobwarden.io/unschedulable-seconds": "0", "jobwarden.io/max-moves": "many"}}});
+        assert!(moved_from(&plain).is_empty());
+        assert_eq!(max_moves(&plain), DEFAULT_MAX_MOVES);
+        assert_eq!(unschedulable_limit(&plain, policy), policy);
     }
 }

@@ -38,6 +38,7 @@ use crate::namespace_labels::NamespaceLabels;
 use crate::placement::Reach;
 use crate::placing_lane::{PlacingLane, Routed};
 use crate::plan::Settings;
+use crate::plan::Waiting;
 use crate::sync::{Dispatcher, SyncError};
 use crate::worker_link::{self, Changed, Link, LinkContext};
 use jobwarden_runtime::job_cache::CachedJob;
@@ -114,12 +115,14 @@ pub async fn run_term(
         settings: Settings {
             origin: origin.clone(),
             worker_lost: Duration::from_secs(dispatch.worker_lost_seconds),
+            unschedulable: Duration::from_secs(dispatch.unschedulable_seconds),
         },
         links: links.clone(),
         management: api.clone(),
         metrics: metrics.clone(),
         namespace_labels: NamespaceLabels::new(management.clone(), selector_needed),
         loads: Mutex::new(Loads::default()),
+        reservations: Mutex::default(),
         avoid: Mutex::default(),
         waiting: Mutex::default(),
         pending,
@@ -307,6 +310,18 @@ fn job_event(
             if let Ok(mut loads) = dispatcher.loads.lock() {
                 loads.observe(job.uid(), recorded(&job), job.finished);
             }
+            let released = dispatcher.reservations.lock().ok().and_then(|mut held| {
+                // Only a placed Job holds room: the others are not read.
+                match recorded(&job).filter(|_| !job.finished) {
+                    Some(worker) => held.observe(job.uid(), &job.value(), Some(worker), false),
+                    None => held.forget(job.uid()),
+                }
+            });
+            if let Some(worker) = released {
+                // The room it held is free (its pods gone before its end showed here): the
+                // Jobs waiting for room there are looked at again.
+                let _ = ctx.changes.send(Changed::Room(worker));
+            }
             let generation = job.metadata.generation.unwrap_or(0);
             match generations.insert(job.uid().to_owned(), generation) {
                 Some(g) if g == generation => vec![Wake::Batched(routed(&job))],
@@ -346,6 +361,9 @@ fn job_event(
             if let Ok(mut loads) = dispatcher.loads.lock() {
                 loads.retain(&|uid| present.contains(uid));
             }
+            if let Ok(mut reservations) = dispatcher.reservations.lock() {
+                reservations.retain(&|uid| present.contains(uid));
+            }
             generations.retain(|uid, _| present.contains(uid));
             Vec::new()
         }
@@ -353,7 +371,9 @@ fn job_event(
     }
 }
 
-/// The Jobs a worker's wake concerns: those recorded there, and those not placed or waiting.
+/// The Jobs a wake concerns: a copy's Job; a worker's Jobs, and those not placed or
+/// waiting; for a change of a worker's room, the Jobs waiting for room, oldest first (a Job
+/// that does not fit never holds back a later one that does: each is judged on its own).
 fn wakes_of(
     store: &Store<CachedJob>,
     dispatcher: &Dispatcher,
@@ -366,6 +386,33 @@ fn wakes_of(
             job: ObjectRef::new(&name).within(&namespace),
             placing: false,
         })],
+        Changed::Room(_) => {
+            let for_room: std::collections::HashSet<String> = dispatcher
+                .waiting
+                .lock()
+                .map(|w| {
+                    w.iter()
+                        .filter(|(_, (why, _))| {
+                            matches!(why, Waiting::NoRoom { .. } | Waiting::Unschedulable { .. })
+                        })
+                        .map(|(uid, _)| uid.clone())
+                        .collect()
+                })
+                .unwrap_or_default();
+            if for_room.is_empty() {
+                return Vec::new();
+            }
+            let mut jobs: Vec<Arc<CachedJob>> = store
+                .state()
+                .into_iter()
+                .filter(|j| for_room.contains(j.uid()))
+                .collect();
+            jobs.sort_by(|a, b| {
+                (&a.metadata.creation_timestamp, a.uid())
+                    .cmp(&(&b.metadata.creation_timestamp, b.uid()))
+            });
+            jobs.iter().map(|j| Wake::Now(routed(j))).collect()
+        }
         Changed::Worker(worker) => {
             let waiting: std::collections::HashSet<String> = dispatcher
                 .waiting
@@ -408,7 +455,8 @@ async fn collector(links: Vec<Arc<Link>>, ctx: Arc<LinkContext>) {
     }
 }
 
-/// The gauges that count: workers by state, Jobs by worker.
+/// The gauges that count: workers by state, Jobs by worker, each worker's view and room, and
+/// how long the waiting Jobs have waited.
 async fn gauges(dispatcher: Arc<Dispatcher>) {
     let mut ticks = tokio::time::interval(Duration::from_secs(1));
     loop {
@@ -425,6 +473,12 @@ async fn gauges(dispatcher: Arc<Dispatcher>) {
         }
         let states: Vec<(&str, i64)> = states.into_iter().collect();
         dispatcher.metrics.worker_states(&states);
+        for link in &dispatcher.links {
+            room_gauges(&dispatcher.metrics, link);
+        }
+        if let Ok(waiting) = dispatcher.waiting.lock() {
+            crate::sync::count_waiting(&dispatcher.metrics, &waiting);
+        }
         if let Ok(loads) = dispatcher.loads.lock() {
             for link in &dispatcher.links {
                 dispatcher
@@ -434,4 +488,30 @@ async fn gauges(dispatcher: Arc<Dispatcher>) {
             dispatcher.metrics.set_jobs("", loads.unplaced());
         }
     }
+}
+
+/// A worker's view and free room, as `jobwarden_dispatch_worker_*` show them.
+fn room_gauges(metrics: &DispatchMetrics, link: &Link) {
+    let state = link.view.state();
+    let summary = link.view.summary().unwrap_or_default();
+    let mut room: Vec<(String, f64, f64)> = Vec::new();
+    let mut add = |name: &str, free: u64, allocatable: u64, unit: f64| {
+        // Amounts are far below 2^53: exact as f64.
+        #[allow(clippy::cast_precision_loss)]
+        room.push((
+            name.to_owned(),
+            free as f64 / unit,
+            allocatable as f64 / unit,
+        ));
+    };
+    let (free, all) = (&summary.free, &summary.allocatable);
+    add("cpu", free.cpu_millis, all.cpu_millis, 1000.0);
+    add("memory", free.memory, all.memory, 1.0);
+    add("pods", free.pods, all.pods, 1.0);
+    for (name, amount) in all.iter() {
+        if !["cpu", "memory", "pods", "ephemeral-storage"].contains(&name) {
+            add(name, free.get(name), amount, 1.0);
+        }
+    }
+    metrics.worker_room(link.name(), state.label(), summary.schedulable_nodes, &room);
 }

@@ -16,9 +16,12 @@ use crate::api::{self, ApiError};
 use crate::copy;
 use crate::loads::Loads;
 use crate::metrics::DispatchMetrics;
+use crate::moving::{self, CopyPods};
 use crate::namespace_labels::NamespaceLabels;
-use crate::placement::{Reach, Unfit};
+use crate::placement::{Reach, RoomFit, Unfit};
 use crate::plan::{self, JobView, Plan, Settings, Step, Waiting, WorkerState};
+use crate::reservations::Reservations;
+use crate::room::{PodShape, pods_at_once};
 use crate::worker_link::Link;
 use jobwarden_runtime::job_cache::CachedJob;
 
@@ -54,10 +57,14 @@ pub struct Dispatcher {
     pub metrics: DispatchMetrics,
     pub namespace_labels: NamespaceLabels,
     pub loads: Mutex<Loads>,
+    /// The room each placed Job holds until its pods are seen; its lock is held while a Job is
+    /// judged and its choice taken, so two placements never take the same room.
+    pub reservations: Mutex<Reservations>,
     /// Workers found unfit for a Job by trying, by the Job's UID.
     pub avoid: Mutex<HashMap<String, Vec<(String, Unfit)>>>,
-    /// What each waiting Job was last said to wait for (one Event per change).
-    pub waiting: Mutex<HashMap<String, Waiting>>,
+    /// What each waiting Job was last said to wait for (one Event per change), and since
+    /// when it waits for that reason.
+    pub waiting: Mutex<HashMap<String, (Waiting, Instant)>>,
     /// When a copy's change arrived and is not yet mirrored, by `ns/name`.
     pub pending: Arc<Mutex<HashMap<String, Instant>>>,
     /// Where syncs leave their Events; a writer task sends them within the budget.
@@ -144,22 +151,37 @@ impl Dispatcher {
             .iter()
             .map(|(w, why)| (w.as_str(), why.clone()))
             .collect();
-        let placing = match recorded.as_deref().and_then(|r| self.link(r)) {
-            None => true,
-            Some(l) => !l.is_ready() || avoid.iter().any(|(w, _)| *w == l.name()),
+        let copy_pods: Option<CopyPods> = copy.as_ref().and_then(|c| {
+            let link = self.link(recorded.as_deref()?)?;
+            link.view
+                .copy_pods(c.pointer("/metadata/uid").and_then(Value::as_str)?)
+        });
+        let move_due = copy.as_ref().is_some_and(|c| {
+            matches!(
+                moving::judge(
+                    &user,
+                    c,
+                    copy_pods.as_ref(),
+                    self.settings.unschedulable,
+                    now
+                ),
+                moving::Verdict::Moves { .. }
+            )
+        });
+        let placing = move_due
+            || match recorded.as_deref().and_then(|r| self.link(r)) {
+                None => true,
+                Some(l) => !l.is_ready() || avoid.iter().any(|(w, _)| *w == l.name()),
+            };
+        let mut workers = self.worker_states(ns, placing).await;
+        let view = JobView {
+            user: &user,
+            copy: copy.as_ref(),
+            copies_on: &copies_on,
+            avoid: &avoid,
+            copy_pods: copy_pods.as_ref(),
         };
-        let workers = self.worker_states(ns, placing).await;
-        let plan = plan::plan(
-            &self.settings,
-            JobView {
-                user: &user,
-                copy: copy.as_ref(),
-                copies_on: &copies_on,
-                avoid: &avoid,
-            },
-            &workers,
-            now,
-        );
+        let plan = self.decide(view, uid, &mut workers, placing, now);
         let job_ref = JobRef {
             namespace: ns.to_owned(),
             name: name.to_owned(),
@@ -196,6 +218,78 @@ impl Dispatcher {
         Ok(outcome.unwrap_or(Outcome { requeue_after }))
     }
 
+    /// The plan, made under the reservations' lock: the room of each worker judged for the
+    /// Job (when it is being placed), and the worker chosen, take their room at once.
+    fn decide(
+        &self,
+        job: JobView<'_>,
+        uid: &str,
+        workers: &mut [WorkerState<'_>],
+        placing: bool,
+        now: Timestamp,
+    ) -> Plan {
+        let mut reservations = lock(&self.reservations);
+        let finished = crate::status::terminal_condition(job.user).is_some();
+        if let Some(worker) =
+            reservations.observe(uid, job.user, crate::record::recorded(job.user), finished)
+        {
+            let _ = self
+                .link_ctx
+                .changes
+                .send(crate::worker_link::Changed::Room(worker));
+        }
+        if placing {
+            self.judge_room(job.user, uid, workers, &reservations);
+        }
+        let plan = plan::plan(&self.settings, job, workers, now);
+        if let Some(to) = plan.steps.iter().find_map(|s| match s {
+            Step::Record { to, .. } => Some(to),
+            _ => None,
+        }) {
+            reservations.chose(uid, job.user, to);
+        }
+        plan
+    }
+
+    /// Whether the Job's pods fit on each worker now, beside what the Jobs placed there hold.
+    fn judge_room(
+        &self,
+        user: &Value,
+        uid: &str,
+        workers: &mut [WorkerState<'_>],
+        reservations: &Reservations,
+    ) {
+        let shape = PodShape::of_job(user);
+        let pods = pods_at_once(user);
+        for worker in workers.iter_mut() {
+            let Some(link) = self.link(worker.name) else {
+                continue;
+            };
+            worker.room = match &shape {
+                Err(e) => RoomFit::Short {
+                    why: format!("its pod template cannot be judged: {e}"),
+                    label: "unreadable",
+                    never: true,
+                },
+                Ok(shape) => {
+                    let reserved = reservations
+                        .on(worker.name, uid)
+                        .map(|(held_uid, ns, name, r)| {
+                            // Its copy's pods (the Job's own, on this cluster).
+                            let copy = if link.is_local() {
+                                Some(held_uid.to_owned())
+                            } else {
+                                link.cached(ns, name).map(|c| c.uid().to_owned())
+                            };
+                            (copy, r)
+                        })
+                        .collect();
+                    link.view.fit(shape, pods, reserved)
+                }
+            };
+        }
+    }
+
     /// What each worker is for this Job. Whether it has the Job's namespace is asked only when
     /// the Job is being placed.
     async fn worker_states(&self, ns: &str, placing: bool) -> Vec<WorkerState<'_>> {
@@ -222,6 +316,8 @@ impl Dispatcher {
                 takes_namespace,
                 has_namespace,
                 load,
+                room: RoomFit::Fits,
+                draining: link.spec.draining,
             });
         }
         states
@@ -230,10 +326,18 @@ impl Dispatcher {
     /// Says the Job waits, once per change of what it waits for, and counts it.
     fn note_waiting(&self, job: &JobRef, waiting: Option<&Waiting>) {
         let mut all = lock(&self.waiting);
-        let changed = all.get(&job.uid) != waiting;
+        let before = all.get(&job.uid);
+        let changed = match (before, waiting) {
+            (Some((b, _)), Some(w)) => !b.same_reason(w),
+            (None, None) => false,
+            _ => true,
+        };
         match waiting {
             Some(w) => {
-                all.insert(job.uid.clone(), w.clone());
+                let since = before
+                    .filter(|(b, _)| b.reason() == w.reason())
+                    .map_or_else(Instant::now, |(_, since)| *since);
+                all.insert(job.uid.clone(), (w.clone(), since));
             }
             None => {
                 all.remove(&job.uid);
@@ -246,10 +350,7 @@ impl Dispatcher {
                 self.say(job, true, w.reason(), w.message());
             }
         }
-        for reason in crate::metrics::WAITING_REASONS {
-            let n = all.values().filter(|w| w.reason() == reason).count();
-            self.metrics.set_waiting(reason, n);
-        }
+        count_waiting(&self.metrics, &all);
     }
 
     /// The executor: each step in order. `Ok(Some(..))` when a step asks to look again at
@@ -269,16 +370,27 @@ impl Dispatcher {
         });
         for step in plan.steps {
             match step {
-                Step::Record { to, replacing } => {
+                Step::Record {
+                    to,
+                    replacing,
+                    moved_from,
+                } => {
                     lock(&self.loads).chose(&job.uid, &to);
                     match self
                         .management
-                        .record(ns, name, resource_version(&current), &to)
+                        .record(
+                            ns,
+                            name,
+                            resource_version(&current),
+                            &to,
+                            moved_from.as_deref(),
+                        )
                         .await
                     {
                         Ok(written) => current = written,
                         Err(e) => {
                             lock(&self.loads).unchose(&job.uid);
+                            let _ = lock(&self.reservations).forget(&job.uid);
                             return Err(e.into());
                         }
                     }
@@ -294,6 +406,8 @@ impl Dispatcher {
                                 .map(|(_, why)| why.clone())
                         });
                         self.metrics.redispatched(match why {
+                            _ if moved_from.is_some() => "unschedulable",
+                            Some(Unfit::Draining) => "worker_draining",
                             Some(Unfit::HoldsAnotherJob) => "holds_another_job",
                             Some(Unfit::NoNamespace) => "no_namespace",
                             Some(Unfit::Refused(_)) => "copy_refused",
@@ -418,6 +532,10 @@ impl Dispatcher {
                                 plan::DeleteReason::Finished => "the Job shows how it ended",
                                 plan::DeleteReason::JobFailed => "the Job failed here",
                                 plan::DeleteReason::JobDeleted => "the Job is being deleted",
+                                plan::DeleteReason::Moved =>
+                                    "its pods could not be scheduled there; the Job moves",
+                                plan::DeleteReason::Drained =>
+                                    "the worker is draining; the Job moves",
                             }
                         ),
                     );
@@ -492,12 +610,22 @@ impl Dispatcher {
         lock(&self.avoid).remove(uid);
         lock(&self.limiter).forget(uid);
         lock(&self.loads).forget(uid);
+        let _ = lock(&self.reservations).forget(uid);
         let mut waiting = lock(&self.waiting);
         if waiting.remove(uid).is_some() {
-            for reason in crate::metrics::WAITING_REASONS {
-                let n = waiting.values().filter(|w| w.reason() == reason).count();
-                self.metrics.set_waiting(reason, n);
-            }
+            count_waiting(&self.metrics, &waiting);
         }
+    }
+}
+
+/// The waiting Jobs counted by reason, and the oldest one's wait per reason.
+pub fn count_waiting(metrics: &DispatchMetrics, all: &HashMap<String, (Waiting, Instant)>) {
+    for reason in crate::metrics::WAITING_REASONS {
+        let of_reason = all.values().filter(|(w, _)| w.reason() == reason);
+        metrics.set_waiting(reason, of_reason.clone().count());
+        let oldest = of_reason
+            .map(|(_, since)| since.elapsed().as_secs_f64())
+            .fold(0.0, f64::max);
+        metrics.set_oldest_waiting(reason, oldest);
     }
 }

@@ -1,7 +1,8 @@
 //! One worker cluster as the dispatcher holds it: its credentials, read and judged (a refused
 //! kubeconfig is never used), a client with a request budget of its own, the watch of its
 //! copies (by the origin label; per namespace when the worker takes named namespaces only,
-//! whose roles may be granted there alone), and its reach, probed every few seconds.
+//! whose roles may be granted there alone), the view of its room (`room_watch`, also for the
+//! local worker, through this cluster's client), and its reach, probed every few seconds.
 //!
 //! A worker is **lost** the moment a probe gets no answer, or is refused as unauthorized, and
 //! **ready** only once it answers, its copies are listed, and the copies there whose Job moved
@@ -20,7 +21,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use jobwarden_admission::policy::{NamespaceMatch, Worker as WorkerSpec, WorkerSource};
+use jobwarden_admission::policy::{Capacity, NamespaceMatch, Worker as WorkerSpec, WorkerSource};
 use jobwarden_runtime::client::{Answers, RateLimit, work_client};
 
 use crate::api::{self, ApiError};
@@ -29,6 +30,7 @@ use crate::credentials::{self, RefusalReason};
 use crate::fence::{self, Verdict};
 use crate::metrics::DispatchMetrics;
 use crate::placement::Reach;
+use crate::worker_view::WorkerView;
 use jobwarden_runtime::job_cache::CachedJob;
 
 /// Between two probes of a worker.
@@ -67,6 +69,8 @@ pub enum Changed {
     Copy { namespace: String, name: String },
     /// A worker's reach or readiness changed: its Jobs, and the Jobs waiting for any worker.
     Worker(String),
+    /// A worker's room changed: the Jobs waiting for room.
+    Room(String),
 }
 
 /// What every worker's task shares.
@@ -106,6 +110,8 @@ struct State {
 pub struct Link {
     pub spec: WorkerSpec,
     state: Mutex<State>,
+    /// Its nodes and unfinished pods, as its watches leave them.
+    pub view: WorkerView,
 }
 
 impl Link {
@@ -116,6 +122,7 @@ impl Link {
             ..State::default()
         };
         Link {
+            view: WorkerView::new(spec.capacity == Capacity::Unbounded),
             spec,
             state: Mutex::new(state),
         }
@@ -243,7 +250,9 @@ impl Link {
             // This cluster answers whenever the dispatcher runs at all; registered at 0 like
             // every worker, it would read as lost (and page) for as long as the leader runs.
             ctx.metrics.worker_reach(self.name(), true, None);
-            return;
+            // Judged by this cluster's own nodes, as any worker by its.
+            let client = ctx.management.client().clone();
+            return crate::room_watch::run(self.clone(), ctx.clone(), client).await;
         }
         let mut credentials: BoxStream<'static, Credentials> = match self.spec.source() {
             Some(WorkerSource::Secret(secret)) => credential_source::from_secret(
@@ -328,6 +337,11 @@ impl Link {
     async fn connected(self: Arc<Self>, ctx: Arc<LinkContext>, api: api::Worker) {
         self.state().api = Some(api.clone());
         let mut watches = self.watch_copies(&ctx, &api);
+        watches.spawn(crate::room_watch::run(
+            self.clone(),
+            ctx.clone(),
+            api.client().clone(),
+        ));
         let mut ticks = tokio::time::interval(PROBE_EVERY);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -338,6 +352,11 @@ impl Link {
                 // and be ready only once that list is in.
                 watches.abort_all();
                 watches = self.watch_copies(&ctx, &api);
+                watches.spawn(crate::room_watch::run(
+                    self.clone(),
+                    ctx.clone(),
+                    api.client().clone(),
+                ));
             }
         }
     }

@@ -124,6 +124,9 @@ impl fmt::Display for Access {
 /// Every permission an RBAC role's `rules` grant, expanded one verb, resource and name at a
 /// time; `namespace` is the Role's (or a RoleBinding's), `None` for a ClusterRole bound
 /// cluster-wide. Malformed rules grant nothing.
+/// Core cluster-scoped resources that no namespace holds.
+const NODE_LIKE: [&str; 2] = ["nodes", "persistentvolumes"];
+
 pub fn granted_by(rules: &Value, namespace: Option<&str>) -> Vec<Access> {
     let strings = |v: &Value| -> Vec<String> {
         v.as_array()
@@ -149,6 +152,13 @@ pub fn granted_by(rules: &Value, namespace: Option<&str>) -> Vec<Access> {
         };
         for group in strings(&rule["apiGroups"]) {
             for resource in strings(&rule["resources"]) {
+                // A ClusterRole bound in a namespace grants nothing of a cluster-scoped kind
+                // (the worker's role names `nodes`, which a RoleBinding leaves out). Not
+                // `namespaces`: its get in namespace X is the get of X itself.
+                if namespace.is_some() && group.is_empty() && NODE_LIKE.contains(&resource.as_str())
+                {
+                    continue;
+                }
                 for name in &names {
                     for verb in &verbs {
                         out.push(Access::resource(namespace, &group, &resource, *name, verb));

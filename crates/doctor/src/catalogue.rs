@@ -46,10 +46,12 @@ pub const WORKER_ANSWERS: Kind = kind(Group::Dispatch, "worker API server answer
 pub const WORKER_CREDENTIALS: Kind = kind(Group::Dispatch, "worker credentials accepted");
 pub const WORKER_PERMISSIONS: Kind = kind(Group::Dispatch, "worker permissions");
 pub const WORKER_NAMESPACES: Kind = kind(Group::Dispatch, "worker namespaces");
+pub const WORKER_ROOM_READABLE: Kind = kind(Group::Dispatch, "worker room readable");
+pub const WORKER_VIEW_FRESH: Kind = kind(Group::Dispatch, "worker view fresh");
 pub const LOST_WORKERS: Kind = kind(Group::Dispatch, "lost workers");
 
 /// All of them, in the order a run prints them.
-pub const ALL: [Kind; 34] = [
+pub const ALL: [Kind; 36] = [
     API_SERVER_REACHABLE,
     API_SERVER_VERSION,
     CALLER,
@@ -83,5 +85,7 @@ pub const ALL: [Kind; 34] = [
     WORKER_CREDENTIALS,
     WORKER_PERMISSIONS,
     WORKER_NAMESPACES,
+    WORKER_ROOM_READABLE,
+    WORKER_VIEW_FRESH,
     LOST_WORKERS,
 ];

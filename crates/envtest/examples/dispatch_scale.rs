@@ -50,7 +50,7 @@ use jobwarden_envtest::job_versions::{JobVersions, Seen};
 use jobwarden_envtest::measure::usage::Growth;
 use jobwarden_envtest::measure::{Requests, Usage, command_line};
 use jobwarden_envtest::mirror_lag::{self, quantile};
-use jobwarden_envtest::{ControlPlane, Fleet, Options, WORKER_DISPATCHER_USER};
+use jobwarden_envtest::{ControlPlane, DispatcherSettings, Fleet, Options, WORKER_DISPATCHER_USER};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Event;
@@ -233,8 +233,10 @@ struct Dispatched {
 
 async fn dispatched(binary: &Path, shape: &Shape, flags: &[&str]) -> Dispatched {
     let fleet = Fleet::start_audited(WORKERS.len()).unwrap_or_else(|e| panic!("{e}"));
+    let mut settings = DispatcherSettings::new(&WORKERS);
+    settings.flags = flags.iter().map(|f| (*f).to_owned()).collect();
     let run = fleet
-        .run_dispatcher(binary, &WORKERS, 1, flags)
+        .run_dispatcher(binary, &settings)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let pid = run.replicas[0].pid();
@@ -267,7 +269,7 @@ async fn dispatched(binary: &Path, shape: &Shape, flags: &[&str]) -> Dispatched 
     let (_, metrics) = run
         .leader()
         .unwrap_or_else(|| panic!("no leader:\n{}", run.logs()));
-    let transitions = Api::<Lease>::namespaced(mgmt.clone(), &run.identity.namespace)
+    let transitions = Api::<Lease>::namespaced(mgmt.clone(), &run.dispatcher.identity.namespace)
         .get("jobwarden-job-controller")
         .await
         .ok()
@@ -328,7 +330,7 @@ async fn dispatched(binary: &Path, shape: &Shape, flags: &[&str]) -> Dispatched 
                 .of("jobwarden", &format!("{DISPATCHER}/{worker}"))
         })
         .collect();
-    let refused = run.identity.refusals().map_or(0, |r| r.len())
+    let refused = run.dispatcher.identity.refusals().map_or(0, |r| r.len())
         + fleet
             .workers
             .iter()

@@ -306,6 +306,7 @@ async fn main() {
                     audit_log: true,
                     upstream_controller: flags.is_none(),
                     controllers: Some("job"),
+                    scheduler: false,
                 })
                 .unwrap_or_else(|e| panic!("{e}"));
                 let audit = plane.audit_log().expect("an audit log");

@@ -27,6 +27,17 @@ pub fn delegated_job(name: &str, managed_by: &str, spec: Value) -> Value {
     job
 }
 
+/// [`delegated_job`], its pods for kube-scheduler (`default-scheduler`), on a plane that runs
+/// one ([`crate::Options::scheduler`]): they are bound to the Nodes a test lays out, or stay
+/// `Pending` as `Unschedulable`.
+pub fn scheduled_job(name: &str, managed_by: &str, spec: Value) -> Value {
+    let mut job = delegated_job(name, managed_by, spec);
+    if let Some(pod) = job["spec"]["template"]["spec"].as_object_mut() {
+        pod.remove("schedulerName");
+    }
+    job
+}
+
 /// The Job the scale tests and benchmarks run: `pods` pods at once (`completions` and
 /// `parallelism`), `mode` their completion mode, delegated to `managed_by` or (`None`) run by
 /// the cluster's own Job controller; its pods name no scheduler that exists, as above.

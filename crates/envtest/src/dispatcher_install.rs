@@ -15,15 +15,6 @@ pub fn worker_secret(name: &str) -> String {
     format!("jobwarden-worker-{name}")
 }
 
-/// Worker `name`'s entry in the policy's `dispatch.workers` (YAML, one line, indented for
-/// the list), its kubeconfig read from [`worker_secret`].
-pub fn worker_entry(name: &str) -> String {
-    format!(
-        "    - {{name: {name}, kubeconfigSecret: {}}}\n",
-        worker_secret(name)
-    )
-}
-
 /// A Secret `name` in `namespace` holding `kubeconfig` under the key the dispatcher reads,
 /// made afresh (one of the name is replaced).
 pub async fn put_kubeconfig_secret(

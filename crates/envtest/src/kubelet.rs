@@ -1,11 +1,15 @@
 //! The kubelet's part, which the e2e tests and the scale benchmark play (the control plane runs
-//! no kubelet), two ways:
+//! no kubelet), three ways:
 //!
 //! * [`kubelet`]: every pod of a namespace runs as soon as it is seen, and its container `main`
 //!   exits 0 a second later; a pod being deleted is killed (exit 143). A pod may say otherwise
 //!   in its annotations: [`EXIT_CODE_ANNOTATION`] (the code `main` exits with) and
 //!   [`RUNS_SECONDS_ANNOTATION`] (how long it runs first). Pods are read by polling, as a
-//!   test's own reads, so a slow watch cannot hide one.
+//!   test's own reads, so a slow watch cannot hide one. For planes without kube-scheduler,
+//!   where no pod is ever bound.
+//! * [`kubelet_of_bound_pods`]: the same, for the pods bound to a node (`spec.nodeName`) only,
+//!   as real kubelets are: on a plane with kube-scheduler, a pod it could not place stays
+//!   `Pending`, untouched.
 //! * [`finish_pods_after_a_second`]: for load, each pod is watched and ended, succeeded, a
 //!   second after it first appears (no Running step), with as few requests as a kubelet makes.
 //!   Its client is the caller's: name it (User-Agent) to tell its requests apart in the audit
@@ -39,17 +43,36 @@ fn annotated<T: std::str::FromStr>(pod: &Pod, key: &str) -> Option<T> {
 
 /// Plays the kubelet for the pods `pods` lists until the task is aborted.
 pub fn kubelet(pods: Api<Pod>) -> tokio::task::JoinHandle<()> {
+    play(pods, false)
+}
+
+/// Plays the kubelets of every node for the pods `pods` lists that are bound to one, until
+/// the task is aborted; an unbound pod is never touched (not even deleted: kube-apiserver
+/// deletes an unbound pod at once, no kubelet involved).
+pub fn kubelet_of_bound_pods(pods: Api<Pod>) -> tokio::task::JoinHandle<()> {
+    play(pods, true)
+}
+
+fn play(pods: Api<Pod>, bound_only: bool) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut running: HashMap<String, Instant> = HashMap::new();
         loop {
             if let Ok(list) = pods.list(&ListParams::default()).await {
-                for pod in list.items {
-                    step(&pods, &pod, &mut running).await;
+                for pod in list.items.iter().filter(|p| !bound_only || is_bound(p)) {
+                    step(&pods, pod, &mut running).await;
                 }
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     })
+}
+
+/// Whether a scheduler bound the pod to a node.
+pub fn is_bound(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|n| !n.is_empty())
 }
 
 /// The pod's `status.phase`, `Pending` until one is written.

@@ -1,6 +1,7 @@
 //! A real Kubernetes control plane for jobwarden's end-to-end tests, the way
 //! controller-runtime's *envtest* gives one to Go controllers: etcd and kube-apiserver (and, for
-//! the differential tests, kube-controller-manager with upstream's Job controller) started
+//! the differential tests, kube-controller-manager with upstream's Job controller; for the
+//! placement tests, kube-scheduler over Node objects the test lays out) started
 //! from a folder of binaries on free loopback ports, with a certificate authority and an admin
 //! kubeconfig made fresh for the run.
 //!
@@ -24,7 +25,13 @@
 //! * [`Fleet`]: a dispatcher's clusters, a management plane ([`Options::management`]: upstream's
 //!   Job controller and its TTL-after-finished controller) and workers ([`Options::worker`]);
 //!   [`Fleet::shared`] one per test binary (a management plane and two workers),
-//!   [`Fleet::start`] one of one's own.
+//!   [`Fleet::start`] one of one's own, [`Fleet::start_scheduled`] one whose workers also run
+//!   kube-scheduler ([`Options::scheduler`]).
+//! * [`Nodes`] lays out a plane's Node objects per scenario ([`NodeLayout`]: labels, taints,
+//!   cordoned, capacity and allocatable, extended resources), ready to take pods (status
+//!   written, `Ready`, the not-ready taint kube-apiserver adds taken off), and cordons,
+//!   taints, retaints and deletes them; [`kubelet_of_bound_pods`] plays the kubelet for the
+//!   pods kube-scheduler bound, and [`scheduled_job`] is a Job whose pods it places.
 //! * [`ControlPlane::stop_apiserver`] and [`ControlPlane::start_apiserver`]: kube-apiserver
 //!   goes away (its watches cut, as when an API server is lost) and comes back on the same
 //!   port with the same flags and etcd, while etcd and kube-controller-manager run on (and
@@ -34,9 +41,12 @@
 //!   dispatcher is given: server, CA and an expiring token inline. Its user is
 //!   [`WORKER_DISPATCHER_USER`]; [`ControlPlane::refusals_of`] reads what kube-apiserver refused
 //!   it. [`Fleet::install_workers`] does it on every worker and puts each kubeconfig in the
-//!   Secret ([`worker_secret`]) the policy's entry ([`worker_entry`]) names;
-//!   [`Fleet::run_dispatcher`] starts jobwarden dispatching over the fleet as deploy/ runs it,
-//!   and [`Fleet::dispatched_namespace`] makes a namespace on every plane with a kubelet on
+//!   Secret ([`worker_secret`]) the policy's entry names;
+//!   [`Fleet::install_dispatcher`] installs jobwarden dispatching over the fleet as deploy/
+//!   runs it, given [`DispatcherSettings`] (workers, the rest of its policy as YAML, replicas,
+//!   flags): one place writes its policy and command line, whose replicas a test starts,
+//!   kills and starts again ([`Dispatcher::start_replica`]); [`Fleet::run_dispatcher`] starts
+//!   them all and waits for a leader, and [`Fleet::dispatched_namespace`] makes a namespace on every plane with a kubelet on
 //!   each worker and watches of the user's Jobs and their copies.
 //! * [`ControlPlane::installed_identity`] gives jobwarden the ServiceAccount and RBAC that
 //!   `kubectl kustomize deploy/` installs, and a kubeconfig with its token (`identity`); the
@@ -51,14 +61,15 @@
 //!
 //! Where the binaries come from: `JOBWARDEN_ENVTEST_BIN`, else
 //! `${JOBWARDEN_ENVTEST_DIR:-~/.cache/jobwarden-envtest}/bin`, holding etcd, kube-apiserver,
-//! kube-controller-manager and kubectl v1.36, built from public Kubernetes source outside the
-//! checkout (docs/development.md); no registry ships them. With `JOBWARDEN_E2E_KUBECONFIG`
+//! kube-controller-manager, kube-scheduler and kubectl v1.36, built from public Kubernetes
+//! source outside the checkout (docs/development.md); no registry ships them. With `JOBWARDEN_E2E_KUBECONFIG`
 //! set, the tests use that cluster instead and start nothing.
 
 mod apiserver;
 mod delegated_job;
 mod dispatched_namespace;
 mod dispatcher_install;
+mod dispatcher_policy;
 mod dispatcher_run;
 mod fleet;
 mod identity;
@@ -66,20 +77,24 @@ pub mod job_versions;
 pub mod kubelet;
 pub mod measure;
 pub mod mirror_lag;
+mod nodes;
 mod owned_process;
 mod pki;
 mod process;
+mod scheduler;
 mod serving;
 mod stand_in;
 mod worker_identity;
 
-pub use delegated_job::{delegated_job, load_job};
+pub use delegated_job::{delegated_job, load_job, scheduled_job};
 pub use dispatched_namespace::{DispatchedNamespace, ORIGIN_UID_LABEL, Record};
-pub use dispatcher_install::{put_kubeconfig_secret, worker_entry, worker_secret};
-pub use dispatcher_run::DispatcherRun;
+pub use dispatcher_install::{put_kubeconfig_secret, worker_secret};
+pub use dispatcher_policy::DispatcherSettings;
+pub use dispatcher_run::{Dispatcher, DispatcherRun};
 pub use fleet::Fleet;
 pub use identity::{Installed, Refusal};
-pub use kubelet::{kubelet, pod_phase};
+pub use kubelet::{kubelet, kubelet_of_bound_pods, pod_phase};
+pub use nodes::{NOT_READY_TAINT, NodeLayout, Nodes, ROOMY, taint};
 pub use owned_process::OwnedProcess;
 pub use process::free_port;
 pub use serving::{ServingCertificate, http_get, https_get, https_post, serving_certificate};
@@ -134,6 +149,10 @@ pub struct Options {
     /// Job controller alone, so that the process's CPU is the Job controller's; a management
     /// cluster adds the TTL-after-finished controller ([`MANAGEMENT_CONTROLLERS`]).
     pub controllers: Option<&'static str>,
+    /// Also start kube-scheduler, which binds the pods naming `default-scheduler` to the Node
+    /// objects a test lays out ([`Nodes`]); nothing runs them but a test kubelet
+    /// ([`kubelet_of_bound_pods`]).
+    pub scheduler: bool,
 }
 
 impl Options {
@@ -144,6 +163,7 @@ impl Options {
             audit_log: false,
             upstream_controller: true,
             controllers: Some(MANAGEMENT_CONTROLLERS),
+            scheduler: false,
         }
     }
 
@@ -154,6 +174,16 @@ impl Options {
             audit_log: false,
             upstream_controller: true,
             controllers: None,
+            scheduler: false,
+        }
+    }
+
+    /// A worker cluster with room: [`worker`](Self::worker) and kube-scheduler, which places
+    /// the copies' pods on the Nodes a test lays out ([`Nodes`]).
+    pub const fn scheduled_worker() -> Options {
+        Options {
+            scheduler: true,
+            ..Options::worker()
         }
     }
 }
@@ -170,6 +200,7 @@ struct Owned {
     pki: pki::Pki,
     pids: Mutex<Vec<u32>>,
     controller_manager: OnceLock<Result<(), String>>,
+    scheduler: OnceLock<Result<(), String>>,
     controllers: &'static str,
     audit_log: bool,
     /// A shared control plane is cleaned up at exit, not on drop.
@@ -224,13 +255,19 @@ impl ControlPlane {
 
     /// A control plane of one's own, stopped and removed when dropped.
     pub fn start(options: Options) -> Result<ControlPlane, String> {
-        let kcm = bin_dir().join("kube-controller-manager");
-        if !binaries_present() || (options.upstream_controller && !kcm.is_file()) {
+        let present = |name: &str| bin_dir().join(name).is_file();
+        if !binaries_present()
+            || (options.upstream_controller && !present("kube-controller-manager"))
+            || (options.scheduler && !present("kube-scheduler"))
+        {
             return Err(skip_message());
         }
         let plane = launch(options, false)?;
         if options.upstream_controller {
             plane.start_upstream_controller()?;
+        }
+        if options.scheduler {
+            plane.start_scheduler()?;
         }
         Ok(plane)
     }
@@ -313,7 +350,7 @@ impl ControlPlane {
     }
 
     /// The process ids of the components started, in start order (etcd, kube-apiserver,
-    /// kube-controller-manager); empty for an outside cluster.
+    /// kube-controller-manager, kube-scheduler); empty for an outside cluster.
     pub fn pids(&self) -> Vec<u32> {
         self.owned.as_ref().map_or_else(Vec::new, |o| {
             o.pids.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -470,8 +507,8 @@ fn skip_message() -> String {
     format!(
         "skipped: no control-plane binaries in {} (JOBWARDEN_ENVTEST_BIN, default ~/.cache/\
          jobwarden-envtest/bin) and JOBWARDEN_E2E_KUBECONFIG is not set; the tests need etcd, \
-         kube-apiserver, kube-controller-manager and kubectl v1.36 there, built from public \
-         Kubernetes source outside the checkout (docs/development.md)",
+         kube-apiserver, kube-controller-manager, kube-scheduler and kubectl v1.36 there, built \
+         from public Kubernetes source outside the checkout (docs/development.md)",
         bin_dir().display()
     )
 }
@@ -507,6 +544,7 @@ fn launch(options: Options, shared: bool) -> Result<ControlPlane, String> {
         pki,
         pids: Mutex::new(Vec::new()),
         controller_manager: OnceLock::new(),
+        scheduler: OnceLock::new(),
         controllers: options.controllers.unwrap_or(UPSTREAM_CONTROLLERS),
         audit_log: options.audit_log,
         shared,
@@ -683,6 +721,12 @@ where
 /// Polls kube-controller-manager's `/healthz` (its serving certificate is self-signed, and
 /// `/healthz` needs no credentials).
 fn wait_for_healthz(port: u16, pid: u32) -> Result<(), String> {
+    wait_for_ok(port, "/healthz", pid)
+}
+
+/// Polls a component's `path` on its secure `port` until it says `ok`: its serving
+/// certificate is self-signed, and the health paths need no credentials.
+fn wait_for_ok(port: u16, path: &'static str, pid: u32) -> Result<(), String> {
     off_runtime(move || async move {
         let uri: http::Uri = format!("https://127.0.0.1:{port}")
             .parse()
@@ -690,7 +734,7 @@ fn wait_for_healthz(port: u16, pid: u32) -> Result<(), String> {
         let mut config = Config::new(uri);
         config.accept_invalid_certs = true;
         let client = Client::try_from(config).map_err(|e| e.to_string())?;
-        poll_ok(&client, "/healthz", pid).await
+        poll_ok(&client, path, pid).await
     })
 }
 

@@ -19,9 +19,10 @@ pub struct Pki {
     pub service_account_key: PathBuf,
     /// Its public half: kube-apiserver reads public keys from PKIX PEM, not from PKCS#8.
     pub service_account_public_key: PathBuf,
-    /// The admin's and the controller manager's kubeconfigs.
+    /// The admin's, the controller manager's and the scheduler's kubeconfigs.
     pub admin_kubeconfig: PathBuf,
     pub kcm_kubeconfig: PathBuf,
+    pub scheduler_kubeconfig: PathBuf,
 }
 
 /// A client identity: its certificate and key, PEM.
@@ -40,9 +41,12 @@ pub fn write(dir: &Path, server: &str) -> Result<Pki, String> {
     let admin = client_cert(&ca, "kubernetes-admin", "system:masters")
         .map_err(|e| format!("making the admin cert: {e}"))?;
     // A user of its own, as kubeadm gives it, in system:masters as kube-envtest's start.sh
-    // does, so that its requests are told apart from the tests' in the audit log.
+    // does, so that its requests are told apart from the tests' in the audit log; the same
+    // for kube-scheduler (whose bindings a user's can be told from).
     let kcm = client_cert(&ca, "system:kube-controller-manager", "system:masters")
         .map_err(|e| format!("making the controller manager's cert: {e}"))?;
+    let scheduler = client_cert(&ca, "system:kube-scheduler", "system:masters")
+        .map_err(|e| format!("making the scheduler's cert: {e}"))?;
     let service_account =
         KeyPair::generate().map_err(|e| format!("making the service-account key: {e}"))?;
 
@@ -54,6 +58,7 @@ pub fn write(dir: &Path, server: &str) -> Result<Pki, String> {
         service_account_public_key: pki.join("sa.pub"),
         admin_kubeconfig: dir.join("admin.kubeconfig"),
         kcm_kubeconfig: dir.join("kcm.kubeconfig"),
+        scheduler_kubeconfig: dir.join("scheduler.kubeconfig"),
     };
     let write = |path: &Path, text: &str| {
         std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
@@ -73,6 +78,10 @@ pub fn write(dir: &Path, server: &str) -> Result<Pki, String> {
     write(
         &files.kcm_kubeconfig,
         &kubeconfig(server, &ca_pem, "system:kube-controller-manager", &kcm),
+    )?;
+    write(
+        &files.scheduler_kubeconfig,
+        &kubeconfig(server, &ca_pem, "system:kube-scheduler", &scheduler),
     )?;
     Ok(files)
 }

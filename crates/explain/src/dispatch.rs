@@ -19,6 +19,8 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
 use crate::explanation::*;
+use crate::fit::{fit_now, fits_nowhere_today, moved_from, pod_places};
+use crate::workers::view::WorkerReading;
 
 /// What was read for a dispatched Job.
 #[derive(Debug, Clone)]
@@ -27,6 +29,9 @@ pub struct DispatchReading {
     /// not be read.
     pub policy: Result<Dispatch, String>,
     pub copy: CopyReading,
+    /// For a Job not placed: every worker of the policy, its Nodes and pods read now (as
+    /// `jobwarden workers` reads them); empty for a placed Job.
+    pub fleet: Vec<WorkerReading>,
 }
 
 /// The copy on the recorded worker, as read there.
@@ -144,6 +149,19 @@ pub(crate) fn view(
         &said,
         copy_story,
     );
+    // Computed now, beside what the dispatcher last said: the same core over the same Nodes.
+    let fit = match reading {
+        Some(r) if worker.is_none() && !finished => fit_now(job, &r.fleet),
+        _ => Vec::new(),
+    };
+    let uid = job
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let copy_pods = match copy_read(reading, uid) {
+        Some((_, Ok(pods), _)) if !finished => pod_places(pods),
+        _ => Vec::new(),
+    };
     DispatchView {
         dispatcher: dispatcher.to_owned(),
         worker,
@@ -157,6 +175,10 @@ pub(crate) fn view(
         lost,
         dispatcher_said,
         copy,
+        fits_nowhere_today: fits_nowhere_today(&fit),
+        fit,
+        copy_pods,
+        moved_from: moved_from(job),
     }
 }
 

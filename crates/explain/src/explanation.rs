@@ -5,6 +5,8 @@
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
+pub use crate::fit::{PodPlace, WorkerFit};
+
 /// The whole story of one Job at one moment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -283,6 +285,15 @@ pub struct DispatchView {
     /// or its latest Event when that is a Warning, while it runs.
     pub dispatcher_said: Option<EventLine>,
     pub copy: CopyView,
+    /// Not placed: each candidate worker judged now by the dispatcher's room core.
+    pub fit: Vec<WorkerFit>,
+    /// No Node of any candidate could ever hold one of its pods.
+    pub fits_nowhere_today: bool,
+    /// Placed: where its copy's unfinished pods are bound, or why the scheduler cannot bind
+    /// them.
+    pub copy_pods: Vec<PodPlace>,
+    /// `jobwarden.io/moved-from`: the workers it left, its pods unschedulable there.
+    pub moved_from: Vec<String>,
 }
 
 /// The recorded worker does not answer.

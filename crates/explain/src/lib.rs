@@ -15,14 +15,21 @@
 //!   jobwarden's Lease with the caller's credentials; and, for a dispatched Job, its copy,
 //!   pods and events on the worker, with a kubeconfig the caller gives or the worker's own
 //!   (the dispatcher's, judged by the dispatcher's judge first).
+//! * [`fit`] (pure): where a dispatched Job would fit now, per candidate worker, by the
+//!   dispatcher's `room` core; where a placed Job's copy's pods are bound.
+//! * [`workers`]: `jobwarden workers`, the fleet and the room on each worker, read with the
+//!   same reach and summed by the dispatcher's `room` core; `explain` judges an unplaced Job
+//!   by the same views.
 
 pub mod dispatch;
 pub mod explanation;
+pub mod fit;
 mod pods;
 pub mod read;
 pub mod story;
 pub mod text;
 pub mod timeline;
+pub mod workers;
 
 pub use dispatch::{CopyReading, DispatchReading};
 pub use explanation::Explanation;

@@ -17,7 +17,7 @@ use std::time::Duration;
 use jobwarden_admission::policy::{Dispatch, WorkerSource};
 use jobwarden_dispatcher::copy::origin_uid;
 use jobwarden_dispatcher::credential_source::SECRET_KEY;
-use jobwarden_dispatcher::credentials;
+use jobwarden_dispatcher::credentials::{self, Refusal};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
@@ -157,13 +157,20 @@ pub struct WorkerAccess {
 
 /// What the worker the dispatched Job `job` is recorded on holds of it.
 pub async fn read_dispatch(client: &Client, job: &Value, access: &WorkerAccess) -> DispatchReading {
-    let copy = match recorded_worker(job) {
-        None => CopyReading::NotPlaced,
-        Some(worker) => read_copy(client, job, worker, access).await,
+    let (copy, fleet) = match recorded_worker(job) {
+        None => {
+            let fleet = match &access.policy {
+                Ok(policy) => crate::workers::read::read_workers(client, policy, access).await,
+                Err(_) => Vec::new(),
+            };
+            (CopyReading::NotPlaced, fleet)
+        }
+        Some(worker) => (read_copy(client, job, worker, access).await, Vec::new()),
     };
     DispatchReading {
         policy: access.policy.clone(),
         copy,
+        fleet,
     }
 }
 
@@ -173,37 +180,12 @@ async fn read_copy(
     worker: &str,
     access: &WorkerAccess,
 ) -> CopyReading {
-    let spec = access.policy.as_ref().ok().and_then(|p| p.worker(worker));
-    if spec.is_some_and(|s| s.local) {
-        return CopyReading::Local;
-    }
-    let (via, config) = if let Some(path) = access.given.get(worker) {
-        let via = format!("--worker-kubeconfig {worker}={}", path.display());
-        // The caller's own file, for the caller's own use: read as kubectl reads it.
-        let config = match Kubeconfig::read_from(path) {
-            Ok(config) => config,
-            Err(e) => {
-                return CopyReading::NoKubeconfig(format!(
-                    "cannot read {}: {}",
-                    path.display(),
-                    with_causes(&e)
-                ));
-            }
-        };
-        (via, config)
-    } else {
-        let (via, text) = match worker_kubeconfig(client, worker, access).await {
-            Ok(found) => found,
-            Err(why) => return CopyReading::NoKubeconfig(why),
-        };
-        match credentials::check(&text) {
-            Ok(config) => (via, config),
-            Err(refusal) => return CopyReading::Refused { via, refusal },
-        }
-    };
-    let worker_client = match worker_client(config).await {
-        Ok(client) => client,
-        Err(reason) => return CopyReading::Unreachable { via, reason },
+    let (via, worker_client) = match reach(client, worker, access).await {
+        Reach::Local => return CopyReading::Local,
+        Reach::NoKubeconfig(why) => return CopyReading::NoKubeconfig(why),
+        Reach::Refused { via, refusal } => return CopyReading::Refused { via, refusal },
+        Reach::Unreachable { via, reason } => return CopyReading::Unreachable { via, reason },
+        Reach::Client { via, client } => (via, client),
     };
     let text = |p: &str| job.pointer(p).and_then(Value::as_str).unwrap_or_default();
     let (namespace, name, uid) = (
@@ -269,6 +251,58 @@ async fn read_copy(
         job: Some(copy),
         pods,
         events,
+    }
+}
+
+/// How a worker is reached: a client for it, or why there is none.
+pub enum Reach {
+    /// The worker is this cluster (`local: true`): the caller's own client reads it.
+    Local,
+    /// No kubeconfig reaches the worker: why.
+    NoKubeconfig(String),
+    /// The kubeconfig found is refused by the dispatcher's judge, and was not used.
+    Refused { via: String, refusal: Refusal },
+    /// No client can be made from the kubeconfig: why.
+    Unreachable { via: String, reason: String },
+    /// A client for the worker, and which kubeconfig it was made from.
+    Client { via: String, client: Client },
+}
+
+/// A client for `worker`: with the kubeconfig the caller gives for it, else the worker's own
+/// where the policy keeps it, judged first by the dispatcher's judge. `explain` and `workers`
+/// reach a worker this one way.
+pub async fn reach(client: &Client, worker: &str, access: &WorkerAccess) -> Reach {
+    let spec = access.policy.as_ref().ok().and_then(|p| p.worker(worker));
+    if spec.is_some_and(|s| s.local) {
+        return Reach::Local;
+    }
+    let (via, config) = if let Some(path) = access.given.get(worker) {
+        let via = format!("--worker-kubeconfig {worker}={}", path.display());
+        // The caller's own file, for the caller's own use: read as kubectl reads it.
+        let config = match Kubeconfig::read_from(path) {
+            Ok(config) => config,
+            Err(e) => {
+                return Reach::NoKubeconfig(format!(
+                    "cannot read {}: {}",
+                    path.display(),
+                    with_causes(&e)
+                ));
+            }
+        };
+        (via, config)
+    } else {
+        let (via, text) = match worker_kubeconfig(client, worker, access).await {
+            Ok(found) => found,
+            Err(why) => return Reach::NoKubeconfig(why),
+        };
+        match credentials::check(&text) {
+            Ok(config) => (via, config),
+            Err(refusal) => return Reach::Refused { via, refusal },
+        }
+    };
+    match worker_client(config).await {
+        Ok(client) => Reach::Client { via, client },
+        Err(reason) => Reach::Unreachable { via, reason },
     }
 }
 
@@ -375,7 +409,7 @@ async fn may_list(client: &Client, namespace: &str, resource: &str) -> Result<bo
 }
 
 /// A worker's error, said plainly: no answer, credentials refused, or its refusal.
-fn worker_error(worker: &str, e: &kube::Error) -> String {
+pub(crate) fn worker_error(worker: &str, e: &kube::Error) -> String {
     match e {
         kube::Error::Api(s) if s.code == 401 => format!(
             "worker {worker} refuses the credentials as unauthorized (401): the token expired, or is not one of that cluster's"
@@ -386,6 +420,6 @@ fn worker_error(worker: &str, e: &kube::Error) -> String {
 }
 
 /// An error and what caused it (as `audit`'s connect says them).
-fn with_causes(e: &dyn std::error::Error) -> String {
+pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
     jobwarden_audit::connect::with_causes(e)
 }

@@ -15,6 +15,7 @@ use jobwarden_rules::well_known::{
 use k8s_openapi::jiff::Timestamp;
 
 use crate::explanation::*;
+use crate::fit::MOVED_FROM;
 
 /// The text `explain` prints, every line ending in a newline.
 pub fn render(e: &Explanation) -> String {
@@ -190,10 +191,18 @@ fn dispatch(e: &Explanation, d: &DispatchView) -> String {
                     );
                 }
             }
+            out.push_str(&fit_now(d));
         }
         return out;
     };
     let _ = writeln!(out, "{}", placed(e, d));
+    if !d.moved_from.is_empty() {
+        let _ = writeln!(
+            out,
+            "Moved from {} ({MOVED_FROM}): its pods could not be scheduled there.",
+            d.moved_from.join(", then ")
+        );
+    }
     if let Some(ev) = &d.dispatcher_said {
         let _ = writeln!(
             out,
@@ -229,6 +238,7 @@ fn dispatch(e: &Explanation, d: &DispatchView) -> String {
                     let _ = writeln!(out, "  {line}");
                 }
             }
+            out.push_str(&pod_places(worker, &d.copy_pods));
         }
         CopyView::Missing {
             deleted: Some(ev), ..
@@ -283,6 +293,54 @@ fn dispatch(e: &Explanation, d: &DispatchView) -> String {
             let _ = writeln!(out, "Its copy on worker {worker} was not read.");
         }
         CopyView::NotPlaced | CopyView::Local => {}
+    }
+    out
+}
+
+/// Each candidate worker judged now, for a Job not placed.
+fn fit_now(d: &DispatchView) -> String {
+    let mut out = String::new();
+    if d.fit.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "Where it would fit now (each worker's Nodes and pods, read now):"
+    );
+    for f in &d.fit {
+        let said = match (f.verdict.as_str(), &f.reason) {
+            ("fits", _) => "its pods fit".to_owned(),
+            ("unbounded", _) => "capacity: Unbounded: placed by count".to_owned(),
+            ("unread", Some(why)) => format!("not read: {why}"),
+            (_, Some(why)) => why.clone(),
+            (verdict, None) => verdict.to_owned(),
+        };
+        let _ = writeln!(out, "  {}: {said}", f.worker);
+    }
+    if d.fits_nowhere_today {
+        let _ = writeln!(
+            out,
+            "It does not fit on any node today: no Node of any worker could hold one of its pods, however much room frees."
+        );
+    }
+    out
+}
+
+/// Where the copy's unfinished pods are bound, or the scheduler's word on those it cannot
+/// bind.
+fn pod_places(worker: &str, places: &[PodPlace]) -> String {
+    let mut out = String::new();
+    if places.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "  Its pods on worker {worker}:");
+    for p in places {
+        let at = match (&p.node, &p.unschedulable) {
+            (Some(node), _) => format!("on node {node}"),
+            (None, Some(message)) => format!("unschedulable: {message}"),
+            (None, None) => "not bound to a node yet".to_owned(),
+        };
+        let _ = writeln!(out, "    pod {} {at}", p.pod);
     }
     out
 }

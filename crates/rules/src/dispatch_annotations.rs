@@ -4,14 +4,20 @@
 //! * `jobwarden.io/workers: east,west`: the workers the Job may be placed on, DNS labels
 //!   separated by commas (spaces around a name are allowed, as the dispatcher reads them);
 //! * `jobwarden.io/on-worker-lost`: `Redispatch` (the default), `Wait` or `Fail`;
+//! * `jobwarden.io/on-worker-drain`: `Finish` (the default) or `Redispatch`;
 //! * `jobwarden.io/worker`: the worker the Job is placed on, a DNS label;
-//! * `jobwarden.io/worker-lost-since`: when its worker stopped answering, RFC 3339.
+//! * `jobwarden.io/worker-lost-since`: when its worker stopped answering, RFC 3339;
+//! * `jobwarden.io/unschedulable-seconds`: how long its copy may stay unschedulable before it
+//!   moves, whole seconds (user);
+//! * `jobwarden.io/max-moves`: how often it may move for that, a count (user);
+//! * `jobwarden.io/moved-from`: the workers it left for that, DNS labels (dispatcher).
 //!
-//! All four stay mutable: the dispatcher writes the last two over a Job's life (with a merge
-//! patch of the user's Job), and a user may widen or narrow the candidates of a Job not yet
-//! placed. The last two are the dispatcher's record, though: a new Job may not carry them, or
-//! a manifest could place itself past `jobwarden.io/workers` and the workers' namespaces
-//! (`validate_new`). A Job without any of them costs four map lookups, nothing more.
+//! All stay mutable: the dispatcher writes its own over a Job's life (with a merge patch of
+//! the user's Job), and a user may widen or narrow the candidates of a Job not yet placed.
+//! The dispatcher's record (worker, lost mark, moves) may not come with a new Job, though, or
+//! a manifest could place itself past `jobwarden.io/workers` and the workers' namespaces, or
+//! spend its moves before it ran (`validate_new`). A Job without any of them costs eight map
+//! lookups, nothing more.
 
 use std::collections::BTreeSet;
 
@@ -19,17 +25,27 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::field::{BadValue, FieldError, FieldPath};
 use super::well_known::{
-    ON_WORKER_LOST_ANNOTATION, WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION, WORKERS_ANNOTATION,
+    MAX_MOVES_ANNOTATION, MOVED_FROM_ANNOTATION, ON_WORKER_DRAIN_ANNOTATION,
+    ON_WORKER_LOST_ANNOTATION, UNSCHEDULABLE_SECONDS_ANNOTATION, WORKER_ANNOTATION,
+    WORKER_LOST_SINCE_ANNOTATION, WORKERS_ANNOTATION,
 };
 use super::{ErrorList, JobObject, names};
 
 /// `jobwarden.io/on-worker-lost`'s values, in the sorted order upstream lists supported values.
 pub const ON_WORKER_LOST_VALUES: [&str; 3] = ["Fail", "Redispatch", "Wait"];
+/// `jobwarden.io/on-worker-drain`'s values, sorted.
+pub const ON_WORKER_DRAIN_VALUES: [&str; 2] = ["Finish", "Redispatch"];
 
 /// The most workers `jobwarden.io/workers` may name. No dispatcher has that many workers, and
 /// the bound keeps a hostile annotation (256 KiB of `a,a,a,…`) from costing a review, and its
 /// answer, more than a valid one.
 pub const MAX_WORKERS: usize = 64;
+
+/// The longest `jobwarden.io/unschedulable-seconds`: a week. Longer is "never move", which
+/// `jobwarden.io/max-moves: "0"` says plainly.
+pub const MAX_UNSCHEDULABLE_SECONDS: u64 = 7 * 24 * 3600;
+/// The most `jobwarden.io/max-moves` may allow.
+pub const MAX_MOVES: u32 = 16;
 
 const ANNOTATIONS: FieldPath<'static> = FieldPath::new("metadata.annotations");
 
@@ -49,6 +65,36 @@ pub fn validate(job: &JobObject<'_>) -> ErrorList {
             BadValue::Str(text.to_owned()),
             &ON_WORKER_LOST_VALUES,
         ));
+    }
+    if let Some(text) = job.annotation(ON_WORKER_DRAIN_ANNOTATION)
+        && !ON_WORKER_DRAIN_VALUES.contains(&text)
+    {
+        errs.push(FieldError::not_supported(
+            &ANNOTATIONS.key(ON_WORKER_DRAIN_ANNOTATION),
+            BadValue::Str(text.to_owned()),
+            &ON_WORKER_DRAIN_VALUES,
+        ));
+    }
+    if let Some(text) = job.annotation(UNSCHEDULABLE_SECONDS_ANNOTATION) {
+        validate_count(
+            text,
+            UNSCHEDULABLE_SECONDS_ANNOTATION,
+            1,
+            MAX_UNSCHEDULABLE_SECONDS,
+            &mut errs,
+        );
+    }
+    if let Some(text) = job.annotation(MAX_MOVES_ANNOTATION) {
+        validate_count(
+            text,
+            MAX_MOVES_ANNOTATION,
+            0,
+            u64::from(MAX_MOVES),
+            &mut errs,
+        );
+    }
+    if let Some(text) = job.annotation(MOVED_FROM_ANNOTATION) {
+        validate_names(text, MOVED_FROM_ANNOTATION, &mut errs);
     }
     if let Some(text) = job.annotation(WORKER_ANNOTATION) {
         let path = ANNOTATIONS.key(WORKER_ANNOTATION);
@@ -76,23 +122,46 @@ pub fn validate(job: &JobObject<'_>) -> ErrorList {
 /// writes them once the Job exists; a manifest that brings them (copied from `kubectl get -o
 /// yaml`, say) would choose its own worker.
 pub fn validate_new(job: &JobObject<'_>) -> ErrorList {
-    [WORKER_ANNOTATION, WORKER_LOST_SINCE_ANNOTATION]
-        .into_iter()
-        .filter(|key| job.annotation(key).is_some())
-        .map(|key| {
-            FieldError::forbidden(
-                &ANNOTATIONS.key(key),
-                "set by jobwarden's dispatcher once the Job exists; a new Job may not carry it",
-            )
-        })
-        .collect()
+    [
+        WORKER_ANNOTATION,
+        WORKER_LOST_SINCE_ANNOTATION,
+        MOVED_FROM_ANNOTATION,
+    ]
+    .into_iter()
+    .filter(|key| job.annotation(key).is_some())
+    .map(|key| {
+        FieldError::forbidden(
+            &ANNOTATIONS.key(key),
+            "set by jobwarden's dispatcher once the Job exists; a new Job may not carry it",
+        )
+    })
+    .collect()
+}
+
+fn validate_workers(text: &str, errs: &mut ErrorList) {
+    validate_names(text, WORKERS_ANNOTATION, errs);
+}
+
+/// A whole number in `min..=max`, written as Go's `strconv.ParseUint` reads one (digits only:
+/// no sign, no spaces, no unit).
+fn validate_count(text: &str, key: &str, min: u64, max: u64, errs: &mut ErrorList) {
+    let ok = !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && text.parse::<u64>().is_ok_and(|n| (min..=max).contains(&n));
+    if !ok {
+        errs.push(FieldError::invalid(
+            &ANNOTATIONS.key(key),
+            BadValue::Str(text.to_owned()),
+            format!("must be a whole number from {min} to {max}"),
+        ));
+    }
 }
 
 /// Each entry by its position, as upstream reports the items of a list: empty (`east,,west`,
 /// a trailing comma, or a blank annotation) is Required, a name that is not a DNS label
 /// Invalid, a name given twice Duplicate.
-fn validate_workers(text: &str, errs: &mut ErrorList) {
-    let path = ANNOTATIONS.key(WORKERS_ANNOTATION);
+fn validate_names(text: &str, key: &str, errs: &mut ErrorList) {
+    let path = ANNOTATIONS.key(key);
     let count = text.split(',').count();
     if count > MAX_WORKERS {
         errs.push(FieldError::too_many(&path, count, MAX_WORKERS));
@@ -174,9 +243,15 @@ pub fn warnings(job: &JobObject<'_>, dispatcher_name: &str) -> Vec<String> {
     if job.spec.managed_by.as_deref() == Some(dispatcher_name) {
         return Vec::new();
     }
-    [WORKERS_ANNOTATION, ON_WORKER_LOST_ANNOTATION]
-        .into_iter()
-        .filter(|key| job.annotation(key).is_some())
+    [
+        WORKERS_ANNOTATION,
+        ON_WORKER_LOST_ANNOTATION,
+        ON_WORKER_DRAIN_ANNOTATION,
+        UNSCHEDULABLE_SECONDS_ANNOTATION,
+        MAX_MOVES_ANNOTATION,
+    ]
+    .into_iter()
+    .filter(|key| job.annotation(key).is_some())
         .map(|key| {
             format!(
                 "metadata.annotations[{key}]: takes effect only for Jobs with spec.managedBy {dispatcher_name:?}; no other controller reads it"

@@ -86,9 +86,23 @@ pub const WORKER_ANNOTATION: &str = "jobwarden.io/worker";
 pub const WORKERS_ANNOTATION: &str = "jobwarden.io/workers";
 /// What happens to a Job whose worker is lost: `Redispatch` (the default), `Wait` or `Fail`.
 pub const ON_WORKER_LOST_ANNOTATION: &str = "jobwarden.io/on-worker-lost";
+/// What happens to a Job whose worker is drained (the policy's `draining: true`): `Finish`
+/// (the default: it stays to its end) or `Redispatch` (it moves at once).
+pub const ON_WORKER_DRAIN_ANNOTATION: &str = "jobwarden.io/on-worker-drain";
 /// When the dispatcher first saw the Job's worker lost (RFC 3339), written on the Job so that
 /// a new leader takes up the clock where the old one left it; removed when the worker answers.
 pub const WORKER_LOST_SINCE_ANNOTATION: &str = "jobwarden.io/worker-lost-since";
+/// How long a Job's copy may stay unschedulable before the Job moves (whole seconds), over the
+/// policy's `dispatch.unschedulableSeconds`.
+pub const UNSCHEDULABLE_SECONDS_ANNOTATION: &str = "jobwarden.io/unschedulable-seconds";
+/// How many times a Job may move because its copy could not be scheduled (default
+/// [`DEFAULT_MAX_MOVES`]; 0: never).
+pub const MAX_MOVES_ANNOTATION: &str = "jobwarden.io/max-moves";
+/// The default of [`MAX_MOVES_ANNOTATION`].
+pub const DEFAULT_MAX_MOVES: u32 = 3;
+/// The dispatcher's record of the workers a Job left because its copy could not be scheduled
+/// there, oldest first: they are not tried again, and their count is the Job's moves.
+pub const MOVED_FROM_ANNOTATION: &str = "jobwarden.io/moved-from";
 /// On every copy: the UID of the user's Job it is a copy of. A Job on a worker without it,
 /// or with another, is not the dispatcher's copy of that Job, and is never touched.
 pub const ORIGIN_UID_LABEL: &str = "jobwarden.io/origin-uid";

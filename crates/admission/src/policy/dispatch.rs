@@ -14,6 +14,11 @@ use super::NamespaceMatch;
 /// `workerLostTimeout`: a worker that has not answered for that long is down, not slow.
 pub const DEFAULT_WORKER_LOST_SECONDS: u64 = 300;
 
+/// The default of [`Dispatch::unschedulable_seconds`]: five minutes, about what Karmada's
+/// descheduler waits before it moves an unschedulable replica; long enough for a cluster
+/// autoscaler to add a node, short enough that a Job does not sit where it cannot run.
+pub const DEFAULT_UNSCHEDULABLE_SECONDS: u64 = 300;
+
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Dispatch {
@@ -27,6 +32,10 @@ pub struct Dispatch {
     /// How long a worker may not answer before the Jobs placed on it follow their
     /// `jobwarden.io/on-worker-lost` choice.
     pub worker_lost_seconds: u64,
+    /// How long a copy's pods may all stay unschedulable (`PodScheduled=False`, reason
+    /// `Unschedulable`), none ever bound, before the Job moves to another worker; a Job's
+    /// `jobwarden.io/unschedulable-seconds` overrides it.
+    pub unschedulable_seconds: u64,
 }
 
 impl Default for Dispatch {
@@ -36,6 +45,7 @@ impl Default for Dispatch {
             origin: String::new(),
             workers: Vec::new(),
             worker_lost_seconds: DEFAULT_WORKER_LOST_SECONDS,
+            unschedulable_seconds: DEFAULT_UNSCHEDULABLE_SECONDS,
         }
     }
 }
@@ -55,6 +65,23 @@ pub struct Worker {
     pub local: bool,
     /// Only these namespaces' Jobs go here. Empty: every namespace's.
     pub namespaces: NamespaceMatch,
+    /// How its room is judged when a Job is placed.
+    pub capacity: Capacity,
+    /// It takes no new Jobs; those placed there stay to their end, or move at once when they
+    /// say `jobwarden.io/on-worker-drain: Redispatch`. A worker is drained before it is
+    /// removed from the policy.
+    pub draining: bool,
+}
+
+/// How a worker's room is judged.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+pub enum Capacity {
+    /// By its Nodes: a Job goes there only if its pods fit now, node by node.
+    #[default]
+    Nodes,
+    /// It grows on demand (a cluster autoscaler, virtual nodes): its Nodes say nothing of
+    /// what it can take, so Jobs are placed there by count, and only the move rule applies.
+    Unbounded,
 }
 
 /// Where a worker's kubeconfig comes from.
@@ -133,6 +160,9 @@ impl Dispatch {
         if self.worker_lost_seconds == 0 {
             problems.push("dispatch.workerLostSeconds must be at least 1".to_owned());
         }
+        if self.unschedulable_seconds == 0 {
+            problems.push("dispatch.unschedulableSeconds must be at least 1".to_owned());
+        }
         let mut seen: Vec<&str> = Vec::new();
         let mut locals = 0;
         for (i, worker) in self.workers.iter().enumerate() {
@@ -201,10 +231,17 @@ mod tests {
                 {"name": "east", "kubeconfigSecret": "jobwarden-worker-east"},
                 {"name": "west", "kubeconfigFile": "/etc/jobwarden/workers/west/kubeconfig",
                  "namespaces": {"names": ["ml-training"]}},
-                {"name": "here", "local": true}],
-               "workerLostSeconds": 300}}"#,
+                {"name": "here", "local": true},
+                {"name": "burst", "kubeconfigSecret": "jobwarden-worker-burst", "capacity": "Unbounded"}],
+               "workerLostSeconds": 300, "unschedulableSeconds": 20}}"#,
         );
-        assert_eq!(d.workers.len(), 3);
+        assert_eq!(d.workers.len(), 4);
+        assert_eq!(d.unschedulable_seconds, 20);
+        assert_eq!(d.worker("east").map(|w| w.capacity), Some(Capacity::Nodes));
+        assert_eq!(
+            d.worker("burst").map(|w| w.capacity),
+            Some(Capacity::Unbounded)
+        );
         assert_eq!(d.local_worker(), Some("here"));
         assert_eq!(
             d.worker("east").and_then(Worker::source),
@@ -219,6 +256,7 @@ mod tests {
         let d = Dispatch::default();
         assert_eq!(d.controller_name, "jobwarden.io/dispatcher");
         assert_eq!(d.worker_lost_seconds, DEFAULT_WORKER_LOST_SECONDS);
+        assert_eq!(d.unschedulable_seconds, DEFAULT_UNSCHEDULABLE_SECONDS);
         assert!(!d.is_enabled());
         assert!(d.problems("jobwarden.io/job-controller").is_empty());
     }
@@ -255,6 +293,10 @@ mod tests {
                 "at most one worker may be local",
             ),
             (r#"{"workerLostSeconds": 0}"#, "dispatch.workerLostSeconds"),
+            (
+                r#"{"unschedulableSeconds": 0}"#,
+                "dispatch.unschedulableSeconds",
+            ),
             (
                 r#"{"controllerName": "jobwarden.io/job-controller"}"#,
                 "the Job controller's name",

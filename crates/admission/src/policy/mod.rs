@@ -15,7 +15,7 @@ pub mod change;
 pub mod dispatch;
 
 pub use change::{PolicyVeto, PolicyVetoes, VetoRegistration, Vetoed, content_hash, needs_restart};
-pub use dispatch::{Dispatch, Worker, WorkerSource};
+pub use dispatch::{Capacity, Dispatch, Worker, WorkerSource};
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]

@@ -15,6 +15,7 @@ fn settings() -> Settings {
     Settings {
         origin: "mgmt".to_owned(),
         worker_lost: Duration::from_secs(20),
+        unschedulable: Duration::from_secs(300),
     }
 }
 
@@ -82,6 +83,8 @@ fn worker(name: &str, load: usize) -> WorkerState<'_> {
         takes_namespace: true,
         has_namespace: Some(true),
         load,
+        room: RoomFit::Fits,
+        draining: false,
     }
 }
 
@@ -94,6 +97,28 @@ fn lost(name: &str) -> WorkerState<'_> {
 
 fn run(user: &UserJob, copy: Option<&Value>, workers: &[WorkerState<'_>]) -> Plan {
     run_seeing(user, copy, &[], &[], workers)
+}
+
+/// [`run`] at `at`, its copy's pods as the worker's view shows them.
+fn run_with_pods(
+    user: &UserJob,
+    copy: &Value,
+    pods: &CopyPods,
+    workers: &[WorkerState<'_>],
+    at: &str,
+) -> Plan {
+    plan(
+        &settings(),
+        JobView {
+            user: &user.0,
+            copy: Some(copy),
+            copies_on: &[],
+            avoid: &[],
+            copy_pods: Some(pods),
+        },
+        workers,
+        at.parse().expect("a time"),
+    )
 }
 
 /// [`run`], with copies found on other workers and workers found unfit by trying.
@@ -111,6 +136,7 @@ fn run_seeing(
             copy,
             copies_on,
             avoid,
+            copy_pods: None,
         },
         workers,
         now(),
@@ -122,9 +148,14 @@ fn kinds(plan: &Plan) -> Vec<String> {
     plan.steps
         .iter()
         .map(|s| match s {
-            Step::Record { to, replacing } => match replacing {
-                Some(from) => format!("record {to} (was {from})"),
-                None => format!("record {to}"),
+            Step::Record {
+                to,
+                replacing,
+                moved_from,
+            } => match (replacing, moved_from) {
+                (Some(from), Some(left)) => format!("record {to} (was {from}, left {left})"),
+                (Some(from), None) => format!("record {to} (was {from})"),
+                (None, _) => format!("record {to}"),
             },
             Step::Create { worker, .. } => format!("create on {worker}"),
             Step::PatchCopy { worker, .. } => format!("patch copy on {worker}"),
@@ -475,5 +506,267 @@ fn on_worker_lost_reads_its_three_values() {
     assert_eq!(
         OnWorkerLost::parse(Some("Redispatch")),
         OnWorkerLost::Redispatch
+    );
+}
+
+fn short(why: &str) -> RoomFit {
+    RoomFit::Short {
+        why: why.to_owned(),
+        label: "insufficient",
+        never: false,
+    }
+}
+
+#[test]
+fn a_job_goes_where_its_pods_fit_though_another_worker_has_fewer_jobs() {
+    let no_gpus = WorkerState {
+        room: short("0 of 2 pods fit: insufficient nvidia.com/gpu (0 free on 2 nodes)"),
+        ..worker("alpha", 0)
+    };
+    let plan = run(&UserJob::new(), None, &[no_gpus.clone(), worker("beta", 5)]);
+    assert_eq!(kinds(&plan), ["record beta", "create on beta"]);
+    let full = WorkerState {
+        room: short("0 of 2 pods fit: insufficient cpu (1 free on 2 nodes)"),
+        ..worker("beta", 5)
+    };
+    let plan = run(&UserJob::new(), None, &[no_gpus, full.clone()]);
+    assert!(plan.steps.is_empty());
+    let Some(Waiting::NoRoom { message, .. }) = &plan.waiting else {
+        panic!("waits for room: {plan:?}")
+    };
+    assert_eq!(
+        message,
+        "no worker has room for the Job now: alpha: 0 of 2 pods fit: insufficient nvidia.com/gpu (0 free on 2 nodes); beta: 0 of 2 pods fit: insufficient cpu (1 free on 2 nodes)"
+    );
+    assert_eq!(
+        plan.waiting.as_ref().map(Waiting::reason),
+        Some("NoWorkerFits")
+    );
+    // A figure that changes is the same reason: no new Event for it.
+    let fuller = WorkerState {
+        room: short("0 of 2 pods fit: insufficient cpu (0 free on 2 nodes)"),
+        ..worker("beta", 5)
+    };
+    let again = run(&UserJob::new(), None, &[worker_short("alpha"), fuller]);
+    let (Some(a), Some(b)) = (&plan.waiting, &again.waiting) else {
+        panic!("both wait")
+    };
+    assert!(a.same_reason(b));
+    assert_ne!(a, b);
+}
+
+fn worker_short(name: &str) -> WorkerState<'_> {
+    WorkerState {
+        room: short("0 of 2 pods fit: insufficient nvidia.com/gpu (0 free on 2 nodes)"),
+        ..worker(name, 0)
+    }
+}
+
+#[test]
+fn a_job_no_worker_can_hold_waits_until_its_deadline() {
+    let never = |name| WorkerState {
+        room: RoomFit::Short {
+            why: "does not fit on any node today: needs 64 cpu, the largest node has 2".to_owned(),
+            label: "never_fits",
+            never: true,
+        },
+        ..worker(name, 0)
+    };
+    // Created at 10:00 with an hour to run: it waits, for a reason an Event says.
+    let job = UserJob::new().spec("activeDeadlineSeconds", json!(3600));
+    let plan = run(&job, None, &[never("alpha"), never("beta")]);
+    assert!(plan.steps.is_empty(), "{plan:?}");
+    assert!(
+        plan.waiting
+            .as_ref()
+            .map(Waiting::message)
+            .is_some_and(|m| m.starts_with("the Job does not fit on any node today")),
+        "{plan:?}"
+    );
+    assert_eq!(plan.recheck_at, "2026-11-27T11:00:00Z".parse().ok());
+    // With 30 s, long past at 10:10: it fails as upstream's controller fails it.
+    let job = UserJob::new().spec("activeDeadlineSeconds", json!(30));
+    let plan = run(&job, None, &[never("alpha"), never("beta")]);
+    assert_eq!(
+        kinds(&plan),
+        ["fail: DeadlineExceeded", "event DeadlineExceeded"]
+    );
+}
+
+fn unschedulable_pods() -> CopyPods {
+    CopyPods {
+        total: 1,
+        bound: 0,
+        unschedulable: Some((
+            "2026-11-27T10:01:00Z".parse().expect("a time"),
+            "0/2 nodes are available: 2 Insufficient cpu.".to_owned(),
+        )),
+    }
+}
+
+#[test]
+fn a_copy_that_cannot_be_scheduled_moves_record_first_then_delete_then_create() {
+    let user = UserJob::new()
+        .on("alpha")
+        .annotated("jobwarden.io/unschedulable-seconds", "20")
+        .status(json!({"startTime": "2026-11-27T10:00:30Z", "active": 1}));
+    let copy = copy_of(
+        &user,
+        json!({"startTime": "2026-11-27T10:00:30Z", "active": 1}),
+    );
+    let pods = unschedulable_pods();
+    let workers = [worker("alpha", 0), worker("beta", 3)];
+    // Before its time: it waits, and says so.
+    let plan = run_with_pods(&user, &copy, &pods, &workers, "2026-11-27T10:01:10Z");
+    assert!(plan.steps.is_empty(), "{plan:?}");
+    assert_eq!(
+        plan.waiting.as_ref().map(Waiting::reason),
+        Some("Unschedulable")
+    );
+    assert_eq!(plan.recheck_at, "2026-11-27T10:01:20Z".parse().ok());
+    // At its time: it moves.
+    let plan = run_with_pods(&user, &copy, &pods, &workers, "2026-11-27T10:01:20Z");
+    assert_eq!(
+        kinds(&plan),
+        [
+            "record beta (was alpha, left alpha)",
+            "delete copy on alpha: unschedulable",
+            "create on beta",
+            "event Moved",
+        ]
+    );
+    let Some(Step::Event(moved)) = plan.steps.last() else {
+        panic!("an Event")
+    };
+    assert_eq!(
+        moved.message,
+        "the Job's copy on worker alpha could not be scheduled for 20s (0/2 nodes are available: 2 Insufficient cpu.); the Job moved to worker beta"
+    );
+}
+
+#[test]
+fn a_job_moves_only_where_it_has_not_been_and_where_it_fits() {
+    let user = UserJob::new()
+        .on("beta")
+        .annotated("jobwarden.io/moved-from", "alpha")
+        .status(json!({"active": 1}));
+    let copy = copy_of(&user, json!({"active": 1}));
+    let pods = unschedulable_pods();
+    let late = "2026-11-27T11:00:00Z";
+    // alpha was left once: not tried again; gamma has no room: the Job stays, and says why.
+    let workers = [worker("alpha", 0), worker("beta", 0), worker_short("gamma")];
+    let plan = run_with_pods(&user, &copy, &pods, &workers, late);
+    assert!(plan.steps.is_empty(), "{plan:?}");
+    let message = plan
+        .waiting
+        .as_ref()
+        .map(Waiting::message)
+        .unwrap_or_default();
+    assert!(
+        message.contains("no other worker can take the Job now")
+            && message
+                .contains("alpha: the Job left it when its copy could not be scheduled there")
+            && message.contains("gamma: 0 of 2 pods fit"),
+        "{message}"
+    );
+    // With room on gamma it goes there, and both left workers are kept.
+    let workers = [worker("alpha", 0), worker("beta", 0), worker("gamma", 9)];
+    let plan = run_with_pods(&user, &copy, &pods, &workers, late);
+    assert_eq!(
+        kinds(&plan).first().map(String::as_str),
+        Some("record gamma (was beta, left alpha,beta)")
+    );
+    // After max-moves it stays.
+    let capped = UserJob::new()
+        .on("beta")
+        .annotated("jobwarden.io/moved-from", "alpha")
+        .annotated("jobwarden.io/max-moves", "1")
+        .status(json!({"active": 1}));
+    let plan = run_with_pods(&capped, &copy, &pods, &workers, late);
+    assert!(plan.steps.is_empty(), "{plan:?}");
+    assert!(
+        plan.waiting
+            .as_ref()
+            .map(Waiting::message)
+            .is_some_and(|m| m.contains("has moved 1 times (jobwarden.io/max-moves) and stays")),
+        "{plan:?}"
+    );
+}
+
+#[test]
+fn a_copy_partly_running_never_moves() {
+    let user = UserJob::new().on("alpha").status(json!({"active": 2}));
+    let copy = copy_of(&user, json!({"active": 2}));
+    let pods = CopyPods {
+        total: 2,
+        bound: 1,
+        ..unschedulable_pods()
+    };
+    let plan = run_with_pods(
+        &user,
+        &copy,
+        &pods,
+        &[worker("alpha", 0), worker("beta", 0)],
+        "2026-11-27T12:00:00Z",
+    );
+    assert!(plan.steps.is_empty(), "{plan:?}");
+    assert_eq!(plan.waiting, None);
+}
+
+fn draining(name: &str) -> WorkerState<'_> {
+    WorkerState {
+        draining: true,
+        ..worker(name, 0)
+    }
+}
+
+#[test]
+fn a_draining_worker_takes_no_new_job() {
+    let plan = run(
+        &UserJob::new(),
+        None,
+        &[draining("alpha"), worker("beta", 7)],
+    );
+    assert_eq!(kinds(&plan), ["record beta", "create on beta"]);
+    let plan = run(&UserJob::new(), None, &[draining("alpha")]);
+    assert!(plan.steps.is_empty());
+    assert_eq!(
+        plan.waiting.as_ref().map(Waiting::message).as_deref(),
+        Some("no worker can take the Job now: alpha: it is draining (the policy's draining: true)")
+    );
+}
+
+#[test]
+fn on_a_draining_worker_a_job_finishes_there_or_moves_at_once() {
+    let running = json!({"startTime": "2026-11-27T10:00:30Z", "active": 1});
+    let finishing = UserJob::new().on("alpha").status(running.clone());
+    let copy = copy_of(&finishing, running.clone());
+    let workers = [draining("alpha"), worker("beta", 3)];
+    let plan = run(&finishing, Some(&copy), &workers);
+    assert!(
+        plan.steps.is_empty(),
+        "Finish, the default, stays: {plan:?}"
+    );
+    assert_eq!(plan.waiting, None);
+    let moving = UserJob::new()
+        .on("alpha")
+        .annotated("jobwarden.io/on-worker-drain", "Redispatch")
+        .status(running.clone());
+    let plan = run(&moving, Some(&copy), &workers);
+    assert_eq!(
+        kinds(&plan),
+        [
+            "record beta (was alpha)",
+            "delete copy on alpha: drained",
+            "create on beta",
+            "event Redispatched",
+        ]
+    );
+    // Nowhere else to go: it stays, and says why.
+    let plan = run(&moving, Some(&copy), &[draining("alpha")]);
+    assert!(plan.steps.is_empty(), "{plan:?}");
+    assert_eq!(
+        plan.waiting.as_ref().map(Waiting::reason),
+        Some("WorkerDraining")
     );
 }

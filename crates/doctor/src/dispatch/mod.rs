@@ -5,6 +5,7 @@
 
 pub mod jobs;
 pub mod lost;
+pub mod room;
 pub mod worker;
 
 use std::time::Duration;
@@ -14,6 +15,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::check::Check;
 use jobs::DispatchedJob;
+use room::LeaderMetrics;
 use worker::WorkerObserved;
 
 /// Everything doctor read for the dispatch checks.
@@ -26,15 +28,22 @@ pub struct DispatchObserved {
     pub workers: Vec<WorkerObserved>,
     /// The dispatcher's Jobs not finished, or why they could not be listed.
     pub jobs: Result<Vec<DispatchedJob>, String>,
+    /// The leader's metrics, for how it knows each worker's room.
+    pub leader_metrics: LeaderMetrics,
     pub now: Timestamp,
 }
 
-/// Every dispatch check: each worker's, in the policy's order, then the lost workers.
+/// Every dispatch check: each worker's, in the policy's order (the leader's view of its room
+/// last), then the lost workers.
 pub fn checks(o: &DispatchObserved) -> Vec<Check> {
     let mut out: Vec<Check> = o
         .workers
         .iter()
-        .flat_map(|w| worker::checks(w, &o.namespace))
+        .flat_map(|w| {
+            let mut checks = worker::checks(w, &o.namespace);
+            checks.push(room::fresh(&w.name, &o.leader_metrics));
+            checks
+        })
         .collect();
     let configured: Vec<&str> = o.policy.workers.iter().map(|w| w.name.as_str()).collect();
     out.extend(lost::lost_workers(

@@ -62,6 +62,9 @@ pub struct Reached {
     pub whoami: Reply,
     /// SelfSubjectAccessReviews of [`reviews`].
     pub permissions: Vec<(Access, Allowed)>,
+    /// SelfSubjectAccessReviews of what it reads for where a Job fits
+    /// (`worker_room_uses(None)`: Nodes and pods, cluster-wide).
+    pub room: Vec<(Access, Allowed)>,
     /// The namespaces its Jobs need there, or why they are not known (the Jobs could not be
     /// listed).
     pub namespaces: Result<Vec<NamespaceSeen>, String>,
@@ -280,6 +283,7 @@ pub fn checks(w: &WorkerObserved, jobwarden_namespace: &str) -> Vec<Check> {
 
     out.push(permissions(name, &reached.permissions));
     out.push(namespaces(name, &reached.namespaces));
+    out.push(crate::dispatch::room::readable(name, &reached.room));
     out
 }
 

@@ -138,6 +138,9 @@ pub fn dispatcher_uses(namespace: &str, secrets: &[&str]) -> Vec<Access> {
                 )
             })
             .collect(),
+        // The local worker (`local: true`) is judged by this cluster's own Nodes, as a worker
+        // by its (its pods are read under the Job controller's grant).
+        Access::verbs(None, "", "nodes", None, &["get", "list", "watch"]),
     ]
     .concat()
 }
@@ -153,6 +156,22 @@ pub fn worker_secrets(policy: &jobwarden_admission::Policy) -> Vec<&str> {
     names.sort_unstable();
     names.dedup();
     names
+}
+
+/// What the dispatcher reads of a worker to know where a Job fits (docs/dispatch.md#where-a-job-fits):
+/// its Nodes and its unfinished pods, listed and watched cluster-wide (`None`), or the pods of
+/// the one namespace a RoleBinding grants (`Some`: no Nodes then, and placement counts Jobs on
+/// that worker). Apart from [`worker_uses`]: a worker without them still runs Jobs.
+pub fn worker_room_uses(namespace: Option<&str>) -> Vec<Access> {
+    let pods = Access::verbs(namespace, "", "pods", None, &["get", "list", "watch"]);
+    match namespace {
+        None => [
+            Access::verbs(None, "", "nodes", None, &["get", "list", "watch"]),
+            pods,
+        ]
+        .concat(),
+        Some(_) => pods,
+    }
 }
 
 /// What the dispatcher asks of a worker cluster, as the identity that deploy/worker/ (or the

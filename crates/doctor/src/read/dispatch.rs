@@ -13,6 +13,8 @@ use std::time::Duration;
 use futures::future::join_all;
 use jobwarden_admission::policy::{Dispatch, Worker, WorkerSource};
 use jobwarden_dispatcher::credential_source::SECRET_KEY;
+use jobwarden_rules::well_known::LEASE_NAME;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -22,10 +24,12 @@ use super::{Cluster, with_causes};
 use crate::access::Access;
 use crate::dispatch::DispatchObserved;
 use crate::dispatch::jobs::{DispatchedJob, wanted_namespaces};
+use crate::dispatch::room::LeaderMetrics;
 use crate::dispatch::worker::{
     KubeconfigRead, NamespaceFound, NamespaceSeen, Reached, WorkerObserved, accepted, reviews,
 };
 use crate::installed::deployment::{FileSource, file_source};
+use crate::installed::permissions::worker_room_uses;
 
 /// The longest doctor waits for one answer of a worker.
 const WORKER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -37,6 +41,7 @@ pub async fn read(
     namespace: &str,
     dispatch: &Dispatch,
     pod_spec: Option<&Value>,
+    metrics_secure: Option<bool>,
     jobs: Result<Vec<DispatchedJob>, String>,
 ) -> DispatchObserved {
     let labels = namespace_labels(cluster, dispatch, &jobs).await;
@@ -53,7 +58,75 @@ pub async fn read(
         policy: dispatch.clone(),
         workers,
         jobs,
+        leader_metrics: leader_metrics(cluster, namespace, pod_spec, metrics_secure).await,
         now: k8s_openapi::jiff::Timestamp::now(),
+    }
+}
+
+/// The leader's `/metrics`, through the API server's pod proxy with the caller's credentials
+/// (`get` on `pods/proxy`): the leader is the Lease's holder (a replica's identity is its pod's
+/// name), its port the controller's container port named `metrics`. Metrics served only to
+/// authorized readers (`--metrics-secure`, the default) are not read: the proxy does not pass
+/// the caller's credentials on, so the leader would refuse it.
+async fn leader_metrics(
+    cluster: &Cluster,
+    namespace: &str,
+    pod_spec: Option<&Value>,
+    metrics_secure: Option<bool>,
+) -> LeaderMetrics {
+    let unreadable = |why: String| LeaderMetrics::Unreadable(why);
+    if metrics_secure != Some(false) {
+        return unreadable(
+            "the leader serves its metrics to authorized readers only (--metrics-secure), which the API server's pod proxy cannot be".to_owned(),
+        );
+    }
+    let port = pod_spec
+        .and_then(|s| s.pointer("/containers"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get("ports").and_then(Value::as_array))
+        .flatten()
+        .find(|p| p.get("name").and_then(Value::as_str) == Some("metrics"))
+        .and_then(|p| p.get("containerPort").and_then(Value::as_i64));
+    let Some(port) = port else {
+        return unreadable(
+            "jobwarden's controller Deployment names no container port metrics".to_owned(),
+        );
+    };
+    let holder = match Api::<Lease>::namespaced(cluster.client.clone(), namespace)
+        .get_opt(LEASE_NAME)
+        .await
+    {
+        Ok(lease) => lease
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity)
+            .filter(|h| !h.is_empty()),
+        Err(e) => {
+            return unreadable(format!(
+                "cannot read Lease {namespace}/{LEASE_NAME}: {}",
+                api_error(e)
+            ));
+        }
+    };
+    let Some(pod) = holder else {
+        return unreadable(format!("no replica holds Lease {namespace}/{LEASE_NAME}"));
+    };
+    let path = format!("/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy/metrics");
+    let request = match http::Request::get(&path).body(Vec::new()) {
+        Ok(request) => request,
+        Err(e) => return unreadable(e.to_string()),
+    };
+    match cluster.client.request_text(request).await {
+        Ok(text) => LeaderMetrics::Read { pod, text },
+        Err(kube::Error::Api(s)) if s.code == 403 => unreadable(format!(
+            "you may not read the leader's metrics through the API server (get on pods/proxy in namespace {namespace}): {}",
+            s.message
+        )),
+        Err(e) => unreadable(format!(
+            "cannot read the leader's ({pod}) metrics: {}",
+            with_causes(&e)
+        )),
     }
 }
 
@@ -235,6 +308,7 @@ async fn reach(
         version: worker.ask("/version").await,
         whoami: Err("not asked".to_owned()),
         permissions: Vec::new(),
+        room: Vec::new(),
         namespaces: Ok(Vec::new()),
     };
     if reached.version.is_err() {
@@ -250,6 +324,7 @@ async fn reach(
         return Ok(reached);
     }
     reached.permissions = worker.may_each(reviews(spec)).await;
+    reached.room = worker.may_each(worker_room_uses(None)).await;
     reached.namespaces = match wanted {
         Ok(wanted) => {
             let mut seen = Vec::new();

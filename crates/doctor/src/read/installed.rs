@@ -163,6 +163,7 @@ pub async fn read(
                 namespace,
                 &p.dispatch,
                 controller.map(|c| &c.pod_spec),
+                controller.and_then(|c| c.flags.as_ref().ok().map(|f| f.secures_metrics)),
                 counted.dispatched.clone(),
             )
             .await,

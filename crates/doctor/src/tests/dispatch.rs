@@ -1,7 +1,7 @@
 //! The dispatch checks: each worker as the dispatcher meets it (its kubeconfig judged by the
 //! dispatcher's own judge, its API server, the credentials taken or refused with 401, the
-//! dispatcher's permissions there, the namespaces its Jobs need), and the workers its Jobs find
-//! lost, from the marks on them.
+//! dispatcher's permissions there, the namespaces its Jobs need, its Nodes and pods readable,
+//! the leader's view of its room), and the workers its Jobs find lost, from the marks on them.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -19,10 +19,13 @@ use crate::catalogue::*;
 use crate::check::{Check, Status};
 use crate::dispatch::jobs::{DispatchedJob, wanted_namespaces};
 use crate::dispatch::lost::lost_workers;
+use crate::dispatch::room::{LeaderMetrics, fresh, readable, view_states};
 use crate::dispatch::worker::{
     KubeconfigRead, NamespaceFound, NamespaceSeen, Reached, WorkerObserved, checks, reviews,
 };
 use crate::dispatch::{DispatchObserved, checks as all_checks};
+use crate::installed::permissions::worker_room_uses;
+use crate::pre::Allowed;
 
 const T0: &str = "2026-01-01T00:00:00Z";
 
@@ -75,6 +78,10 @@ fn reached() -> Reached {
             .into_iter()
             .map(|a| (a, Ok(true)))
             .collect(),
+        room: worker_room_uses(None)
+            .into_iter()
+            .map(|a| (a, Ok(true)))
+            .collect(),
         namespaces: Ok(vec![NamespaceSeen {
             name: "ml".to_owned(),
             jobs: vec!["ml/train".to_owned()],
@@ -124,6 +131,7 @@ fn a_worker_the_dispatcher_can_use_passes_every_check() {
             (WORKER_CREDENTIALS.name, OK),
             (WORKER_PERMISSIONS.name, OK),
             (WORKER_NAMESPACES.name, OK),
+            (WORKER_ROOM_READABLE.name, OK),
         ]
     );
     expect(
@@ -146,6 +154,12 @@ fn a_worker_the_dispatcher_can_use_passes_every_check() {
         &["all 8 calls", "in every namespace"],
     );
     expect(&out[4], WORKER_NAMESPACES, OK, &["ml", "1 Job"]);
+    expect(
+        &out[5],
+        WORKER_ROOM_READABLE,
+        OK,
+        &["Nodes and pods cluster-wide", "placement sees its room"],
+    );
 }
 
 #[test]
@@ -535,6 +549,7 @@ fn a_run_tells_every_worker_in_the_policys_order_then_the_lost_ones() {
             },
         ],
         jobs: Ok(Vec::new()),
+        leader_metrics: LeaderMetrics::Unreadable("not asked".to_owned()),
         now: t(0),
     };
     let out = all_checks(&observed);
@@ -547,16 +562,140 @@ fn a_run_tells_every_worker_in_the_policys_order_then_the_lost_ones() {
             )
         })
         .collect();
-    assert_eq!(out.len(), 8, "{names:?}");
+    // east: six checks and the leader's view; plugin: its kubeconfig refused, the rest skipped
+    // in one line, and the leader's view; then the lost workers.
+    assert_eq!(out.len(), 11, "{names:?}");
     expect(
-        &out[5],
+        &out[6],
+        WORKER_VIEW_FRESH,
+        UNKNOWN,
+        &["worker east", "not asked"],
+    );
+    expect(
+        &out[7],
         WORKER_KUBECONFIG,
         ERROR,
         &["worker plugin", "exec_plugin"],
     );
-    expect(&out[7], LOST_WORKERS, OK, &[]);
+    expect(&out[9], WORKER_VIEW_FRESH, UNKNOWN, &["worker plugin"]);
+    expect(&out[10], LOST_WORKERS, OK, &[]);
     assert!(
         out.iter()
             .all(|c| c.kind.doc().starts_with("docs/dispatch.md#"))
+    );
+}
+
+/// Access reviews and their answers.
+type Answers = Vec<(Access, Allowed)>;
+
+/// Where a Job fits: the dispatcher's Nodes and pods on a worker. A role granted in chosen
+/// namespaces only is a warning (placement counts Jobs there), never a failure.
+#[test]
+fn a_worker_whose_role_cannot_read_nodes_and_pods_cluster_wide_places_by_count() {
+    let answers = |allowed: fn(&Access) -> Allowed| -> Vec<(Access, Allowed)> {
+        worker_room_uses(None)
+            .into_iter()
+            .map(|a| {
+                let answer = allowed(&a);
+                (a, answer)
+            })
+            .collect()
+    };
+    let is_nodes =
+        |a: &Access| matches!(a, Access::Resource { resource, .. } if resource == "nodes");
+    let cases: Vec<(Answers, Status, &[&str])> = vec![
+        (
+            answers(|_| Ok(true)),
+            OK,
+            &["may list and watch its Nodes and pods"],
+        ),
+        (
+            answers(|a| Ok(!matches!(a, Access::Resource { resource, .. } if resource == "nodes"))),
+            WARNING,
+            &[
+                "may not get nodes cluster-wide",
+                "placement falls back to counting Jobs on this worker",
+            ],
+        ),
+        (
+            answers(|_| Err("timed out".to_owned())),
+            UNKNOWN,
+            &["cannot tell", "timed out"],
+        ),
+    ];
+    for (answers, status, says) in cases {
+        let check = readable("east", &answers);
+        expect(&check, WORKER_ROOM_READABLE, status, says);
+    }
+    // Denied is said before unknown.
+    let mixed: Vec<(Access, Allowed)> = worker_room_uses(None)
+        .into_iter()
+        .map(|a| {
+            let answer = if is_nodes(&a) {
+                Ok(false)
+            } else {
+                Err("x".to_owned())
+            };
+            (a, answer)
+        })
+        .collect();
+    assert_eq!(readable("east", &mixed).status, WARNING);
+    // Its hint names the cluster-wide install: a RoleBinding cannot grant Nodes.
+    let hint = readable("east", &answers(|_| Ok(false)))
+        .hint
+        .unwrap_or_default();
+    assert!(hint.contains("apply -k deploy/worker/"), "{hint}");
+}
+
+#[test]
+fn the_leaders_view_of_a_worker_is_read_from_its_one_hot_gauge() {
+    let exposition = "\
+# HELP jobwarden_dispatch_worker_view How the dispatcher knows each worker's room.
+# TYPE jobwarden_dispatch_worker_view gauge
+jobwarden_dispatch_worker_view{worker=\"east\",state=\"fresh\"} 1
+jobwarden_dispatch_worker_view{worker=\"east\",state=\"listing\"} 0
+jobwarden_dispatch_worker_view{worker=\"east\",state=\"counting\"} 0
+jobwarden_dispatch_worker_view{worker=\"west\",state=\"fresh\"} 0
+jobwarden_dispatch_worker_view{worker=\"west\",state=\"counting\"} 1
+jobwarden_dispatch_worker_view{worker=\"gpu\",state=\"unbounded\"} 1
+jobwarden_dispatch_worker_view{worker=\"new\",state=\"listing\"} 1
+jobwarden_dispatch_worker_views_total 3
+";
+    let read = LeaderMetrics::Read {
+        pod: "jobwarden-7d9f-abcde".to_owned(),
+        text: exposition.to_owned(),
+    };
+    assert_eq!(view_states(exposition, "east"), ["fresh"]);
+    let cases: [(&str, Status, &[&str]); 5] = [
+        (
+            "east",
+            OK,
+            &["jobwarden-7d9f-abcde", "listed its Nodes and pods"],
+        ),
+        (
+            "west",
+            WARNING,
+            &["placement falls back to counting Jobs on this worker"],
+        ),
+        ("gpu", OK, &["capacity: Unbounded"]),
+        ("new", WARNING, &["still listing"]),
+        (
+            "gone",
+            UNKNOWN,
+            &["serves no jobwarden_dispatch_worker_view for it"],
+        ),
+    ];
+    for (worker, status, says) in cases {
+        expect(&fresh(worker, &read), WORKER_VIEW_FRESH, status, says);
+    }
+    let secured = LeaderMetrics::Unreadable(
+        "the leader serves its metrics to authorized readers only (--metrics-secure)".to_owned(),
+    );
+    let unknown = fresh("east", &secured);
+    expect(
+        &unknown,
+        WORKER_VIEW_FRESH,
+        UNKNOWN,
+        &["not known", "--metrics-secure"],
     );
 }

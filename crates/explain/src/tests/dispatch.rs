@@ -89,6 +89,7 @@ fn read_copy(job: Option<Value>, pods: Result<Vec<Pod>, String>) -> DispatchRead
                 2,
             )]),
         },
+        fleet: Vec::new(),
     }
 }
 
@@ -101,6 +102,7 @@ fn a_job_no_worker_can_take_waits_and_the_dispatchers_warning_says_why() {
         Some(DispatchReading {
             policy: policy(60),
             copy: CopyReading::NotPlaced,
+            fleet: Vec::new(),
         }),
         600,
     );
@@ -284,6 +286,7 @@ fn a_lost_worker_keeps_the_job_until_its_grace_ends_then_the_job_follows_its_cho
             via: SECRET.to_owned(),
             reason: "worker east does not answer: tcp connect error: Connection refused".to_owned(),
         },
+        fleet: Vec::new(),
     };
     let e = tell_dispatched(lost(None), vec![], Some(unreachable(policy(60))), 70);
     let d = e.dispatch.as_ref().expect("dispatched");
@@ -345,6 +348,7 @@ fn a_kubeconfig_the_dispatcher_refuses_is_said_and_never_used() {
                     message: "it runs an exec credential plugin".to_owned(),
                 },
             },
+            fleet: Vec::new(),
         }),
         10,
     );
@@ -363,6 +367,7 @@ fn on_the_local_worker_the_job_runs_here_with_its_own_pods() {
         Some(DispatchReading {
             policy: policy(60),
             copy: CopyReading::Local,
+            fleet: Vec::new(),
         }),
         10,
     );
@@ -376,4 +381,56 @@ fn a_job_not_dispatched_has_no_dispatch_in_its_json() {
     assert_eq!(e.dispatch, None);
     let json = serde_json::to_value(&e).expect("JSON");
     assert!(json.get("dispatch").is_none(), "{json}");
+}
+
+/// A placed Job's copy's pods as the worker's scheduler left them, and the workers the Job was
+/// moved from because its pods could not be scheduled there.
+#[test]
+fn a_placed_job_tells_where_its_copys_pods_are_and_where_it_was_moved_from() {
+    let mut running = copy("job-uid");
+    running["status"] = json!({"startTime": at(2), "active": 2});
+    let copy_pod = |name: &str, pod: Value| -> Pod {
+        let mut p = pod;
+        p["metadata"]["name"] = json!(name);
+        p["metadata"]["namespace"] = json!("ns");
+        p["metadata"]["creationTimestamp"] = json!(at(2));
+        p["metadata"]["labels"] = json!({"batch.kubernetes.io/controller-uid": "copy-uid"});
+        serde_json::from_value(p).expect("a pod")
+    };
+    let pods = vec![
+        copy_pod(
+            "j-bound",
+            json!({"spec": {"nodeName": "gpu-1", "containers": [{"name": "main", "image": "x"}]},
+                   "status": {"phase": "Running"}}),
+        ),
+        copy_pod(
+            "j-waits",
+            json!({"spec": {"containers": [{"name": "main", "image": "x"}]},
+                   "status": {"phase": "Pending", "conditions": [{
+                       "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                       "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}]}}),
+        ),
+    ];
+    let e = tell_dispatched(
+        dispatched(json!({"jobwarden.io/worker": "east", "jobwarden.io/moved-from": "west,north"})),
+        vec![],
+        Some(read_copy(Some(running), Ok(pods))),
+        10,
+    );
+    let d = e.dispatch.as_ref().expect("dispatched");
+    assert_eq!(d.moved_from, ["west", "north"]);
+    assert_eq!(d.copy_pods.len(), 2);
+    let text = render(&e);
+    for line in [
+        "Moved from west, then north (jobwarden.io/moved-from): its pods could not be scheduled there.\n",
+        "  Its pods on worker east:\n    pod j-bound on node gpu-1\n    pod j-waits unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.\n",
+    ] {
+        assert!(text.contains(line), "{line:?} in\n{text}");
+    }
+    let json = serde_json::to_value(&e).expect("json");
+    assert_eq!(json["dispatch"]["movedFrom"], json!(["west", "north"]));
+    assert_eq!(
+        json["dispatch"]["copyPods"][0],
+        json!({"pod": "j-bound", "node": "gpu-1"})
+    );
 }

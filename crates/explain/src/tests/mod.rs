@@ -13,7 +13,9 @@ use crate::story::{LeaseReading, Observed, Settings, explain};
 use crate::text::render;
 
 mod dispatch;
+mod fit;
 mod history;
+mod workers;
 
 const T0: &str = "2026-01-01T00:00:00Z";
 const NAMES: &str = "jobwarden.io/pod-failure-policy-rule-names";

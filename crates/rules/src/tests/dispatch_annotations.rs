@@ -317,3 +317,84 @@ fn warned_about_when_the_dispatcher_does_not_run_the_job() {
     );
     assert_eq!(warn(JobBuilder::new()), Vec::<String>::new());
 }
+
+const UNSCHEDULABLE: &str = "/metadata/annotations/jobwarden.io~1unschedulable-seconds";
+const MAX_MOVES: &str = "/metadata/annotations/jobwarden.io~1max-moves";
+const MOVED_FROM: &str = "/metadata/annotations/jobwarden.io~1moved-from";
+
+#[test]
+fn unschedulable_seconds_and_max_moves_are_whole_numbers_in_range() {
+    let u = "metadata.annotations[jobwarden.io/unschedulable-seconds]";
+    let m = "metadata.annotations[jobwarden.io/max-moves]";
+    let out_of = |path: &str, v: &str, max: &str, min: u8| {
+        vec![format!(
+            "{path}: Invalid value: \"{v}\": must be a whole number from {min} to {max}"
+        )]
+    };
+    let cases: Vec<(&str, &str, Vec<String>)> = vec![
+        (UNSCHEDULABLE, "20", vec![]),
+        (UNSCHEDULABLE, "604800", vec![]),
+        (UNSCHEDULABLE, "0", out_of(u, "0", "604800", 1)),
+        (UNSCHEDULABLE, "604801", out_of(u, "604801", "604800", 1)),
+        (UNSCHEDULABLE, "5m", out_of(u, "5m", "604800", 1)),
+        (UNSCHEDULABLE, "+20", out_of(u, "+20", "604800", 1)),
+        (UNSCHEDULABLE, " 20", out_of(u, " 20", "604800", 1)),
+        (UNSCHEDULABLE, "", out_of(u, "", "604800", 1)),
+        (
+            UNSCHEDULABLE,
+            "99999999999999999999999",
+            out_of(u, "99999999999999999999999", "604800", 1),
+        ),
+        (MAX_MOVES, "0", vec![]),
+        (MAX_MOVES, "3", vec![]),
+        (MAX_MOVES, "16", vec![]),
+        (MAX_MOVES, "17", out_of(m, "17", "16", 0)),
+        (MAX_MOVES, "-1", out_of(m, "-1", "16", 0)),
+        (MAX_MOVES, "three", out_of(m, "three", "16", 0)),
+    ];
+    for (pointer, text, want) in cases {
+        assert_eq!(
+            create_errors(&with(pointer, text)),
+            want,
+            "{pointer} {text:?}"
+        );
+        assert_eq!(updated(&with(pointer, text)), want, "{pointer} {text:?}");
+    }
+}
+
+#[test]
+fn moved_from_is_the_dispatchers_record_of_distinct_dns_labels() {
+    let f = "metadata.annotations[jobwarden.io/moved-from]";
+    assert_eq!(
+        create_errors(&with(MOVED_FROM, "alpha")),
+        [format!(
+            "{f}: Forbidden: set by jobwarden's dispatcher once the Job exists; a new Job may not carry it"
+        )]
+    );
+    assert!(updated(&with(MOVED_FROM, "alpha,beta")).is_empty());
+    assert_eq!(
+        updated(&with(MOVED_FROM, "alpha,alpha")),
+        [format!("{f}[1]: Duplicate value: \"alpha\"")]
+    );
+    assert_eq!(
+        updated(&with(MOVED_FROM, "Alpha")),
+        [format!("{f}[0]: Invalid value: \"Alpha\": {LABEL_MSG}")]
+    );
+}
+
+#[test]
+fn on_worker_drain_is_finish_or_redispatch() {
+    let d = "metadata.annotations[jobwarden.io/on-worker-drain]";
+    let pointer = "/metadata/annotations/jobwarden.io~1on-worker-drain";
+    for ok in ["Finish", "Redispatch"] {
+        assert!(create_errors(&with(pointer, ok)).is_empty(), "{ok}");
+    }
+    for bad in ["finish", "Wait", ""] {
+        assert_eq!(
+            create_errors(&with(pointer, bad)),
+            [format!(
+                "{d}: Unsupported value: \"{bad}\": supported values: \"Finish\", \"Redispatch\""
+            )]
+        );
+    }
+}

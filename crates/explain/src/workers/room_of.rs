@@ -1,0 +1,53 @@
+//! A worker's room from its Nodes and unfinished pods, built and summed by the dispatcher's
+//! `room` core: the very view placement decides by, never a second count. Pure.
+
+use std::collections::BTreeMap;
+
+use jobwarden_dispatcher::room::{CPU, NodeView, PodView, Resources, Room, RoomSummary};
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use super::view::RoomLine;
+
+/// The room core filled as the dispatcher's watches fill it: every Node, every pod that holds
+/// room (`PodView::from_pod` leaves out those that hold none), by UID.
+pub fn room(nodes: &[Node], pods: &[Pod]) -> Room {
+    let mut room = Room::new();
+    for node in nodes {
+        room.apply_node(NodeView::from_node(node));
+    }
+    for pod in pods {
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        if let Some(view) = PodView::from_pod(pod) {
+            room.apply_pod(uid, view);
+        }
+    }
+    room
+}
+
+/// The summary as `workers` shows it: cpu in cores, everything else in its own unit (memory in
+/// bytes).
+pub fn room_of(nodes: &[Node], pods: &[Pod]) -> RoomLine {
+    line(&room(nodes, pods).summary())
+}
+
+pub fn line(s: &RoomSummary) -> RoomLine {
+    RoomLine {
+        nodes_schedulable: s.schedulable_nodes as usize,
+        nodes_total: s.nodes as usize,
+        free: amounts(&s.free, &s.allocatable),
+        allocatable: amounts(&s.allocatable, &s.allocatable),
+    }
+}
+
+/// Each resource the nodes offer, its amount in `r` (zero when none is left: the core keeps
+/// no zero amounts, and a free of nothing must still be shown).
+fn amounts(r: &Resources, offered: &Resources) -> BTreeMap<String, f64> {
+    offered
+        .iter()
+        .map(|(name, _)| {
+            let amount = r.get(name) as f64;
+            let amount = if name == CPU { amount / 1000.0 } else { amount };
+            (name.to_owned(), amount)
+        })
+        .collect()
+}
