@@ -38,6 +38,10 @@ use rbac::*;
 const COMBINED: &str = "deploy";
 /// The large-cluster install: the two faces as two Deployments.
 const SPLIT: &str = "deploy/split";
+/// The default install with the Role that lets the dispatcher read its workers' Secrets.
+const DISPATCH: &str = "deploy/dispatch";
+/// The Secrets deploy/dispatch/ names (secrets.yaml), as docs/dispatch.md's workers name them.
+const DISPATCH_SECRETS: [&str; 2] = ["jobwarden-worker-east", "jobwarden-worker-west"];
 /// The webhook configurations, applied once one of the above is serving.
 const WEBHOOKS: &str = "deploy/webhooks";
 const OPERATIONS_DOC: &str = "docs/operations.md";
@@ -58,6 +62,8 @@ fn replayed() -> Renders {
     Renders {
         combined: kustomize::build(&root().join(COMBINED)),
         split: kustomize::build(&root().join(SPLIT)),
+        dispatch: kustomize::build(&root().join(DISPATCH)),
+        dispatch_secrets: DISPATCH_SECRETS.map(str::to_owned).to_vec(),
         webhooks: kustomize::build(&root().join(WEBHOOKS)),
     }
 }
@@ -65,13 +71,28 @@ fn replayed() -> Renders {
 struct Renders {
     combined: Vec<Value>,
     split: Vec<Value>,
+    /// An install whose dispatcher reads `dispatch_secrets`; the other two read no Secret.
+    dispatch: Vec<Value>,
+    dispatch_secrets: Vec<String>,
     webhooks: Vec<Value>,
 }
 
 impl Renders {
     /// Each way of installing, with its name for messages.
-    fn installs(&self) -> [(&'static str, &[Value]); 2] {
-        [(COMBINED, &self.combined), (SPLIT, &self.split)]
+    fn installs(&self) -> [(&'static str, &[Value]); 3] {
+        [
+            (COMBINED, &self.combined),
+            (SPLIT, &self.split),
+            (DISPATCH, &self.dispatch),
+        ]
+    }
+
+    /// The workers' Secrets the dispatcher of `install` reads.
+    fn worker_secrets(&self, install: &str) -> Vec<&str> {
+        match install {
+            DISPATCH => self.dispatch_secrets.iter().map(String::as_str).collect(),
+            _ => Vec::new(),
+        }
     }
 }
 
@@ -330,12 +351,13 @@ fn check_rbac_is_least_privilege(r: &Renders) {
             let sa = str_at(d, "/spec/template/spec/serviceAccountName").to_owned();
             let entry = needs.entry(sa).or_default();
             if serves_webhook(d) {
-                entry.extend(webhook_needs(name(webhook_service(objects))));
+                entry.extend(webhook_needs(name(webhook_service(objects)), &ns));
             }
             if runs_controller(d) {
                 entry.extend(controller_needs(&ns));
-                // The dispatcher runs beside the Job controller.
-                entry.extend(dispatcher_needs(&ns));
+                // The dispatcher runs beside the Job controller, and reads its workers'
+                // Secrets by name: none where it dispatches nothing.
+                entry.extend(dispatcher_needs(&ns, &r.worker_secrets(install)));
             }
             if secures_metrics(d) {
                 entry.extend(metrics_needs());

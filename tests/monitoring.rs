@@ -218,6 +218,9 @@ async fn fresh_serves_with_a_cluster() -> (String, String) {
         format!("dispatch:\n  workers:\n    - {{name: {WORKER}, kubeconfigSecret: {secret}}}\n"),
     )
     .expect("the policy is written");
+    // As deploy/dispatch/ installs it: the Role naming the worker's Secret.
+    let identity = plane.installed_dispatching_identity(&[secret]).await;
+    identity.grant_in(plane, &ns);
     let with_a_worker = {
         let served = tokio::task::block_in_place(|| {
             Served::start(

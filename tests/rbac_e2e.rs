@@ -3,14 +3,19 @@
 //! kube-apiserver as soon as it needs that verb, and the harness's report names the call, so a
 //! suite run under the real RBAC fails with the same clear message the day a call outgrows it.
 //!
+//! And least privilege for Secrets: the default install reads none, deploy/dispatch/ exactly
+//! the ones it names (by name, list and watch with a `metadata.name=` field selector).
+//!
 //! Runs on the test binary's own control plane (`jobwarden-envtest`); skipped with one line
 //! when the binaries are absent, and with `JOBWARDEN_E2E_KUBECONFIG` (no audit log to read).
 
 mod support;
 
+use futures::StreamExt as _;
 use jobwarden_envtest::ControlPlane;
 use k8s_openapi::api::batch::v1::Job;
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ListParams, PostParams, WatchParams};
 use serde_json::{Value, json};
 use support::served::Served;
 
@@ -111,4 +116,92 @@ async fn a_verb_missing_from_the_role_is_refused_and_named() {
     );
     // Nothing else was refused: only the verb taken out is missing.
     assert!(refused.iter().all(|r| r.call == wanted), "{report}");
+}
+
+/// An install that dispatches nothing reads no Secret: deploy/'s ServiceAccount may neither
+/// get nor list nor watch Secrets in its own namespace (where the webhook's TLS key is).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_install_may_read_no_secret() {
+    let Some(plane) = ControlPlane::shared() else {
+        return;
+    };
+    let admin = plane.client().await;
+    let identity = plane
+        .installed_identity_variant("no-dispatch", |_| {})
+        .await;
+    let namespace = identity.namespace.clone();
+    put_secret(&admin, &namespace, "jobwarden-tls-e2e").await;
+    let secrets: Api<Secret> = Api::namespaced(identity.client(&namespace).await, &namespace);
+    assert_forbidden(secrets.get("jobwarden-tls-e2e").await, "get");
+    assert_forbidden(secrets.list(&ListParams::default()).await, "list");
+    let by_name = ListParams::default().fields("metadata.name=jobwarden-tls-e2e");
+    assert_forbidden(secrets.list(&by_name).await, "list by name");
+}
+
+/// deploy/dispatch/'s Role lets the dispatcher read exactly the Secrets it names: by name,
+/// and listed or watched with the field selector `metadata.name=` (as the dispatcher's
+/// credential source reads them); not every Secret, and no other one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dispatch_install_reads_exactly_the_named_secrets() {
+    let Some(plane) = ControlPlane::shared() else {
+        return;
+    };
+    let admin = plane.client().await;
+    let named = "jobwarden-worker-rbac-e2e";
+    let identity = plane
+        .installed_dispatching_identity_variant("named-secrets", &[named.to_owned()])
+        .await;
+    let namespace = identity.namespace.clone();
+    put_secret(&admin, &namespace, named).await;
+    put_secret(&admin, &namespace, "jobwarden-other-rbac-e2e").await;
+    let secrets: Api<Secret> = Api::namespaced(identity.client(&namespace).await, &namespace);
+
+    let got = secrets.get(named).await.expect("the named Secret is read");
+    assert_eq!(got.metadata.name.as_deref(), Some(named));
+    let by_name = ListParams::default().fields(&format!("metadata.name={named}"));
+    let listed = secrets.list(&by_name).await.expect("listed by name");
+    assert_eq!(listed.items.len(), 1);
+    let watch = secrets
+        .watch(
+            &WatchParams::default().fields(&format!("metadata.name={named}")),
+            "0",
+        )
+        .await
+        .expect("watched by name");
+    let mut watch = std::pin::pin!(watch);
+    // The watch from resourceVersion 0 starts with the object as it is; its first event is
+    // enough to prove the watch was allowed (a refused one fails above).
+    let first = tokio::time::timeout(std::time::Duration::from_secs(60), watch.next())
+        .await
+        .expect("the watch answers");
+    assert!(first.is_some(), "the watch delivers the named Secret");
+
+    assert_forbidden(
+        secrets.get("jobwarden-other-rbac-e2e").await,
+        "get of another",
+    );
+    assert_forbidden(secrets.list(&ListParams::default()).await, "list of all");
+    let other = ListParams::default().fields("metadata.name=jobwarden-other-rbac-e2e");
+    assert_forbidden(secrets.list(&other).await, "list of another by name");
+}
+
+async fn put_secret(admin: &kube::Client, namespace: &str, name: &str) {
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "stringData": {"kubeconfig": "not one"},
+    }))
+    .expect("a Secret");
+    let api: Api<Secret> = Api::namespaced(admin.clone(), namespace);
+    match api.create(&PostParams::default(), &secret).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => panic!("the Secret {name} is created: {e}"),
+    }
+}
+
+fn assert_forbidden<T: std::fmt::Debug>(result: Result<T, kube::Error>, what: &str) {
+    match result {
+        Err(kube::Error::Api(e)) if e.code == 403 => {}
+        other => panic!("{what}: expected 403 Forbidden, got {other:?}"),
+    }
 }

@@ -62,9 +62,14 @@ fn helm_on_chart(
         .expect("helm runs")
 }
 
-/// `--set` for each of `set`.
+/// `--set` for each of `set`; `--set-json` for one written `json:KEY=JSON`.
 fn set_args<'s>(set: &[&'s str]) -> Vec<&'s str> {
-    set.iter().flat_map(|s| ["--set", s]).collect()
+    set.iter()
+        .flat_map(|s| match s.strip_prefix("json:") {
+            Some(json) => ["--set-json", json],
+            None => ["--set", s],
+        })
+        .collect()
 }
 
 /// `helm template` of the chart, every object (hooks included).
@@ -121,9 +126,18 @@ fn chart_renders(helm: &PathBuf, release: &str, namespace: &str, set: &[&str]) -
     };
     let (combined, hooks) = with_namespace(template(helm, release, namespace, set));
     let (split, _) = with_namespace(template(helm, release, namespace, &split_set));
+    // A policy whose workers name two Secrets (one twice) and a local worker: the chart grants
+    // exactly those two, by name.
+    let mut dispatch_set = set.to_vec();
+    dispatch_set.push(
+        r#"json:policy.dispatch.workers=[{"name":"west","kubeconfigSecret":"worker-west"},{"name":"east","kubeconfigSecret":"worker-east"},{"name":"east2","kubeconfigSecret":"worker-east"},{"name":"here","local":true}]"#,
+    );
+    let (dispatch, _) = with_namespace(template(helm, release, namespace, &dispatch_set));
     Renders {
         combined,
         split,
+        dispatch,
+        dispatch_secrets: vec!["worker-east".to_owned(), "worker-west".to_owned()],
         webhooks: hooks
             .into_iter()
             .filter(|o| WEBHOOK_KINDS.contains(&kind(o)))

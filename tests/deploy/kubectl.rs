@@ -15,6 +15,8 @@ fn kubectl_kustomize_renders_what_the_replay_checks() {
     let rendered = Renders {
         combined: kubectl_kustomize(COMBINED),
         split: kubectl_kustomize(SPLIT),
+        dispatch: kubectl_kustomize(DISPATCH),
+        dispatch_secrets: DISPATCH_SECRETS.map(str::to_owned).to_vec(),
         webhooks: kubectl_kustomize(WEBHOOKS),
     };
     check_installs_hold_no_webhook_configuration(&rendered);

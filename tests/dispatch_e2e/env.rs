@@ -96,6 +96,9 @@ impl World {
                 "{{name: {LOCAL_WORKER}, local: true, namespaces: {{names: [{LOCAL_NAMESPACE}]}}}}"
             ),
         ];
+        // The plugin worker's Secret, and the one doctor's test adds to the policy (seen.rs):
+        // the dispatcher's Role names them as deploy/dispatch/secrets.yaml would.
+        settings.more_secrets = vec![worker_secret(PLUGIN_WORKER), worker_secret("stale")];
         settings.replicas = REPLICAS;
         let dispatcher = fleet
             .install_dispatcher(

@@ -150,3 +150,17 @@ resources:
 securityContext:
   {{- include "jobwarden.containerSecurityContext" . | nindent 2 }}
 {{- end -}}
+
+{{/*
+The kubeconfig Secrets the policy's dispatch.workers name, sorted and each once, as a JSON
+array: the names the dispatcher's Role on Secrets grants (templates/rbac.yaml).
+*/}}
+{{- define "jobwarden.workerSecrets" -}}
+{{- $names := list -}}
+{{- range ((.Values.policy | default dict).dispatch | default dict).workers | default list -}}
+{{- with .kubeconfigSecret -}}
+{{- $names = append $names . -}}
+{{- end -}}
+{{- end -}}
+{{- $names | uniq | sortAlpha | toJson -}}
+{{- end }}

@@ -31,6 +31,7 @@ pub const LEASE: Kind = kind(Group::Jobwarden, "controller Lease");
 pub const LEASE_PRIORITY: Kind = kind(Group::Jobwarden, "Lease priority level");
 pub const SERVICE_ACCOUNT: Kind = kind(Group::Jobwarden, "ServiceAccount permissions");
 pub const METRICS_READER: Kind = kind(Group::Jobwarden, "metrics reader role");
+pub const POLICY_IN_FORCE: Kind = kind(Group::Jobwarden, "policy in force");
 
 pub const REGISTRATION: Kind = kind(Group::Webhook, "webhook registration");
 pub const WEBHOOK_DENIES: Kind = kind(Group::Webhook, "webhook denies through the API server");
@@ -50,7 +51,7 @@ pub const WORKER_VIEW_FRESH: Kind = kind(Group::Dispatch, "worker view fresh");
 pub const LOST_WORKERS: Kind = kind(Group::Dispatch, "lost workers");
 
 /// All of them, in the order a run prints them.
-pub const ALL: [Kind; 35] = [
+pub const ALL: [Kind; 36] = [
     API_SERVER_REACHABLE,
     API_SERVER_VERSION,
     CALLER,
@@ -72,6 +73,7 @@ pub const ALL: [Kind; 35] = [
     LEASE_PRIORITY,
     SERVICE_ACCOUNT,
     METRICS_READER,
+    POLICY_IN_FORCE,
     REGISTRATION,
     WEBHOOK_DENIES,
     WEBHOOK_ADMITS,

@@ -20,6 +20,9 @@ pub struct DispatcherSettings {
     /// workers the fleet does not hold: `{name: here, local: true}`, or one whose kubeconfig
     /// the test puts in a Secret itself.
     pub more_workers: Vec<String>,
+    /// Secrets the dispatcher may read beside its fleet workers' (deploy/dispatch/'s Role names
+    /// them all): those of `more_workers`, or of a worker a test adds to the policy later.
+    pub more_secrets: Vec<String>,
     /// The rest of the `dispatch:` block, YAML as at the top of the block:
     /// `"workerLostSeconds: 20\nunschedulableSeconds: 30\n"`.
     pub dispatch: String,
@@ -43,12 +46,22 @@ impl DispatcherSettings {
             workers: workers.iter().map(|w| (*w).to_owned()).collect(),
             worker_fields: BTreeMap::new(),
             more_workers: Vec::new(),
+            more_secrets: Vec::new(),
             dispatch: String::new(),
             policy: String::new(),
             replicas: 1,
             flags: Vec::new(),
             roomy_nodes: true,
         }
+    }
+
+    /// Every kubeconfig Secret the dispatcher reads: its fleet workers', then `more_secrets`.
+    pub fn secrets(&self) -> Vec<String> {
+        self.workers
+            .iter()
+            .map(|w| worker_secret(w))
+            .chain(self.more_secrets.iter().cloned())
+            .collect()
     }
 
     /// The policy file's text. `dispatch.workers` comes last, an entry a line, so that a test

@@ -60,7 +60,11 @@ impl Fleet {
             .ok_or("the management plane is not this binary's")?
             .join("dispatcher");
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        let identity = self.management.installed_identity().await;
+        // As deploy/dispatch/ installs it, its Role naming the Secrets the policy names.
+        let identity = self
+            .management
+            .installed_dispatching_identity(&settings.secrets())
+            .await;
         let names: Vec<&str> = settings.workers.iter().map(String::as_str).collect();
         self.install_workers(&identity.namespace, &names).await?;
         if settings.roomy_nodes {

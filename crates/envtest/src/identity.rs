@@ -100,7 +100,51 @@ impl ControlPlane {
     /// deploy/'s identity, applied as `kubectl kustomize deploy/` renders it (again at each
     /// call: applying is idempotent), with a fresh token.
     pub async fn installed_identity(&self) -> Installed {
-        self.install_identity(None, |_| {}).await
+        self.install_identity("", None, |_| {}).await
+    }
+
+    /// deploy/dispatch/'s identity: deploy/'s and the Role that lets the dispatcher read its
+    /// workers' kubeconfig Secrets, naming exactly `secrets` (as an operator edits
+    /// deploy/dispatch/secrets.yaml to name the policy's).
+    pub async fn installed_dispatching_identity(&self, secrets: &[String]) -> Installed {
+        self.install_dispatching_identity(None, secrets).await
+    }
+
+    /// [`installed_dispatching_identity`](Self::installed_dispatching_identity) under other
+    /// names, as [`installed_identity_variant`](Self::installed_identity_variant) makes them.
+    pub async fn installed_dispatching_identity_variant(
+        &self,
+        variant: &str,
+        secrets: &[String],
+    ) -> Installed {
+        self.install_dispatching_identity(Some(variant), secrets)
+            .await
+    }
+
+    async fn install_dispatching_identity(
+        &self,
+        variant: Option<&str>,
+        secrets: &[String],
+    ) -> Installed {
+        let names = json!(secrets);
+        self.install_identity("dispatch", variant, move |objects| {
+            let mut named = 0;
+            for rule in objects
+                .iter_mut()
+                .filter(|o| o["kind"] == "Role")
+                .flat_map(|o| o["rules"].as_array_mut().into_iter().flatten())
+                .filter(|r| {
+                    r["resources"]
+                        .as_array()
+                        .is_some_and(|r| r.iter().any(|x| x == "secrets"))
+                })
+            {
+                rule["resourceNames"] = names.clone();
+                named += 1;
+            }
+            assert_eq!(named, 1, "deploy/dispatch/ grants Secrets in one rule");
+        })
+        .await
     }
 
     /// A copy of deploy/'s identity under other names (`variant` before each name: the
@@ -111,15 +155,18 @@ impl ControlPlane {
         variant: &str,
         edit: impl FnOnce(&mut Vec<Value>),
     ) -> Installed {
-        self.install_identity(Some(variant), edit).await
+        self.install_identity("", Some(variant), edit).await
     }
 
+    /// The identity `kubectl kustomize deploy/<dir>` renders.
     async fn install_identity(
         &self,
+        dir: &str,
         variant: Option<&str>,
         edit: impl FnOnce(&mut Vec<Value>),
     ) -> Installed {
-        let mut objects: Vec<Value> = render_deploy()
+        let mut objects: Vec<Value> = render(dir)
+            .unwrap_or_else(|e| panic!("{e}"))
             .into_iter()
             .filter(|o| IDENTITY_KINDS.contains(&o["kind"].as_str().unwrap_or_default()))
             .collect();
@@ -444,11 +491,6 @@ fn text(o: &Value, pointer: &str) -> String {
 /// The repository's deploy/ folder.
 pub(crate) fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy")
-}
-
-/// `kubectl kustomize deploy/`, as objects.
-fn render_deploy() -> Vec<Value> {
-    render("").unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// `kubectl kustomize deploy/<dir>`, as objects.

@@ -97,7 +97,7 @@ pub use kubelet::{kubelet, kubelet_of_bound_pods, pod_phase};
 pub use nodes::{NOT_READY_TAINT, NodeLayout, Nodes, ROOMY, taint};
 pub use owned_process::OwnedProcess;
 pub use process::free_port;
-pub use serving::{ServingCertificate, http_get, https_get, serving_certificate};
+pub use serving::{ServingCertificate, http_get, https_get, https_post, serving_certificate};
 pub use stand_in::stand_in_crd;
 pub use worker_identity::WORKER_DISPATCHER_USER;
 

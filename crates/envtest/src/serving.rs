@@ -44,6 +44,22 @@ pub fn serving_certificate(dir: &Path) -> ServingCertificate {
 /// a bearer token when given: the whole response, status line first, or `None` when nothing
 /// answers (or the TLS handshake fails).
 pub fn https_get(port: u16, path: &str, ca_pem: &str, token: Option<&str>) -> Option<String> {
+    https_request(port, "GET", path, ca_pem, token, None)
+}
+
+/// [`https_get`]'s POST of a JSON `body` (an AdmissionReview to `/validate`, say).
+pub fn https_post(port: u16, path: &str, ca_pem: &str, body: &str) -> Option<String> {
+    https_request(port, "POST", path, ca_pem, None, Some(body))
+}
+
+fn https_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    ca_pem: &str,
+    token: Option<&str>,
+    body: Option<&str>,
+) -> Option<String> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
         roots.add(cert.ok()?).ok()?;
@@ -62,8 +78,17 @@ pub fn https_get(port: u16, path: &str, ca_pem: &str, token: Option<&str>) -> Op
     let authorization = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
+    let content = body
+        .map(|b| {
+            format!(
+                "Content-Type: application/json\r\nContent-Length: {}\r\n",
+                b.len()
+            )
+        })
+        .unwrap_or_default();
     let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{authorization}Connection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{authorization}{content}Connection: close\r\n\r\n{}",
+        body.unwrap_or_default()
     );
     stream.write_all(request.as_bytes()).ok()?;
     let mut response = Vec::new();

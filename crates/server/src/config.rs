@@ -336,11 +336,21 @@ pub enum SelectorError {
 
 /// Reads the YAML policy file. An empty file is the empty policy.
 pub fn load_policy_file(path: &Path) -> Result<Policy, PolicyError> {
-    let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+    let bytes = std::fs::read(path).map_err(|source| PolicyError::Read {
         path: path.to_owned(),
         source,
     })?;
-    parse_policy(&text, path)
+    parse_policy_bytes(&bytes, path)
+}
+
+/// The policy file's bytes, read from `path`: text in UTF-8, or the error reading it as text
+/// gives. `serve` at start and the file follower both read the file through here.
+pub fn parse_policy_bytes(bytes: &[u8], path: &Path) -> Result<Policy, PolicyError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| PolicyError::Read {
+        path: path.to_owned(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+    })?;
+    parse_policy(text, path)
 }
 
 /// The policy file's text, read from `path` (for messages). An empty file is the empty policy.

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobwarden_admission::Policy;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
@@ -17,13 +16,14 @@ use crate::ops::{self, MetricsMode};
 use crate::serve_error::ServeError;
 use crate::server::load_certificate;
 use crate::{
-    CONTROLLER_STOP_TIMEOUT, CertFiles, ControllerHook, ControllerStart, ServeArgs, TlsSource,
-    listen, shutdown,
+    CONTROLLER_STOP_TIMEOUT, CertFiles, ControllerHook, ControllerStart, PolicyFeed, ServeArgs,
+    TlsSource, listen, shutdown,
 };
 
 pub(crate) async fn run(
     args: &ServeArgs,
-    policy: Policy,
+    policies: PolicyFeed,
+    mut registry: Registry,
     client: &kube::Client,
     hook: ControllerHook,
 ) -> Result<(), ServeError> {
@@ -36,10 +36,10 @@ pub(crate) async fn run(
         (MetricsMode::Secure, _, _) => return Err(ServeError::NoWebhookWithoutCertificate),
         _ => None,
     };
-    let mut registry = Registry::default();
     let stop = CancellationToken::new();
     let controller = hook(ControllerStart {
-        policy,
+        policy: (*policies.current()).clone(),
+        policies,
         registry: &mut registry,
         shutdown: Box::pin(stop.clone().cancelled_owned()),
     });

@@ -22,6 +22,7 @@ mod metrics;
 mod metrics_access;
 mod namespaces;
 mod ops;
+pub mod policy_reload;
 mod rejection;
 mod request_body;
 mod routes;
@@ -41,7 +42,7 @@ use crate::error_chain::error_chain;
 
 pub use config::{
     LimitArgs, LogFormat, PolicyError, PolicyProblems, SelectorError, ServeArgs, load_policy_file,
-    parse_policy,
+    parse_policy, parse_policy_bytes,
 };
 pub use health::Health;
 pub use limits::Limits;
@@ -49,6 +50,7 @@ pub use listen::{ListenAddr, ListenError};
 pub use logging::{LoggingGuard, init_logging};
 pub use metrics::Metrics;
 pub use namespaces::NamespaceLabels;
+pub use policy_reload::PolicyFeed;
 pub use serve_error::{ControllerError, ServeError};
 pub use server::{RunningServer, Settings, TlsSource, start};
 pub use tls_reload::{CertFiles, ReloadCounts};
@@ -58,9 +60,12 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// What the reconcile loop is started with.
 pub struct ControllerStart<'a> {
-    /// The policy the webhook enforces (the in-process audit holds stored Jobs to it); its
-    /// `controller_name` is the `spec.managedBy` value the loop answers to.
+    /// The policy the webhook enforces at start (the in-process audit holds stored Jobs to
+    /// it); its `controller_name` is the `spec.managedBy` value the loop answers to.
     pub policy: jobwarden_admission::Policy,
+    /// The running policy as it changes (the `--config` file followed), and the vetoes a new
+    /// one must pass: a consumer that takes changes up subscribes here and may register a veto.
+    pub policies: PolicyFeed,
     /// The registry served at /metrics: register the controller's metrics here, before the
     /// returned future first runs.
     pub registry: &'a mut Registry,
@@ -90,21 +95,27 @@ pub async fn run(
     // own. An error here only means a provider is installed already.
     let _ = rustls::crypto::ring::default_provider().install_default();
 
-    let policy = args.policy()?;
     let client = cluster.filter(|_| !args.dev);
+    let mut registry = Registry::default();
+    // Followed until `run` returns.
+    let following = CancellationToken::new();
+    let _following = following.clone().drop_guard();
+    let policies = policy_reload::start(&args, &mut registry, client.as_ref(), following)?;
+    let policy = (*policies.current()).clone();
     if args.no_webhook {
         let (Some(client), Some(hook)) = (&client, controller) else {
             return Err(ServeError::NoWebhookWithoutCluster);
         };
-        return controller_only::run(&args, policy, client, hook).await;
+        return controller_only::run(&args, policies, registry, client, hook).await;
     }
-    let (settings, dev) = settings_from_args(&args, policy.clone())?;
+    let (mut settings, dev) = settings_from_args(&args, policy.clone())?;
+    settings.policies = Some(policies.subscribe());
 
-    let mut registry = Registry::default();
     let controller_stop = CancellationToken::new();
     let controller_future = match (&client, controller) {
         (Some(_), Some(hook)) if !args.no_controller => Some(hook(ControllerStart {
             policy: policy.clone(),
+            policies: policies.clone(),
             registry: &mut registry,
             shutdown: Box::pin(controller_stop.clone().cancelled_owned()),
         })),
@@ -196,6 +207,7 @@ fn settings_from_args(
         metrics_listen: args.metrics_listen,
         tls,
         policy,
+        policies: None,
         limits: args.limits.limits(),
         shutdown_delay: Duration::from_secs(args.limits.shutdown_delay_seconds),
         shutdown_timeout: Duration::from_secs(args.limits.shutdown_timeout_seconds),

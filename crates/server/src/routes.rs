@@ -14,6 +14,7 @@ use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use jobwarden_admission::{Context, Reviewed, Reviewer, Verdict, Webhook};
+use tokio::sync::watch;
 use tower_http::timeout::TimeoutLayer;
 
 use crate::body_budget::BodyBudget;
@@ -29,7 +30,8 @@ const INLINE_REVIEW_BYTES: usize = 256 * 1024;
 
 #[derive(Clone)]
 pub(crate) struct AdmissionState {
-    pub reviewer: Arc<Reviewer>,
+    /// The reviewer of the running policy (`server::follow_policy`).
+    pub reviewers: watch::Receiver<Arc<Reviewer>>,
     pub metrics: Arc<Metrics>,
     pub namespaces: Option<NamespaceLabels>,
     pub max_body_bytes: usize,
@@ -129,7 +131,9 @@ async fn review(
 ) -> Result<Reviewed, Rejection> {
     let namespaces = state.namespaces.clone();
     let large = body.len() > INLINE_REVIEW_BYTES;
-    let reviewer = state.reviewer.clone();
+    // One borrow per review: the policy in force when the review starts is the one it answers
+    // under, even if a new one is applied meanwhile.
+    let reviewer = state.reviewers.borrow().clone();
     let run = move || {
         let lookup = |ns: &str| namespaces.as_ref().and_then(|n| n.labels(ns));
         let ctx = Context {

@@ -47,6 +47,9 @@ pub struct Settings {
     pub metrics_listen: ListenAddr,
     pub tls: TlsSource,
     pub policy: Policy,
+    /// The running policy as it changes: when given, each review is answered under the
+    /// policy it holds then (`policy` is only the first).
+    pub policies: Option<watch::Receiver<Arc<Policy>>>,
     pub limits: Limits,
     /// Time between the shutdown signal (readiness turns false) and closing the listener.
     pub shutdown_delay: Duration,
@@ -150,9 +153,10 @@ pub async fn start(
         settings.limits.max_buffered_body_bytes,
         metrics.body_bytes(),
     );
+    let reviewers = follow_policy(&settings, background.clone());
     let app = routes::router(
         AdmissionState {
-            reviewer: Arc::new(Reviewer::new(settings.policy.clone())),
+            reviewers,
             metrics,
             namespaces,
             max_body_bytes: settings.limits.max_body_bytes,
@@ -224,6 +228,32 @@ pub async fn start(
         reloads,
         task,
     })
+}
+
+/// The reviewer of the running policy: a new one each time the policy changes, so a review
+/// reads the policy in force with one borrow of a watch (no lock held while it reviews).
+fn follow_policy(settings: &Settings, stop: CancellationToken) -> watch::Receiver<Arc<Reviewer>> {
+    let Some(mut policies) = settings.policies.clone() else {
+        let (_, reviewers) = watch::channel(Arc::new(Reviewer::new(settings.policy.clone())));
+        return reviewers;
+    };
+    let first = Reviewer::new((**policies.borrow_and_update()).clone());
+    let (sender, reviewers) = watch::channel(Arc::new(first));
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                changed = policies.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let policy = (**policies.borrow_and_update()).clone();
+                    sender.send_replace(Arc::new(Reviewer::new(policy)));
+                }
+            }
+        }
+    });
+    reviewers
 }
 
 /// What keeps the serving certificate current: polls its files (nothing for an in-memory

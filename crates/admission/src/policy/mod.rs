@@ -11,8 +11,10 @@ use serde::Deserialize;
 
 use crate::wire::UserInfo;
 
+pub mod change;
 pub mod dispatch;
 
+pub use change::{PolicyVeto, PolicyVetoes, VetoRegistration, Vetoed, content_hash, needs_restart};
 pub use dispatch::{Capacity, Dispatch, Worker, WorkerSource};
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]

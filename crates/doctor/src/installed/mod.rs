@@ -10,6 +10,7 @@ pub mod deployment;
 pub mod lease;
 pub mod lease_priority;
 pub mod permissions;
+pub mod policy_in_force;
 pub mod registration;
 pub mod stored_jobs;
 pub mod webhook_probe;
@@ -61,6 +62,10 @@ pub struct InstalledObserved {
     pub dispatch: Option<crate::dispatch::DispatchObserved>,
     /// When the Lease was read: what its age is measured against.
     pub now: Timestamp,
+    /// The hash of the policy file the webhook's Deployment mounts (`None`: it has none).
+    pub mounted_policy: Result<Option<String>, String>,
+    /// What jobwarden's Pods said about the policy they run.
+    pub policy_events: Result<Vec<policy_in_force::PolicyEvent>, String>,
 }
 
 /// Every installed check, from what was read in `namespace`.
@@ -95,6 +100,19 @@ pub fn checks(namespace: &str, o: &InstalledObserved) -> Vec<Check> {
     out.push(permissions::metrics_reader(
         &permissions::metrics_reader_name(&o.configurations),
         &o.metrics_reader,
+    ));
+    let running: Vec<String> = o
+        .pods
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .filter_map(|p| p.metadata.name.clone())
+        .collect();
+    out.push(policy_in_force::policy_in_force(
+        &o.mounted_policy,
+        &running,
+        &o.policy_events,
     ));
     out.push(registration::registration(
         &o.configurations,

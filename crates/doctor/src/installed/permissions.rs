@@ -19,9 +19,12 @@ use crate::check::Check;
 use crate::pre::Allowed;
 
 /// The webhook: namespace labels (a metadata-only watch) and its own configurations, named
-/// `configurations`, read once at start.
-pub fn webhook_uses(configurations: &str) -> Vec<Access> {
+/// `configurations`, read once at start; and, as every replica follows the policy file, the
+/// Events that say on its own Pod in `namespace` which policy it runs or refused
+/// (crates/server/src/policy_reload/pod_event.rs).
+pub fn webhook_uses(configurations: &str, namespace: &str) -> Vec<Access> {
     [
+        Access::verbs(Some(namespace), "", "events", None, &["create"]),
         Access::verbs(None, "", "namespaces", None, &["get", "list", "watch"]),
         Access::verbs(
             None,
@@ -102,8 +105,10 @@ pub fn controller_uses(namespace: &str) -> Vec<Access> {
 /// The dispatcher (issues 42-44), which runs beside the Job controller on the replica holding
 /// the Lease, so it is part of the controller's face: it shares the controller's reads of
 /// Jobs, its status writes and its Events, and adds what is its own. Its worker kubeconfigs are
-/// Secrets in `namespace` (the pod's own) only.
-pub fn dispatcher_uses(namespace: &str) -> Vec<Access> {
+/// the `secrets` named in its policy, in `namespace` (the pod's own), read by name: a watch
+/// with the field selector `metadata.name=<secret>` (crates/dispatcher/src/credential_source.rs),
+/// which RBAC grants by `resourceNames`. No worker Secret, no Secret read at all.
+pub fn dispatcher_uses(namespace: &str, secrets: &[&str]) -> Vec<Access> {
     [
         // The chosen worker is written on the user's Job (an annotation) before the copy is
         // made; the copy's status is mirrored onto it.
@@ -117,22 +122,40 @@ pub fn dispatcher_uses(namespace: &str) -> Vec<Access> {
         Access::verbs(None, "batch", "jobs/status", None, &["patch"]),
         // core/v1 Events on the user's Jobs, aggregated by patching the one already written.
         Access::verbs(None, "", "events", None, &["create", "patch"]),
-        // The workers' kubeconfigs (key `kubeconfig`), watched so a change is taken up at once.
-        Access::verbs(
-            Some(namespace),
-            "",
-            "secrets",
-            None,
-            &["get", "list", "watch"],
-        ),
         // Namespace labels, for workers choosing namespaces by a selector. The get also covers
         // kube-system's, whose UID is the default origin of the copies.
         Access::verbs(None, "", "namespaces", None, &["get", "list", "watch"]),
+        // The workers' kubeconfigs (key `kubeconfig`), watched so a change is taken up at once.
+        secrets
+            .iter()
+            .flat_map(|secret| {
+                Access::verbs(
+                    Some(namespace),
+                    "",
+                    "secrets",
+                    Some(secret),
+                    &["get", "list", "watch"],
+                )
+            })
+            .collect(),
         // The local worker (`local: true`) is judged by this cluster's own Nodes, as a worker
         // by its (its pods are read under the Job controller's grant).
         Access::verbs(None, "", "nodes", None, &["get", "list", "watch"]),
     ]
     .concat()
+}
+
+/// The kubeconfig Secrets `policy`'s workers name, each once: what its dispatcher reads.
+pub fn worker_secrets(policy: &jobwarden_admission::Policy) -> Vec<&str> {
+    let mut names: Vec<&str> = policy
+        .dispatch
+        .workers
+        .iter()
+        .filter_map(|w| w.kubeconfig_secret.as_deref())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
 }
 
 /// What the dispatcher reads of a worker to know where a Job fits (docs/dispatch.md#where-a-job-fits):
@@ -174,15 +197,16 @@ pub fn worker_uses(namespace: Option<&str>) -> Vec<Access> {
     .concat()
 }
 
-/// What a replica running with `flags` in `namespace` uses.
-pub fn uses(flags: &ServeFlags, namespace: &str) -> Vec<Access> {
+/// What a replica running with `flags` in `namespace` uses, its dispatcher reading the
+/// workers' Secrets `secrets`.
+pub fn uses(flags: &ServeFlags, namespace: &str, secrets: &[&str]) -> Vec<Access> {
     let mut out = Vec::new();
     if flags.serves_webhook {
-        out.extend(webhook_uses(&flags.webhook_configurations));
+        out.extend(webhook_uses(&flags.webhook_configurations, namespace));
     }
     if flags.runs_controller {
         out.extend(controller_uses(namespace));
-        out.extend(dispatcher_uses(namespace));
+        out.extend(dispatcher_uses(namespace, secrets));
     }
     if flags.secures_metrics {
         out.extend(metrics_uses());
@@ -220,6 +244,15 @@ pub fn service_account(
         .filter(|(_, a)| matches!(a, Ok(false)))
         .map(|(access, _)| access)
         .collect();
+    let secret_denied = denied
+        .iter()
+        .any(|a| matches!(a, Access::Resource { resource, .. } if resource == "secrets"));
+    if secret_denied {
+        return SERVICE_ACCOUNT.error(
+            format!("{user} may not {}", listed(&denied, 6)),
+            "a worker's kubeconfig Secret is named in the policy but jobwarden may not read it: name it in the dispatcher's Role (resourceNames in deploy/dispatch/secrets.yaml; the chart renders them from the policy's dispatch.workers)",
+        );
+    }
     if !denied.is_empty() {
         return SERVICE_ACCOUNT.error(
             format!("{user} may not {}", listed(&denied, 6)),

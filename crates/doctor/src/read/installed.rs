@@ -14,7 +14,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, Secret};
 use k8s_openapi::api::flowcontrol::v1::{FlowSchema, PriorityLevelConfiguration};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::jiff::Timestamp;
@@ -32,7 +32,10 @@ use crate::installed::deployment::{
     DEFAULT_CONFIGURATIONS, DeploymentView, FileSource, PART_OF, ServeCommandLine, file_source,
 };
 use crate::installed::permissions::{
-    metrics_reader_name, service_account_groups, service_account_user, uses,
+    metrics_reader_name, service_account_groups, service_account_user, uses, worker_secrets,
+};
+use crate::installed::policy_in_force::{
+    POLICY_APPLIED, POLICY_LOADED, POLICY_REFUSED, PolicyEvent,
 };
 use crate::installed::registration::Registered;
 use crate::installed::stored_jobs::Tally;
@@ -87,8 +90,21 @@ pub async fn read(
         .map_or(DEFAULT_CONFIGURATIONS.to_owned(), |f| {
             f.webhook_configurations.clone()
         });
+    let mounted = install_policy_and_hash(
+        cluster,
+        namespace,
+        webhook.or(found.first()),
+        "serves the webhook",
+        command_line,
+    )
+    .await;
+    let mounted_policy = mounted
+        .as_ref()
+        .map(|(_, hash)| hash.clone())
+        .map_err(Clone::clone);
     let policy = match policy_given {
         Some(p) => Ok(p.clone()),
+        None if webhook.is_some() => mounted.map(|(policy, _)| policy),
         None => {
             install_policy(
                 cluster,
@@ -156,7 +172,16 @@ pub async fn read(
     };
     let observed = InstalledObserved {
         serving: serving(cluster, namespace, webhook).await,
-        accounts: accounts(cluster, namespace, found).await,
+        accounts: accounts(
+            cluster,
+            namespace,
+            found,
+            &controller_policy
+                .as_ref()
+                .map(worker_secrets)
+                .unwrap_or_default(),
+        )
+        .await,
         metrics_reader: Api::<ClusterRole>::all(client.clone())
             .get_opt(&metrics_reader_name(&configurations))
             .await
@@ -175,6 +200,8 @@ pub async fn read(
         denied,
         admitted,
         now,
+        mounted_policy,
+        policy_events: policy_events(cluster, namespace).await,
     };
     (observed, counted)
 }
@@ -225,6 +252,20 @@ async fn install_policy(
     face: &str,
     command_line: &dyn ServeCommandLine,
 ) -> Result<Policy, String> {
+    install_policy_and_hash(cluster, namespace, deployment, face, command_line)
+        .await
+        .map(|(policy, _)| policy)
+}
+
+/// [`install_policy`], with the hash of the file's text as jobwarden names it (`None`
+/// without a `--config`).
+async fn install_policy_and_hash(
+    cluster: &Cluster,
+    namespace: &str,
+    deployment: Option<&DeploymentView>,
+    face: &str,
+    command_line: &dyn ServeCommandLine,
+) -> Result<(Policy, Option<String>), String> {
     let Some(deployment) = deployment else {
         return Err(format!(
             "no Deployment in namespace {namespace} {face} to read its policy from"
@@ -236,7 +277,9 @@ async fn install_policy(
         .ok()
         .and_then(|f| f.config.clone());
     let Some(path) = path else {
-        return command_line.policy(&deployment.args, None);
+        return command_line
+            .policy(&deployment.args, None)
+            .map(|policy| (policy, None));
     };
     let Some(FileSource::ConfigMap { name, key }) = file_source(&deployment.pod_spec, &path) else {
         return Err(format!(
@@ -252,9 +295,41 @@ async fn install_policy(
         .data
         .and_then(|d| d.get(&key).cloned())
         .ok_or_else(|| format!("ConfigMap {namespace}/{name} has no key {key}"))?;
+    let hash = jobwarden_admission::policy::content_hash(text.as_bytes());
     command_line
         .policy(&deployment.args, Some(&text))
+        .map(|policy| (policy, Some(hash)))
         .map_err(|e| format!("ConfigMap {namespace}/{name}: {e}"))
+}
+
+/// The policy Events on the Pods of `namespace`, newest included (kube-apiserver keeps them
+/// an hour).
+async fn policy_events(cluster: &Cluster, namespace: &str) -> Result<Vec<PolicyEvent>, String> {
+    let events = Api::<Event>::namespaced(cluster.client.clone(), namespace)
+        .list(&ListParams::default().fields("involvedObject.kind=Pod"))
+        .await
+        .map_err(api_error)?;
+    Ok(events
+        .items
+        .into_iter()
+        .filter(|e| {
+            matches!(
+                e.reason.as_deref(),
+                Some(POLICY_LOADED | POLICY_APPLIED | POLICY_REFUSED)
+            )
+        })
+        .map(|e| PolicyEvent {
+            pod: e.involved_object.name.clone().unwrap_or_default(),
+            reason: e.reason.clone().unwrap_or_default(),
+            message: e.message.clone().unwrap_or_default(),
+            at: e
+                .last_timestamp
+                .as_ref()
+                .or(e.first_timestamp.as_ref())
+                .map(|t| t.0)
+                .or_else(|| e.event_time.as_ref().map(|t| t.0)),
+        })
+        .collect())
 }
 
 async fn registered(cluster: &Cluster, name: &str) -> Result<Registered, String> {
@@ -356,13 +431,14 @@ async fn accounts(
     cluster: &Cluster,
     namespace: &str,
     deployments: &[DeploymentView],
+    secrets: &[&str],
 ) -> Vec<AccountAnswers> {
     let mut by_account: BTreeMap<&str, (Vec<String>, BTreeSet<Access>)> = BTreeMap::new();
     for d in deployments {
         let Ok(flags) = &d.flags else { continue };
         let entry = by_account.entry(&d.service_account).or_default();
         entry.0.push(format!("Deployment {}", d.name));
-        entry.1.extend(uses(flags, namespace));
+        entry.1.extend(uses(flags, namespace, secrets));
     }
     let groups = service_account_groups(namespace);
     let mut out = Vec::new();

@@ -285,18 +285,33 @@ fn the_registration_against_the_policy() {
 #[test]
 fn what_each_face_uses() {
     let namespace = "jobwarden-system";
-    let both = uses(&deployment("j", &[]).flags.expect("flags"), namespace);
+    let secrets = ["jobwarden-worker-east"];
+    let both = uses(
+        &deployment("j", &[]).flags.expect("flags"),
+        namespace,
+        &secrets,
+    );
     let webhook = uses(
         &deployment("j", &["--no-controller", "--metrics-secure=false"])
             .flags
             .expect("flags"),
         namespace,
+        &secrets,
     );
     let controller = uses(
         &deployment("j", &["--no-webhook", "--webhook-configurations=other"])
             .flags
             .expect("flags"),
         namespace,
+        &secrets,
+    );
+    // Without a worker's Secret in the policy, no Secret is read at all.
+    let dispatching_nothing = uses(&deployment("j", &[]).flags.expect("flags"), namespace, &[]);
+    assert!(
+        !dispatching_nothing
+            .iter()
+            .any(|a| matches!(a, Access::Resource { resource, .. } if resource == "secrets")),
+        "{dispatching_nothing:?}"
     );
     let lease = Access::resource(
         Some(namespace),
@@ -321,7 +336,16 @@ fn what_each_face_uses() {
     );
     // The dispatcher runs beside the Job controller: its workers' kubeconfigs are read where
     // the controller runs, from jobwarden's own namespace only.
-    let kubeconfigs = Access::resource(Some(namespace), "", "secrets", None, "watch");
+    let kubeconfigs = Access::resource(
+        Some(namespace),
+        "",
+        "secrets",
+        Some("jobwarden-worker-east"),
+        "watch",
+    );
+    // A refused policy is said on the replica's own Pod, by every face that follows the file.
+    let pod_events = Access::resource(Some(namespace), "", "events", None, "create");
+    assert!(webhook.contains(&pod_events));
     assert!(both.contains(&lease) && both.contains(&tokens) && both.contains(&configuration));
     assert!(both.contains(&kubeconfigs) && !webhook.contains(&kubeconfigs));
     assert!(
@@ -366,6 +390,37 @@ fn a_service_account_missing_a_permission_is_named() {
         UNKNOWN,
         &["cannot tell"],
     );
+}
+
+#[test]
+fn a_worker_secret_named_in_the_policy_but_not_readable_says_where_to_grant_it() {
+    let policy: Policy = serde_json::from_value(json!({"dispatch": {"workers": [
+        {"name": "west", "kubeconfigSecret": "jobwarden-worker-west"},
+        {"name": "east", "kubeconfigSecret": "jobwarden-worker-east"},
+        {"name": "east-again", "kubeconfigSecret": "jobwarden-worker-east"},
+        {"name": "here", "local": true},
+    ]}}))
+    .expect("a policy");
+    let secrets = crate::installed::permissions::worker_secrets(&policy);
+    assert_eq!(secrets, ["jobwarden-worker-east", "jobwarden-worker-west"]);
+    let deployments = ["Deployment jobwarden".to_owned()];
+    let answers: Vec<(Access, crate::pre::Allowed)> =
+        crate::installed::permissions::dispatcher_uses("ns", &secrets)
+            .into_iter()
+            .map(|a| {
+                let readable = !matches!(&a, Access::Resource { name: Some(n), .. } if n == "jobwarden-worker-west");
+                (a, Ok(readable))
+            })
+            .collect();
+    let check = service_account("ns", "jobwarden", &deployments, &answers);
+    expect(
+        &check,
+        SERVICE_ACCOUNT,
+        ERROR,
+        &["may not get secrets named jobwarden-worker-west in namespace ns"],
+    );
+    let hint = check.hint.unwrap_or_default();
+    assert!(hint.contains("deploy/dispatch/secrets.yaml"), "{hint}");
 }
 
 #[test]

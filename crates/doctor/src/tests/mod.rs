@@ -8,6 +8,7 @@ mod dispatch;
 mod installed;
 mod lease;
 mod lease_priority;
+mod policy_in_force;
 mod pre;
 mod report;
 mod webhook;

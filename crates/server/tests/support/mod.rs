@@ -130,6 +130,7 @@ pub fn settings(files: CertFiles) -> Settings {
             poll_interval: Duration::from_millis(50),
         },
         policy: Policy::default(),
+        policies: None,
         limits: Limits::default(),
         shutdown_delay: Duration::ZERO,
         shutdown_timeout: Duration::from_secs(30),
