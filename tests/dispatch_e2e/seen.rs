@@ -218,8 +218,9 @@ async fn explain_names_the_worker_and_tells_the_copys_pods_read_there() {
         "the copy's timeline: {svg}"
     );
 
-    // With the dispatcher's own kubeconfig, from its Secret: the copy, and that its pods may
-    // not be read with it (nothing is asked that the worker would refuse).
+    // With the dispatcher's own kubeconfig, from its Secret: the copy and its pods (the
+    // worker role reads pods, for placement), and that its Events may not be read with it
+    // (nothing is asked that the worker would refuse).
     let (code, text) = jobwarden(&test, &explain_args(&test, "seen", &[])).await;
     assert_eq!(code, Some(0), "{text}");
     for said in [
@@ -227,8 +228,9 @@ async fn explain_names_the_worker_and_tells_the_copys_pods_read_there() {
             "Its copy on worker {worker}, read with Secret {}/jobwarden-worker-{worker}:",
             test.world.dispatcher.identity.namespace
         ),
+        "  Pods:\n".to_owned(),
         format!(
-            "  Pods: not read: Secret {}/jobwarden-worker-{worker} may not list pods in namespace {} on worker {worker}.",
+            "  Events on worker {worker}: not read: Secret {}/jobwarden-worker-{worker} may not list events in namespace {} on worker {worker}.",
             test.world.dispatcher.identity.namespace, test.ns
         ),
     ] {
