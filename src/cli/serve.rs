@@ -211,6 +211,7 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
             jobwarden_dispatcher::register_metrics(start.registry, &workers)
         });
         let policy = start.policy;
+        let policies = start.policies;
         let shutdown = start.shutdown;
         Box::pin(async move {
             let name = policy.controller_name.clone();
@@ -220,7 +221,13 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
             };
             let renew_deadline = Duration::from_secs(args.leader_elect_renew_deadline_seconds);
             let dispatcher = match dispatch_metrics {
-                Some(metrics) => Some(Dispatcher::new(config.clone(), &args, &policy, metrics)?),
+                Some(metrics) => Some(Dispatcher::new(
+                    config.clone(),
+                    &args,
+                    &policy,
+                    policies,
+                    metrics,
+                )?),
                 None => None,
             };
             let clients = ControllerClients::new(config, &name, Some(limit), renew_deadline)?;
@@ -335,6 +342,9 @@ struct Dispatcher {
     client: kube::Client,
     config: jobwarden_dispatcher::DispatchConfig,
     metrics: jobwarden_dispatcher::DispatchMetrics,
+    /// The running policy as the file changes: a new `dispatch:` section is taken up in the
+    /// same term (the Lease stays), and a removal it vetoes is refused.
+    policies: jobwarden_server::PolicyFeed,
 }
 
 impl Dispatcher {
@@ -342,6 +352,7 @@ impl Dispatcher {
         config: kube::Config,
         args: &ControllerArgs,
         policy: &jobwarden_admission::Policy,
+        policies: jobwarden_server::PolicyFeed,
         metrics: jobwarden_dispatcher::DispatchMetrics,
     ) -> Result<Dispatcher, client::ClientError> {
         let dispatch = policy.dispatch.clone();
@@ -364,29 +375,92 @@ impl Dispatcher {
                     qps: args.dispatch_worker_kube_api_qps,
                     burst: args.dispatch_worker_kube_api_burst,
                 }),
+                vetoes: Some(policies.vetoes().clone()),
             },
             metrics,
+            policies,
         })
     }
 
-    /// The dispatcher's task for one term, its Secrets read in `namespace`.
+    /// The dispatcher's task for one term, its Secrets read in `namespace`: run under the
+    /// running policy's `dispatch:` section, and run again under a new one when the policy
+    /// file changes it, in the same term: the Lease stays, and the Jobs are never synced by two
+    /// runs at once (one ends before the next starts).
     fn run_term(
         &self,
         namespace: String,
         identity: &str,
         term: &Term,
     ) -> impl Future<Output = ()> + Send + use<> {
-        let config = jobwarden_dispatcher::DispatchConfig {
+        let base = jobwarden_dispatcher::DispatchConfig {
             namespace,
             identity: identity.to_owned(),
             ..self.config.clone()
         };
-        jobwarden_dispatcher::run_term(
-            self.client.clone(),
-            config,
-            self.metrics.clone(),
-            term.leading.clone(),
-            term.stop.clone(),
-        )
+        let (client, metrics) = (self.client.clone(), self.metrics.clone());
+        let (leading, stop) = (term.leading.clone(), term.stop.clone());
+        let mut policies = self.policies.subscribe();
+        async move {
+            let mut dispatch = policies.borrow_and_update().dispatch.clone();
+            loop {
+                let changed = dispatch_changed(policies.clone(), dispatch.clone());
+                let (restart, restarting) = tokio::sync::oneshot::channel::<()>();
+                let run_stop = {
+                    let stop = stop.clone();
+                    async move {
+                        tokio::select! {
+                            () = stop => {}
+                            () = changed => {
+                                let _ = restart.send(());
+                            }
+                        }
+                    }
+                };
+                let config = jobwarden_dispatcher::DispatchConfig {
+                    dispatch: dispatch.clone(),
+                    ..base.clone()
+                };
+                jobwarden_dispatcher::run_term(
+                    client.clone(),
+                    config,
+                    metrics.clone(),
+                    leading.clone(),
+                    run_stop,
+                )
+                .await;
+                if restarting.await.is_err() {
+                    // The term ended (or the process is stopping), not the policy changed.
+                    return;
+                }
+                let next = policies.borrow_and_update().dispatch.clone();
+                for gone in dispatch.workers.iter().filter(|w| next.worker(&w.name).is_none()) {
+                    metrics.remove_worker(&gone.name);
+                }
+                for new in next.workers.iter().filter(|w| dispatch.worker(&w.name).is_none()) {
+                    metrics.add_worker(&new.name, new.draining);
+                }
+                tracing::info!(
+                    workers = next.workers.len(),
+                    "the policy's dispatch section changed: dispatching under it, in the same term"
+                );
+                dispatch = next;
+            }
+        }
+    }
+}
+
+/// Resolves once the running policy's `dispatch:` section is no longer `running`.
+async fn dispatch_changed(
+    mut policies: watch::Receiver<Arc<jobwarden_admission::Policy>>,
+    running: jobwarden_admission::policy::Dispatch,
+) {
+    loop {
+        if policies.changed().await.is_err() {
+            // The follower is gone (the process is stopping): the term's end stops the run.
+            return std::future::pending().await;
+        }
+        if policies.borrow_and_update().dispatch != running {
+            return;
+        }
     }
 }

@@ -25,7 +25,8 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use jobwarden_admission::policy::Dispatch;
+use jobwarden_admission::Policy;
+use jobwarden_admission::policy::{Dispatch, PolicyVetoes, VetoRegistration};
 use jobwarden_events::EventReporter;
 use jobwarden_runtime::client::RateLimit;
 use jobwarden_runtime::events::outbox::{Delivery, EventOutbox};
@@ -66,6 +67,9 @@ pub struct DispatchConfig {
     pub concurrency: u16,
     /// Each worker's request budget (its own client's).
     pub worker_limit: Option<RateLimit>,
+    /// Where a new policy is asked first, when the policy file is followed: while the term
+    /// lasts, one that removes a worker with Jobs still placed on it is refused.
+    pub vetoes: Option<PolicyVetoes>,
 }
 
 /// Runs the dispatcher until `stop` resolves, on the management cluster through `management`
@@ -133,6 +137,14 @@ pub async fn run_term(
         placing: PlacingLane::new(usize::from(config.concurrency).div_ceil(2)),
     });
 
+    let listed = Arc::new(AtomicBool::new(false));
+    let _veto = config
+        .vetoes
+        .as_ref()
+        .map(|vetoes| removal_veto(vetoes, store.clone(), links.clone(), listed.clone()));
+    for link in &links {
+        metrics.set_draining(link.name(), link.spec.draining);
+    }
     let mut beside = JoinSet::new();
     for link in &links {
         beside.spawn(link.clone().supervise(link_ctx.clone()));
@@ -167,7 +179,11 @@ pub async fn run_term(
         .backoff(worker_link::quick_backoff())
         .filter_map(move |event| futures::future::ready(ours(event, &name)));
         let mut generations = HashMap::new();
+        let listed = listed.clone();
         reflector::reflector(writer, jobs).flat_map(move |event| {
+            if matches!(event, Ok(watcher::Event::InitDone)) {
+                listed.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
             let wakes = match event {
                 Ok(e) => job_event(&dispatcher, &links, &link_ctx, &mut generations, e),
                 Err(error) => {
@@ -239,6 +255,44 @@ pub async fn run_term(
     if tokio::time::timeout(EVENT_DRAIN, writing).await.is_err() {
         tracing::warn!("Events left unwritten at the end of the term");
     }
+}
+
+/// Registers, for the term, the veto of a policy that removes a worker on which Jobs are still
+/// placed (`fleet_change`): an unfinished Job recorded there, or a finished one whose copy is
+/// not deleted yet. Until the Jobs are listed, any removal is refused: they cannot be told.
+fn removal_veto(
+    vetoes: &PolicyVetoes,
+    jobs: Store<CachedJob>,
+    links: Vec<Arc<Link>>,
+    listed: Arc<AtomicBool>,
+) -> VetoRegistration {
+    vetoes.register("dispatcher", move |running: &Policy, new: &Policy| {
+        let removes = running
+            .dispatch
+            .workers
+            .iter()
+            .any(|w| new.dispatch.worker(&w.name).is_none());
+        if removes && !listed.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(
+                "dispatch.workers: a worker is removed, and the dispatcher has not listed its Jobs yet to know whether any is placed there; the policy is tried again"
+                    .to_owned(),
+            );
+        }
+        let all = jobs.state();
+        let placed = all.iter().map(|j| {
+            let worker = j.worker.as_deref();
+            let copy_left = worker
+                .and_then(|w| links.iter().find(|l| l.name() == w))
+                .is_some_and(|l| l.cached(j.namespace(), j.name()).is_some());
+            crate::fleet_change::PlacedJob {
+                namespace: j.namespace(),
+                name: j.name(),
+                worker,
+                finished: j.finished && !copy_left,
+            }
+        });
+        crate::fleet_change::removal_refused(&running.dispatch, &new.dispatch, placed)
+    })
 }
 
 /// `dispatch.origin`, else the UID of this cluster's `kube-system` namespace (retried until

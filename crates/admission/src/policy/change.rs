@@ -128,10 +128,19 @@ pub fn needs_restart(running: &Policy, new: &Policy) -> Vec<&'static str> {
     if running.controller_name != new.controller_name {
         out.push("controllerName (the Job controller's name)");
     }
-    // The dispatcher reads its workers when its term starts; a changed worker list needs its
-    // links added and removed in place (to come), until then a restart.
-    if running.dispatch != new.dispatch {
-        out.push("dispatch (the dispatcher's workers)");
+    // The dispatcher takes a changed `dispatch:` section up in place (its workers added,
+    // drained, changed, removed), but it is started with the process only when the policy
+    // names workers; and jobwarden's Job controller learns at start which worker is local (it
+    // runs that worker's Jobs) and the dispatcher's name.
+    let (was, is) = (&running.dispatch, &new.dispatch);
+    if !was.is_enabled() && is.is_enabled() {
+        out.push("dispatch.workers, the first (the dispatcher starts with the process)");
+    }
+    if was.is_enabled() && is.is_enabled() && was.controller_name != is.controller_name {
+        out.push("dispatch.controllerName (jobwarden's Job controller learns it at start)");
+    }
+    if was.is_enabled() && is.is_enabled() && was.local_worker() != is.local_worker() {
+        out.push("the local worker (jobwarden's Job controller learns it at start)");
     }
     // The namespace watch starts with the server, only when a selector needs labels: a first
     // selector matches namespaces by name alone until the restart.
@@ -203,6 +212,13 @@ mod tests {
         };
         let empty = Policy::default();
         let worker = with_worker("here");
+        let there = with_worker("there");
+        let mut two_workers = with_worker("here");
+        two_workers.dispatch.workers.push(Worker {
+            name: "east".to_owned(),
+            kubeconfig_secret: Some("jobwarden-worker-east".to_owned()),
+            ..Worker::default()
+        });
         let cases: Vec<(&str, &Policy, &Policy, &[&str])> = vec![
             ("nothing changed", &empty, &empty, &[]),
             ("webhook-only change", &empty, &resumers, &[]),
@@ -213,10 +229,18 @@ mod tests {
                 &["controllerName (the Job controller's name)"],
             ),
             (
-                "a worker added",
+                "a first worker",
                 &empty,
                 &worker,
-                &["dispatch (the dispatcher's workers)"],
+                &["dispatch.workers, the first (the dispatcher starts with the process)"],
+            ),
+            ("a worker added", &worker, &two_workers, &[]),
+            ("a worker removed", &two_workers, &worker, &[]),
+            (
+                "another local worker",
+                &worker,
+                &there,
+                &["the local worker (jobwarden's Job controller learns it at start)"],
             ),
             (
                 "a first selector",

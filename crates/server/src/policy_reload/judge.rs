@@ -1,5 +1,7 @@
 //! What a new policy file's text means for the running policy: nothing (the same text as the
-//! running one, or as the one refused last, so a refusal is said once, not every poll), a new
+//! running one, or as the one refused last, so a refusal is said once, not every poll; a text
+//! a consumer vetoed is put to the vetoes again, silently, as what they object to may pass: a
+//! worker's last Job ends, and the removal that was refused for it is applied), a new
 //! policy to apply (with what of it waits for the next restart), or a refusal with its reason
 //! in the words `serve` uses at start. Pure: the text is handed in, the parse is `serve`'s own.
 
@@ -16,6 +18,8 @@ pub(crate) struct Followed {
     pub running: String,
     /// The hash of the text refused last, while it is still the file's.
     pub refused: Option<String>,
+    /// That text was valid, and refused by a consumer's veto.
+    pub vetoed: bool,
 }
 
 #[derive(Debug)]
@@ -33,6 +37,8 @@ pub(crate) enum Judgement {
     Refused {
         hash: String,
         reason: String,
+        /// By a consumer's veto (the text itself is valid).
+        vetoed: bool,
     },
 }
 
@@ -51,22 +57,22 @@ pub(crate) fn judge(
         Err(error) => {
             let reason = error_chain(error);
             let hash = format!("unreadable:{}", content_hash(reason.as_bytes()));
-            return refuse(followed, hash, reason);
+            return refuse(followed, hash, reason, false);
         }
     };
     let hash = content_hash(text);
     if hash == followed.running {
         return Judgement::Running;
     }
-    if followed.refused.as_deref() == Some(hash.as_str()) {
+    if followed.refused.as_deref() == Some(hash.as_str()) && !followed.vetoed {
         return Judgement::Unchanged;
     }
     let policy = match parse(text) {
         Ok(policy) => policy,
-        Err(error) => return refuse(followed, hash, error_chain(&error)),
+        Err(error) => return refuse(followed, hash, error_chain(&error), false),
     };
     if let Err(vetoed) = vetoes.check(running, &policy) {
-        return refuse(followed, hash, vetoed.to_string());
+        return refuse(followed, hash, vetoed.to_string(), true);
     }
     Judgement::Applied {
         at_restart: needs_restart(running, &policy),
@@ -75,9 +81,13 @@ pub(crate) fn judge(
     }
 }
 
-fn refuse(followed: &Followed, hash: String, reason: String) -> Judgement {
+fn refuse(followed: &Followed, hash: String, reason: String, vetoed: bool) -> Judgement {
     if followed.refused.as_deref() == Some(hash.as_str()) {
         return Judgement::Unchanged;
     }
-    Judgement::Refused { hash, reason }
+    Judgement::Refused {
+        hash,
+        reason,
+        vetoed,
+    }
 }

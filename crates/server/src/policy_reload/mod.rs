@@ -158,6 +158,7 @@ impl PolicyFollower {
             followed: Followed {
                 running: hash,
                 refused: None,
+                vetoed: false,
             },
             metrics,
             events,
@@ -226,10 +227,15 @@ impl PolicyFollower {
                 self.followed = Followed {
                     running: hash,
                     refused: None,
+                    vetoed: false,
                 };
                 self.sender.send_replace(Arc::from(policy));
             }
-            Judgement::Refused { hash, reason } => {
+            Judgement::Refused {
+                hash,
+                reason,
+                vetoed,
+            } => {
                 tracing::error!(file = %self.path.display(), %hash, running = %self.followed.running, error = %reason, "new policy refused; the running policy stays");
                 let now = SystemTime::now()
                     .duration_since(UNIX_EPOCH)
@@ -243,6 +249,7 @@ impl PolicyFollower {
                     pod_event::say(client, pod, pod_event::POLICY_REFUSED, message);
                 }
                 self.followed.refused = Some(hash);
+                self.followed.vetoed = vetoed;
             }
         }
     }

@@ -251,6 +251,32 @@ async fn a_veto_refuses_like_an_invalid_file() {
 }
 
 #[tokio::test]
+async fn a_vetoed_text_is_put_to_the_vetoes_again_and_applied_once_they_pass() {
+    let mut mounted = Mounted::new("dispatch:\n  workers: [{name: east, local: true}]\n");
+    let mut f = follow(&mounted.file());
+    let jobs_left = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(1));
+    let left = jobs_left.clone();
+    let _registration = f
+        .feed
+        .register_veto("dispatcher", move |_: &Policy, _: &Policy| {
+            match left.load(std::sync::atomic::Ordering::SeqCst) {
+                0 => Ok(()),
+                n => Err(format!("worker east still has {n} Job")),
+            }
+        });
+    mounted.swap("{}\n");
+    f.follower.look().await;
+    f.follower.look().await;
+    // Refused once, said once, while its Job runs.
+    assert_eq!(f.reloads("refused"), 1);
+    assert_eq!(f.feed.current().dispatch.workers.len(), 1);
+    jobs_left.store(0, std::sync::atomic::Ordering::SeqCst);
+    f.follower.look().await;
+    assert_eq!(f.reloads("applied"), 1);
+    assert!(f.feed.current().dispatch.workers.is_empty());
+}
+
+#[tokio::test]
 async fn a_file_that_disappears_keeps_the_running_policy() {
     let mounted = Mounted::new(FIRST);
     let mut f = follow(&mounted.file());
