@@ -6,7 +6,7 @@
 # jobwarden's resident memory per node and per pod its view of the worker holds. The harness
 # itself is built in the dev profile: it is not what is measured, and a release build of it
 # would add minutes. Arguments are the steps' totals, NODESxPODS:
-#   bench/room_memory_real.sh 1000x10000
+#   bench/room_memory_real.sh 10000x0 10000x50000   # Nodes alone, then pods alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --bin jobwarden
