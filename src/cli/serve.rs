@@ -433,10 +433,18 @@ impl Dispatcher {
                     return;
                 }
                 let next = policies.borrow_and_update().dispatch.clone();
-                for gone in dispatch.workers.iter().filter(|w| next.worker(&w.name).is_none()) {
+                for gone in dispatch
+                    .workers
+                    .iter()
+                    .filter(|w| next.worker(&w.name).is_none())
+                {
                     metrics.remove_worker(&gone.name);
                 }
-                for new in next.workers.iter().filter(|w| dispatch.worker(&w.name).is_none()) {
+                for new in next
+                    .workers
+                    .iter()
+                    .filter(|w| dispatch.worker(&w.name).is_none())
+                {
                     metrics.add_worker(&new.name, new.draining);
                 }
                 tracing::info!(

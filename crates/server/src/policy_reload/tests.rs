@@ -256,14 +256,14 @@ async fn a_vetoed_text_is_put_to_the_vetoes_again_and_applied_once_they_pass() {
     let mut f = follow(&mounted.file());
     let jobs_left = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(1));
     let left = jobs_left.clone();
-    let _registration = f
-        .feed
-        .register_veto("dispatcher", move |_: &Policy, _: &Policy| {
-            match left.load(std::sync::atomic::Ordering::SeqCst) {
-                0 => Ok(()),
-                n => Err(format!("worker east still has {n} Job")),
-            }
-        });
+    let _registration =
+        f.feed
+            .register_veto("dispatcher", move |_: &Policy, _: &Policy| {
+                match left.load(std::sync::atomic::Ordering::SeqCst) {
+                    0 => Ok(()),
+                    n => Err(format!("worker east still has {n} Job")),
+                }
+            });
     mounted.swap("{}\n");
     f.follower.look().await;
     f.follower.look().await;
