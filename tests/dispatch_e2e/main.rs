@@ -7,6 +7,7 @@
 //! Skipped with one line without the control-plane binaries (docs/development.md).
 
 mod env;
+mod fleet_changes;
 mod lost;
 mod placement;
 mod scenarios;

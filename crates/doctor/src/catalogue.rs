@@ -49,9 +49,10 @@ pub const WORKER_NAMESPACES: Kind = kind(Group::Dispatch, "worker namespaces");
 pub const WORKER_ROOM_READABLE: Kind = kind(Group::Dispatch, "worker room readable");
 pub const WORKER_VIEW_FRESH: Kind = kind(Group::Dispatch, "worker view fresh");
 pub const LOST_WORKERS: Kind = kind(Group::Dispatch, "lost workers");
+pub const DRAINING_WORKERS: Kind = kind(Group::Dispatch, "draining workers");
 
 /// All of them, in the order a run prints them.
-pub const ALL: [Kind; 36] = [
+pub const ALL: [Kind; 37] = [
     API_SERVER_REACHABLE,
     API_SERVER_VERSION,
     CALLER,
@@ -88,4 +89,5 @@ pub const ALL: [Kind; 36] = [
     WORKER_ROOM_READABLE,
     WORKER_VIEW_FRESH,
     LOST_WORKERS,
+    DRAINING_WORKERS,
 ];

@@ -3,6 +3,7 @@
 //! ([`lost`]), from the management cluster's dispatched Jobs ([`jobs`]). Pure, but for
 //! [`crate::read::dispatch`], which reads what [`checks`] judges.
 
+pub mod draining;
 pub mod jobs;
 pub mod lost;
 pub mod room;
@@ -45,6 +46,7 @@ pub fn checks(o: &DispatchObserved) -> Vec<Check> {
             checks
         })
         .collect();
+    out.extend(draining::draining_workers(&o.policy, &o.jobs));
     let configured: Vec<&str> = o.policy.workers.iter().map(|w| w.name.as_str()).collect();
     out.extend(lost::lost_workers(
         &o.jobs,
