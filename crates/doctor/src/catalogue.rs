@@ -28,6 +28,7 @@ pub const WEBHOOK_NAMES: Kind = kind(Group::PreInstall, "webhook names free");
 
 pub const DEPLOYMENT: Kind = kind(Group::Jobwarden, "Deployment ready");
 pub const LEASE: Kind = kind(Group::Jobwarden, "controller Lease");
+pub const RUNNING_REVISION: Kind = kind(Group::Jobwarden, "running revision");
 pub const LEASE_PRIORITY: Kind = kind(Group::Jobwarden, "Lease priority level");
 pub const SERVICE_ACCOUNT: Kind = kind(Group::Jobwarden, "ServiceAccount permissions");
 pub const METRICS_READER: Kind = kind(Group::Jobwarden, "metrics reader role");
@@ -48,7 +49,7 @@ pub const WORKER_NAMESPACES: Kind = kind(Group::Dispatch, "worker namespaces");
 pub const LOST_WORKERS: Kind = kind(Group::Dispatch, "lost workers");
 
 /// All of them, in the order a run prints them.
-pub const ALL: [Kind; 33] = [
+pub const ALL: [Kind; 34] = [
     API_SERVER_REACHABLE,
     API_SERVER_VERSION,
     CALLER,
@@ -67,6 +68,7 @@ pub const ALL: [Kind; 33] = [
     WEBHOOK_NAMES,
     DEPLOYMENT,
     LEASE,
+    RUNNING_REVISION,
     LEASE_PRIORITY,
     SERVICE_ACCOUNT,
     METRICS_READER,

@@ -10,6 +10,7 @@ mod lease;
 mod lease_priority;
 mod pre;
 mod report;
+mod revision;
 mod webhook;
 
 use crate::answer::Answer;
