@@ -114,5 +114,6 @@ fi
 engine_probe jobwarden:dev
 echo "${engine[*]} run ${run_flags[*]} jobwarden:dev --version: $("${engine[@]}" run --rm --network=none "${run_flags[@]}" jobwarden:dev --version)"
 "${engine[@]}" image ls jobwarden
+# shellcheck disable=SC2016 # a Go template for the engine, not the shell's
 "${engine[@]}" image inspect --format '{{range $k, $v := .Labels}}{{$k}}={{$v}}{{println}}{{end}}' jobwarden:dev
 echo "SBOM: $OUT/jobwarden.cdx.json, in the image at /usr/share/doc/jobwarden/sbom.cdx.json"
