@@ -4,11 +4,17 @@
 #
 #   image/build.sh           the binary, its SBOM, and the image jobwarden:dev, also tagged
 #                            jobwarden:VERSION (the tag the chart and deploy/ name)
-#   image/build.sh binary    the binary only (the Dockerfile's build stage runs this)
-#   image/build.sh tools     cargo-auditable only (the same stage, in a layer of its own)
+#   image/build.sh binary    the binary and its SBOM only (the Dockerfile's build stage runs this)
+#   image/build.sh tools     cargo-auditable and cargo-cyclonedx only (the same stage, in a
+#                            layer of its own)
 #
 # Writes target/image/: jobwarden (the binary the image holds) and jobwarden.cdx.json (its
-# CycloneDX SBOM). The engine is podman where it answers, else docker (image/engine.sh).
+# CycloneDX SBOM). Both travel in the image, as Kyverno's and Kueue's do: the SBOM at
+# /usr/share/doc/jobwarden/sbom.cdx.json, and OCI labels naming the commit (revision, the
+# same value the binary's `--version` prints), when it was made (created: the commit's time,
+# so the same commit gives the same label), source, version and the binary's sha256
+# (io.jobwarden.binary.digest). The engine is podman where it answers, else docker
+# (image/engine.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,9 +46,17 @@ case $target in
     ;;
 esac
 
+# The commit, as build.rs finds it; given (the Dockerfile's build stage has no .git), or
+# "unknown". Passed to cargo too, so that the binary and the label say the same.
+REVISION=${JOBWARDEN_REVISION:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+export JOBWARDEN_REVISION=$REVISION
+# The commit's time, for the SBOM and the created label (reproducible builds' convention).
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
+export SOURCE_DATE_EPOCH
+
 build_binary() {
   need auditable "$AUDITABLE"
-  echo "== static binary ($target)"
+  echo "== static binary ($target, revision $REVISION)"
   RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static -C strip=symbols" \
     cargo auditable build --release --locked --target "$target" -p jobwarden
   mkdir -p "$OUT"
@@ -54,16 +68,15 @@ write_sbom() {
   echo "== SBOM"
   # What the binary is built from for this target, without build or dev dependencies,
   # dated by the commit so that the same commit gives the same file.
-  SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null || date +%s) \
-    cargo cyclonedx --format json --spec-version 1.5 --target "$target" --no-build-deps \
+  cargo cyclonedx --format json --spec-version 1.5 --target "$target" --no-build-deps \
     --describe binaries --quiet
   # cargo-cyclonedx writes it beside Cargo.toml, named for the binary.
   mv jobwarden_bin.cdx.json "$OUT/jobwarden.cdx.json"
 }
 
 case ${1:-all} in
-  tools) need auditable "$AUDITABLE"; exit 0 ;;
-  binary) build_binary; exit 0 ;;
+  tools) need auditable "$AUDITABLE"; need cyclonedx "$CYCLONEDX"; exit 0 ;;
+  binary) build_binary; write_sbom; exit 0 ;;
   all) ;;
   *) echo "usage: image/build.sh [binary|tools]" >&2; exit 2 ;;
 esac
@@ -77,8 +90,11 @@ version=$("$OUT/jobwarden" --version | awk '{print $2}')
 TAGS+=("jobwarden:$version")
 previous=$("${engine[@]}" image inspect --format '{{.Id}}' jobwarden:dev 2>/dev/null || true)
 echo "== ${engine[*]} build ${TAGS[*]}"
+created=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
+digest=sha256:$(sha256sum "$OUT/jobwarden" | awk '{print $1}')
 build=("${engine[@]}" build --file Dockerfile --build-arg JOBWARDEN_BINARY=prebuilt
-  --build-arg "VERSION=$version" --build-arg "REVISION=$(git rev-parse HEAD 2>/dev/null || true)")
+  --build-arg "VERSION=$version" --build-arg "REVISION=$REVISION"
+  --build-arg "CREATED=$created" --build-arg "BINARY_DIGEST=$digest")
 # docker has no "never": it pulls only what the stages it builds name, and here they name
 # none. podman keeps no image per step, only the result.
 if [ "${engine[0]}" = podman ]; then
@@ -98,4 +114,6 @@ fi
 engine_probe jobwarden:dev
 echo "${engine[*]} run ${run_flags[*]} jobwarden:dev --version: $("${engine[@]}" run --rm --network=none "${run_flags[@]}" jobwarden:dev --version)"
 "${engine[@]}" image ls jobwarden
-echo "SBOM: $OUT/jobwarden.cdx.json"
+# shellcheck disable=SC2016 # a Go template for the engine, not the shell's
+"${engine[@]}" image inspect --format '{{range $k, $v := .Labels}}{{$k}}={{$v}}{{println}}{{end}}' jobwarden:dev
+echo "SBOM: $OUT/jobwarden.cdx.json, in the image at /usr/share/doc/jobwarden/sbom.cdx.json"

@@ -436,6 +436,27 @@ async fn drawn_as_a_timeline(kubeconfig: &Path, ns: &str, jobs: &Api<Job>, pods:
         title.starts_with(&format!("Job {ns}/timeline: Not finished")),
         "{title}"
     );
+    // The axis ends when the story was told, a few seconds after the Job was created, though
+    // index 2's back-off runs on for 10 s: no tick past that moment.
+    let told = title
+        .split("told, ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|age| jobwarden_rules::seconds::parse(age).ok())
+        .map(|d| d.as_secs())
+        .unwrap_or_else(|| panic!("the title says the Job's age: {title}"));
+    let ticks: Vec<u64> = class("axis")
+        .iter()
+        .flat_map(|a| a.children())
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .filter_map(|l| jobwarden_rules::seconds::parse(l).ok())
+        .map(|d| d.as_secs())
+        .collect();
+    assert!(
+        !ticks.is_empty() && ticks.iter().all(|t| *t <= told),
+        "told {told}s after its creation, ticks at {ticks:?}"
+    );
     let lanes: Vec<&str> = class("lane")
         .iter()
         .filter_map(|n| n.attribute("data-lane"))

@@ -85,6 +85,7 @@ pub fn run(args: &DoctorArgs) -> Outcome {
         namespace: args.namespace.clone(),
         install,
         policy,
+        binary_revision: super::REVISION.to_owned(),
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

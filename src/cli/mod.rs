@@ -24,10 +24,21 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
+/// The commit this binary was built from (build.rs), "unknown" without git.
+pub const REVISION: &str = env!("JOBWARDEN_REVISION");
+
 #[derive(Debug, Parser)]
 #[command(
     name = "jobwarden",
     version,
+    // `--version` names the commit too (build.rs): what `doctor` and the image's revision
+    // label are compared with. `-V` stays the bare version that scripts cut the second word of.
+    long_version = concat!(
+        env!("CARGO_PKG_VERSION"),
+        " (revision ",
+        env!("JOBWARDEN_REVISION"),
+        ")"
+    ),
     about = "Guards and runs Kubernetes batch/v1 Jobs",
     after_help = KUBECTL_PLUGIN_HELP
 )]

@@ -285,9 +285,14 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
                     let _ = stopped.wait_for(|s| *s).await;
                 }));
             }
+            let mut lease = controller_config.lease();
+            lease.annotations.insert(
+                jobwarden_rules::well_known::LEASE_REVISION_ANNOTATION.to_owned(),
+                super::REVISION.to_owned(),
+            );
             let election = Election {
                 client: clients.leader_election,
-                lease: controller_config.lease(),
+                lease,
                 component: name,
                 answers: clients.answers,
                 metrics: leader_metrics,

@@ -399,6 +399,13 @@ fn everything_healthy_every_check_passes() {
     assert!(problems(&checks).is_empty(), "{:?}", problems(&checks));
     assert!(checks.iter().all(|c| c["status"] == "ok"), "{checks:#?}");
     assert!(message(&checks, "controller Lease").contains(&format!("held by {REPLICA}")));
+    // The replica is this very binary: the revision its Lease says is doctor's own.
+    let ours = env!("JOBWARDEN_REVISION");
+    let short = ours.get(..12).unwrap_or(ours);
+    assert_eq!(
+        message(&checks, "running revision"),
+        format!("binary revision {short}, running image revision {short}")
+    );
     assert!(
         message(&checks, "Lease priority level")
             .contains("FlowSchema doctor-healthy-leader-election, priority level leader-election")

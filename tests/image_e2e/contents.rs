@@ -1,6 +1,8 @@
-//! What is in the image, and what describes it: its configuration and labels, its files, its
-//! binary (static, carrying cargo-auditable's dependency list), the SBOM beside it, and the
-//! Dockerfile's defaults.
+//! What is in the image, and what describes it: its configuration and labels (the commit, its
+//! time, the binary's digest), its files, its binary (static, carrying cargo-auditable's
+//! dependency list), the SBOM inside it, and the Dockerfile's defaults. Everything is read
+//! from the image, never from the checkout's target/: an image built elsewhere is judged by
+//! what it carries.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -8,10 +10,13 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::engine::{Engine, IMAGE, Running, container_name, text};
+use crate::engine::{Engine, IMAGE, OUR_REVISION, REVISION_LABEL, Running, container_name, text};
 
 /// The budget for the whole image.
 const MAX_IMAGE_BYTES: u64 = 30 * 1024 * 1024;
+
+/// Where the image carries its SBOM (the Dockerfile; the `io.jobwarden.sbom` label says so).
+const SBOM_IN_IMAGE: &str = "/usr/share/doc/jobwarden/sbom.cdx.json";
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -51,6 +56,28 @@ fn the_image_runs_as_65532_with_an_exec_entrypoint_its_labels_and_within_its_bud
             "{label}: {labels}"
         );
     }
+    // Engine::shared skips an image of another commit; this one names ours.
+    assert_eq!(labels[REVISION_LABEL], OUR_REVISION, "{labels}");
+    assert_eq!(labels["io.jobwarden.sbom"], SBOM_IN_IMAGE, "{labels}");
+    // Created when the commit was made, so that the same commit gives the same label.
+    let committed = Command::new("git")
+        .args([
+            "log",
+            "-1",
+            "--format=%cd",
+            "--date=format-local:%Y-%m-%dT%H:%M:%SZ",
+        ])
+        .arg(OUR_REVISION)
+        .env("TZ", "UTC")
+        .current_dir(root())
+        .output()
+        .expect("git runs");
+    assert!(committed.status.success(), "{}", text(&committed.stderr));
+    assert_eq!(
+        labels["org.opencontainers.image.created"],
+        text(&committed.stdout).trim(),
+        "{labels}"
+    );
     let size = image["Size"].as_u64().expect("a size");
     eprintln!("{IMAGE}: {size} bytes");
     assert!(
@@ -92,6 +119,10 @@ fn the_image_holds_the_binary_and_nsswitch_conf_and_nothing_writable() {
         "usr/local",
         "usr/local/bin",
         "usr/local/bin/jobwarden",
+        "usr/share",
+        "usr/share/doc",
+        "usr/share/doc/jobwarden",
+        "usr/share/doc/jobwarden/sbom.cdx.json",
     ]
     .map(str::to_owned)
     .into();
@@ -159,12 +190,28 @@ fn the_binary_is_static_and_carries_its_dependency_list_which_the_sbom_covers() 
         embedded.iter().any(|(n, _)| n == "kube-client") && embedded.len() > 100,
         "cargo-auditable's list names the binary's crates: {embedded:?}"
     );
-    let sbom = sbom();
+    let sbom = sbom(&engine.copy_out(SBOM_IN_IMAGE, &dir));
     let missing: Vec<_> = embedded.difference(&sbom).collect();
     assert!(
         missing.is_empty(),
-        "target/image/jobwarden.cdx.json lacks packages the binary carries: {missing:?}"
+        "the image's {SBOM_IN_IMAGE} lacks packages the binary carries: {missing:?}"
     );
+
+    // The label names this very binary.
+    let sum = Command::new("sha256sum")
+        .arg(&binary)
+        .output()
+        .expect("sha256sum (coreutils) runs");
+    assert!(sum.status.success(), "{}", text(&sum.stderr));
+    let digest = format!(
+        "sha256:{}",
+        text(&sum.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+    );
+    let labels = &engine.inspect()["Config"]["Labels"];
+    assert_eq!(labels["io.jobwarden.binary.digest"], digest.as_str());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -196,12 +243,10 @@ fn embedded_packages(binary: &Path, dir: &Path) -> BTreeSet<(String, String)> {
         .collect()
 }
 
-/// The components of target/image/jobwarden.cdx.json, the SBOM `image/build.sh` wrote with
-/// the image, and the binary it describes.
-fn sbom() -> BTreeSet<(String, String)> {
-    let file = root().join("target/image/jobwarden.cdx.json");
-    let text = std::fs::read_to_string(&file)
-        .unwrap_or_else(|e| panic!("{}: {e} (image/build.sh writes it)", file.display()));
+/// The components of `file`, the SBOM copied out of the image, and the binary it describes.
+fn sbom(file: &Path) -> BTreeSet<(String, String)> {
+    let text = std::fs::read_to_string(file)
+        .unwrap_or_else(|e| panic!("{}: {e} (copied out of the image)", file.display()));
     let bom: Value = serde_json::from_str(&text).expect("the SBOM is JSON");
     assert_eq!(bom["bomFormat"], "CycloneDX");
     let component = &bom["metadata"]["component"];

@@ -11,6 +11,12 @@ use serde_json::Value;
 /// The image the tests run: what `image/build.sh` builds.
 pub const IMAGE: &str = "jobwarden:dev";
 
+/// The label naming the commit the image was built from (image/build.sh; the Dockerfile).
+pub const REVISION_LABEL: &str = "org.opencontainers.image.revision";
+
+/// The commit these tests were built from (build.rs), which the image's label must name.
+pub const OUR_REVISION: &str = env!("JOBWARDEN_REVISION");
+
 pub struct Engine {
     /// The engine and its global flags (`podman --runtime=runc`).
     command: Vec<String>,
@@ -111,6 +117,22 @@ fn find() -> Option<Engine> {
         ));
         return None;
     }
+    let labelled = Command::new(&command[0])
+        .args(&command[1..])
+        .args([
+            "image",
+            "inspect",
+            "--format",
+            &format!("{{{{index .Labels \"{REVISION_LABEL}\"}}}}"),
+            IMAGE,
+        ])
+        .output()
+        .expect("the engine runs");
+    let image_revision = text(&labelled.stdout).trim().to_owned();
+    if let Some(why) = stale(&image_revision, OUR_REVISION) {
+        skip(&why);
+        return None;
+    }
     let probed = Command::new(&script)
         .arg(IMAGE)
         .output()
@@ -136,10 +158,57 @@ fn words(answer: &str, key: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Why an image labelled `image` (its revision label, `""` or `<no value>` when it has none)
+/// is not the one tests built from `ours` are about; `None` when it is.
+///
+/// Stale means another commit, or a commit either side cannot name ("unknown": built without
+/// git). The same commit with a dirty tree counts as the same: neither side records a dirty
+/// mark (build.rs says why), and what the tests compare within the image (its binary with its
+/// own SBOM and labels) does not depend on the edits since.
+pub fn stale(image: &str, ours: &str) -> Option<String> {
+    let rebuild = "rebuild it with image/build.sh";
+    let image = image.trim();
+    if image.is_empty() || image == "<no value>" {
+        return Some(format!(
+            "{IMAGE} has no {REVISION_LABEL} label (built by an older image/build.sh), these tests are from revision {}: {rebuild}",
+            short(ours)
+        ));
+    }
+    if image == "unknown" || ours == "unknown" {
+        return Some(format!(
+            "cannot tell whether {IMAGE} (revision {}) is this checkout (revision {}): built without git; {rebuild} from a git checkout",
+            short(image),
+            short(ours)
+        ));
+    }
+    (image != ours).then(|| {
+        format!(
+            "{IMAGE} was built from revision {}, these tests from revision {}: {rebuild}",
+            short(image),
+            short(ours)
+        )
+    })
+}
+
+/// A commit as `git log --oneline` abbreviates it, enough to tell two apart in one line.
+fn short(revision: &str) -> &str {
+    revision.get(..12).unwrap_or(revision)
+}
+
+/// CI sets `CI` (`.ci/run` runs with `CI=true`) and builds the image before the tests: there,
+/// every image test must run, so a reason to skip is a failure.
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
 /// Says once per test binary why its tests skip, straight to stderr (libtest keeps what a
-/// passing test prints).
+/// passing test prints); in CI, fails instead, in every test that needs the image.
 fn skip(why: &str) {
     use std::io::Write as _;
+    assert!(
+        !in_ci(),
+        "the image tests would skip, and CI (CI is set) runs every one of them: {why}"
+    );
     let _ = writeln!(std::io::stderr(), "skipped: the image tests: {why}");
 }
 
@@ -200,4 +269,38 @@ pub fn container_name(what: &str) -> String {
 
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// When the image is the one these tests are about, by table.
+#[test]
+fn an_image_from_another_commit_or_none_named_is_stale() {
+    let a = "0123456789abcdef0123456789abcdef01234567";
+    let b = "fedcba9876543210fedcba9876543210fedcba98";
+    for (image, ours, want) in [
+        (a, a, None),
+        (
+            b,
+            a,
+            Some("built from revision fedcba987654, these tests from revision 0123456789ab"),
+        ),
+        (
+            "",
+            a,
+            Some("has no org.opencontainers.image.revision label"),
+        ),
+        ("<no value>", a, Some("has no")),
+        ("unknown", a, Some("cannot tell")),
+        ("unknown", "unknown", Some("cannot tell")),
+        (a, "unknown", Some("cannot tell")),
+    ] {
+        let got = stale(image, ours);
+        match want {
+            None => assert_eq!(got, None, "{image} vs {ours}"),
+            Some(want) => {
+                let got = got.unwrap_or_else(|| panic!("{image} vs {ours}: not stale"));
+                assert!(got.contains(want), "{image} vs {ours}: {got}");
+                assert!(got.contains("image/build.sh"), "names the rebuild: {got}");
+            }
+        }
+    }
 }

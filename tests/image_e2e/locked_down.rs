@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use crate::engine::{Engine, IMAGE, Running, container_name, text};
+use crate::engine::{Engine, IMAGE, OUR_REVISION, Running, container_name, text};
 use crate::pod;
 use crate::support::dev_server::{DEV_ARGS, DevServer};
 
@@ -21,9 +21,13 @@ fn version_runs_locked_down_with_no_network() {
         .output()
         .expect("the engine runs");
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // The binary names the commit its image's label names (Engine::shared: ours).
     assert_eq!(
         text(&out.stdout),
-        format!("jobwarden {}\n", env!("CARGO_PKG_VERSION"))
+        format!(
+            "jobwarden {} (revision {OUR_REVISION})\n",
+            env!("CARGO_PKG_VERSION")
+        )
     );
 }
 

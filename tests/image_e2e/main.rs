@@ -3,9 +3,9 @@
 //!
 //! * `contents`: what is in it: a numeric non-root user, exactly the binary and
 //!   /etc/nsswitch.conf, nothing writable, no shell, a static binary (no `NEEDED`, no
-//!   interpreter) carrying cargo-auditable's dependency list, the SBOM beside the image naming
-//!   every package that list names, the size budget, and the Dockerfile's labels matching
-//!   Cargo.toml;
+//!   interpreter) carrying cargo-auditable's dependency list, the SBOM inside the image naming
+//!   every package that list names, the size budget, the Dockerfile's labels matching
+//!   Cargo.toml, and the labels naming this commit, its time and the binary's digest;
 //! * `locked_down`: run as the chart runs it (read-only root, every capability dropped, no new
 //!   privileges, uid 65532): `--version` with no network, and `serve --dev` answering
 //!   `/healthz` and an AdmissionReview over HTTPS;
@@ -19,9 +19,14 @@
 //!   the static glibc's own resolver.
 //!
 //! The container engine and what it needs here come from `image/engine.sh`, as the build
-//! script's do. Without an engine or without the image each test prints one `skipped: ...` line
-//! and passes; the in-cluster tests also need the control plane's binaries (`jobwarden-envtest`)
-//! and skip as the other e2e suites do. Containers are removed when a test ends, however it ends.
+//! script's do. The tests read the image, never the checkout's target/: an image whose
+//! revision label names another commit than these tests were built from (another checkout's,
+//! an older build) is stale. Without an engine, without the image, or with a stale one, the
+//! suite prints one `skipped: ...` line (naming both revisions and `image/build.sh`) and each
+//! test passes; in CI (`CI` set, as `.ci/run` runs, having built the image first) that is a
+//! failure instead. The in-cluster tests also need the control plane's binaries
+//! (`jobwarden-envtest`) and skip as the other e2e suites do. Containers are removed when a
+//! test ends, however it ends.
 
 #[path = "../support/mod.rs"]
 mod support;

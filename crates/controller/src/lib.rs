@@ -150,6 +150,7 @@ impl ControllerConfig {
             lease_duration: self.lease_duration,
             renew_deadline: self.renew_deadline,
             retry_period: self.retry_period,
+            annotations: Default::default(),
         }
     }
 }

@@ -28,6 +28,7 @@ pub const WEBHOOK_NAMES: Kind = kind(Group::PreInstall, "webhook names free");
 
 pub const DEPLOYMENT: Kind = kind(Group::Jobwarden, "Deployment ready");
 pub const LEASE: Kind = kind(Group::Jobwarden, "controller Lease");
+pub const RUNNING_REVISION: Kind = kind(Group::Jobwarden, "running revision");
 pub const LEASE_PRIORITY: Kind = kind(Group::Jobwarden, "Lease priority level");
 pub const SERVICE_ACCOUNT: Kind = kind(Group::Jobwarden, "ServiceAccount permissions");
 pub const METRICS_READER: Kind = kind(Group::Jobwarden, "metrics reader role");
@@ -52,7 +53,7 @@ pub const LOST_WORKERS: Kind = kind(Group::Dispatch, "lost workers");
 pub const DRAINING_WORKERS: Kind = kind(Group::Dispatch, "draining workers");
 
 /// All of them, in the order a run prints them.
-pub const ALL: [Kind; 37] = [
+pub const ALL: [Kind; 38] = [
     API_SERVER_REACHABLE,
     API_SERVER_VERSION,
     CALLER,
@@ -71,6 +72,7 @@ pub const ALL: [Kind; 37] = [
     WEBHOOK_NAMES,
     DEPLOYMENT,
     LEASE,
+    RUNNING_REVISION,
     LEASE_PRIORITY,
     SERVICE_ACCOUNT,
     METRICS_READER,

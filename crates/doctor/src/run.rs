@@ -26,6 +26,9 @@ pub struct Options {
     pub install: Option<Install>,
     /// `--config`: the policy, instead of the one the install runs.
     pub policy: Option<Policy>,
+    /// The commit the binary was built from (`jobwarden --version`; "unknown" without git),
+    /// shown beside the one the running leader says.
+    pub binary_revision: String,
 }
 
 /// What one run leaves for the next under `--wait`.
@@ -97,9 +100,11 @@ pub async fn diagnose(
         )
         .await;
         memo.stored = Some(counted);
-        report
-            .checks
-            .extend(installed::checks(&options.namespace, &observed));
+        report.checks.extend(installed::checks(
+            &options.namespace,
+            &observed,
+            &options.binary_revision,
+        ));
     }
     report
 }

@@ -12,6 +12,10 @@ pub const BUILT_IN_CONTROLLER_NAME: &str = "kubernetes.io/job-controller";
 /// The `coordination.k8s.io` Lease jobwarden's replicas elect their leader with, in the
 /// namespace they run in (the RBAC of every install names it).
 pub const LEASE_NAME: &str = "jobwarden-job-controller";
+/// On that Lease, written by its holder with every renewal: the commit its binary was built
+/// from (`jobwarden --version`), which `doctor` sets beside its own. Image labels cannot be
+/// read from the API, so the running replica says it.
+pub const LEASE_REVISION_ANNOTATION: &str = "jobwarden.io/revision";
 
 /// jobwarden's tracking finalizer. Upstream uses `batch.kubernetes.io/job-tracking`; a separate
 /// name means the built-in controller's orphan clean-up never strips ours, and ours never

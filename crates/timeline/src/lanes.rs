@@ -267,8 +267,13 @@ fn draw_bar(w: &mut Writer, bar: &Bar, kind: LaneKind, axis: &Axis, g: &Geometry
     }
 }
 
-/// The rule's name and action beside its mark, where the lane has room: after the mark up to
-/// the next bar, else inside the failed bar itself, else the name alone.
+/// The rule's name and action (`ExitCode3: FailJob`, [`crate::RuleMark::label`]: the words
+/// both pictures use, whoever drew the bar) beside its mark: after the mark up to the next
+/// bar, else inside the failed bar itself, else over what follows in the lane (the label's
+/// box is opaque enough to read on a bar), else before the mark. Only when other labels take
+/// every one of those places is it the name alone: a pod failed soon after it started and
+/// replaced at once (as a live Job's often are) was drawn as a bare mark when the first two
+/// were the only places tried.
 #[allow(clippy::too_many_arguments)]
 fn rule_label(
     w: &mut Writer,
@@ -290,17 +295,21 @@ fn rule_label(
     let pad = 3.0;
     let free = |from: f64, to: f64| placed.iter().all(|(a, z)| to <= *a || from >= *z);
     let mut spot = None;
-    for text in [rule.label(), rule.rule.clone()] {
+    'texts: for text in [rule.label(), rule.rule.clone()] {
         let width = text_width(&text, size) + 2.0 * pad;
         let after = (end + 8.0, end + 8.0 + width);
         let inside = (end - 8.0 - width, end - 8.0);
-        if after.1 <= right_limit && free(after.0, after.1) {
-            spot = Some((text, after));
-            break;
-        }
-        if inside.0 >= start + 1.0 && free(inside.0, inside.1) {
-            spot = Some((text, inside));
-            break;
+        let places = [
+            (after, after.1 <= right_limit),
+            (inside, inside.0 >= start + 1.0),
+            (after, after.1 <= g.x1),
+            (inside, inside.0 >= g.x0),
+        ];
+        for (place, fits) in places {
+            if fits && free(place.0, place.1) {
+                spot = Some((text, place));
+                break 'texts;
+            }
         }
     }
     let Some((text, (from, to))) = spot else {

@@ -4,6 +4,8 @@
 //! stories count them. The stories (`simulate`'s and `explain`'s) fill it from their own data
 //! through [`Builder`]; nothing here decides what happened.
 
+use jobwarden_rules::seconds;
+
 /// How a pod attempt ended, as far as the story knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Outcome {
@@ -166,8 +168,9 @@ pub struct Timeline {
     pub moments: Vec<Moment>,
     /// When the story ended, or was told: where the bars of pods still running end.
     pub told: u64,
-    /// The right end of the time axis: `told`, or later when a back-off or a deadline ends
-    /// after it.
+    /// The right end of the time axis: `told` (later only when a pod's own times say so, a
+    /// clock skewed between a node and the reader). Never a back-off's or a deadline's end
+    /// still ahead: the picture shows what happened, no more.
     pub end: u64,
     /// Lanes and bars left out beyond the limits ([`MAX_LANES`], [`MAX_BARS`]).
     pub lanes_left_out: usize,
@@ -241,14 +244,22 @@ impl Builder {
         self.moments.push(moment);
     }
 
-    /// The timeline of a story that ended, or was told, at `told`: its axis ends there, or at
-    /// whatever the story holds later.
-    pub fn build(self, title: String, ending: String, notes: Vec<String>, told: u64) -> Timeline {
+    /// The timeline of a story that ended, or was told, at `told`: its axis ends there. A
+    /// back-off still running is drawn up to the axis's end (its hover text says when it
+    /// ends); a moment still ahead (an active deadline) is a note, not a line: a Job three
+    /// seconds old was once drawn out to 11 s for the back-off it was in.
+    pub fn build(
+        self,
+        title: String,
+        ending: String,
+        mut notes: Vec<String>,
+        told: u64,
+    ) -> Timeline {
         let Builder {
             completions,
             mut bars,
             backoffs,
-            mut moments,
+            moments,
         } = self;
         let bars_left_out = bars.len().saturating_sub(MAX_BARS);
         bars.truncate(MAX_BARS);
@@ -256,9 +267,16 @@ impl Builder {
             .iter()
             .flat_map(|b| [Some(b.start), b.end])
             .flatten()
-            .chain(backoffs.iter().map(|b| b.until))
-            .chain(moments.iter().map(|m| m.at))
             .fold(told, u64::max);
+        let (mut moments, ahead): (Vec<Moment>, Vec<Moment>) =
+            moments.into_iter().partition(|m| m.at <= end);
+        notes.extend(ahead.iter().map(|m| {
+            format!(
+                "Still ahead when the story was told: {} at {}.",
+                m.label,
+                seconds::format(m.at)
+            )
+        }));
         moments.sort_by_key(|m| (m.at, m.kind));
         let (lane_kind, mut lanes, lane_of, mut lanes_left_out) = match completions {
             Some(n) => {

@@ -64,6 +64,9 @@ pub fn svg(t: &Timeline) -> String {
         }
     }
     stops.extend(t.moments.iter().map(|m| m.at));
+    // The axis ends at `end`: a back-off still running is drawn up to it (the axis clamps
+    // what lies beyond), never seconds of empty future.
+    stops.retain(|s| *s <= t.end);
     let axis = Axis::new(stops, x0, x1, |skipped| {
         text_width(&seconds::format(skipped), SMALL) + 16.0
     });

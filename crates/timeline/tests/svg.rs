@@ -231,3 +231,133 @@ fn a_thousand_indexes_still_draw_in_a_few_mib_with_labels_thinned() {
             .all(|m| title_of(*m).contains("Retryable: Count"))
     );
 }
+
+/// The seconds of the axis's tick labels (break labels left out).
+fn tick_seconds(out: &str) -> Vec<u64> {
+    let doc = parse(out);
+    let axis = with_class(&doc, "axis");
+    let mut ticks: Vec<u64> = axis
+        .iter()
+        .flat_map(|a| a.children())
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .map(|l| {
+            jobwarden_rules::seconds::parse(l)
+                .unwrap_or_else(|e| panic!("tick {l:?}: {e}"))
+                .as_secs()
+        })
+        .collect();
+    ticks.sort_unstable();
+    ticks.dedup();
+    ticks
+}
+
+/// A live Job told at `told`: a pod failed at `failed` by a counted rule, its back-off running
+/// ten seconds from then, its replacement not made yet; an active deadline an hour in.
+fn told_at(told: u64, failed: u64) -> Timeline {
+    let mut b = Builder::non_indexed();
+    let mut pod = bar("job-a", 0, 1, 0, Some(failed), Outcome::Failed);
+    pod.index = None;
+    pod.rule = Some(RuleMark::new(0, Some("Transient"), "Count"));
+    b.bar(pod);
+    b.backoff("job-a", failed, failed + 10, "back-off: 10s".into());
+    b.moment(Moment {
+        at: 3600,
+        kind: MomentKind::ActiveDeadline,
+        label: "activeDeadlineSeconds".into(),
+        story: "activeDeadlineSeconds falls at 1h0m0s".into(),
+    });
+    b.moment(Moment {
+        at: told,
+        kind: MomentKind::Now,
+        label: "now".into(),
+        story: "told".into(),
+    });
+    b.build("Job default/young".into(), String::new(), Vec::new(), told)
+}
+
+/// The axis ends when the story was told, never at a back-off's or a deadline's end still
+/// ahead: a Job 3 s old whose pod failed at 1 s was drawn out to 11 s.
+#[test]
+fn the_axis_ends_when_the_story_was_told() {
+    // Told at, failed at; the axis's end, its last tick no later than.
+    let cases: [(u64, u64, u64, u64); 4] = [
+        (3, 1, 3, 5),
+        (45, 40, 45, 45),
+        (3 * 3600, 3 * 3600 - 5, 3 * 3600, 3 * 3600),
+        (3 * 3600 + 125, 60, 3 * 3600 + 125, 3 * 3600 + 125),
+    ];
+    for (told, failed, end, last_tick) in cases {
+        let t = told_at(told, failed);
+        assert_eq!(t.end, end, "told at {told}");
+        let out = svg(&t);
+        let ticks = tick_seconds(&out);
+        let last = ticks.last().copied().unwrap_or(0);
+        assert!(
+            last <= last_tick,
+            "told at {told}: a tick at {last}s: {ticks:?}"
+        );
+        assert!(
+            last * 10 >= told * 7,
+            "told at {told}: the ticks reach near the end: {ticks:?}"
+        );
+        // The deadline an hour in is a note when it is still ahead, a line once passed.
+        let ahead = told < 3600;
+        assert_eq!(
+            t.notes.iter().any(|n| n
+                .contains("Still ahead when the story was told: activeDeadlineSeconds at 1h0m0s")),
+            ahead,
+            "told at {told}: {:?}",
+            t.notes
+        );
+        assert_eq!(
+            t.moments
+                .iter()
+                .any(|m| m.kind == MomentKind::ActiveDeadline),
+            !ahead
+        );
+        // The back-off is drawn, up to the axis's end at most.
+        let doc = parse(&out);
+        assert_eq!(with_class(&doc, "backoff").len(), 1, "told at {told}");
+    }
+}
+
+/// A failure replaced at once, so that no room is left after its mark nor inside its short bar,
+/// is still labelled with the rule's name and action ([`RuleMark::label`]).
+#[test]
+fn a_rule_is_labelled_with_its_name_and_action_wherever_the_lane_has_room() {
+    // Failed at, replacement made at, told at.
+    let cases: [(u64, u64, u64); 4] = [(1, 1, 3), (1, 2, 3), (5, 5, 600), (30, 30, 45)];
+    for (failed, replaced, told) in cases {
+        let mut b = Builder::indexed(1);
+        let mut pod = bar("job-0-a", 0, 1, 0, Some(failed), Outcome::Failed);
+        pod.rule = Some(RuleMark::new(0, Some("ExitCode3"), "Count"));
+        b.bar(pod);
+        b.bar(bar("job-0-b", 0, 2, replaced, None, Outcome::Running));
+        let out = svg(&b.build("Job a/b".into(), String::new(), Vec::new(), told));
+        let doc = parse(&out);
+        let labels: Vec<&str> = with_class(&doc, "rule-label")
+            .iter()
+            .filter_map(|n| n.text())
+            .collect();
+        assert_eq!(
+            labels,
+            ["ExitCode3: Count"],
+            "failed at {failed}, replaced at {replaced}, told at {told}"
+        );
+    }
+}
+
+/// The words of a rule's mark, one function for both pictures (`simulate` and `explain` build
+/// their marks with [`RuleMark::new`]).
+#[test]
+fn a_rule_s_label_is_its_name_or_index_and_its_action() {
+    for (index, name, action, label) in [
+        (0, Some("ExitCode3"), "FailJob", "ExitCode3: FailJob"),
+        (2, None, "Ignore", "rule 2: Ignore"),
+        (1, Some("Transient"), "Count", "Transient: Count"),
+        (4, Some("Fatal"), "FailIndex", "Fatal: FailIndex"),
+    ] {
+        assert_eq!(RuleMark::new(index, name, action).label(), label);
+    }
+}

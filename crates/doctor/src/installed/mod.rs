@@ -1,5 +1,5 @@
 //! `doctor` on an installed jobwarden: its Deployments and their ready replicas, the
-//! controller's Lease and its priority level, the ServiceAccounts' permissions, the metrics reader role; the webhook
+//! controller's Lease (and the revision its leader runs) and its priority level, the ServiceAccounts' permissions, the metrics reader role; the webhook
 //! configurations against the policy, the webhook answering through the API server, its
 //! certificate; what `audit` would report; and, when the policy names workers, the dispatch
 //! checks ([`crate::dispatch`]). Pure, but for [`crate::read::installed`] which
@@ -12,6 +12,7 @@ pub mod lease_priority;
 pub mod permissions;
 pub mod policy_in_force;
 pub mod registration;
+pub mod revision;
 pub mod stored_jobs;
 pub mod webhook_probe;
 
@@ -68,8 +69,9 @@ pub struct InstalledObserved {
     pub policy_events: Result<Vec<policy_in_force::PolicyEvent>, String>,
 }
 
-/// Every installed check, from what was read in `namespace`.
-pub fn checks(namespace: &str, o: &InstalledObserved) -> Vec<Check> {
+/// Every installed check, from what was read in `namespace`; `binary_revision`: the commit the
+/// binary running doctor was built from (`jobwarden --version`), set beside the leader's.
+pub fn checks(namespace: &str, o: &InstalledObserved, binary_revision: &str) -> Vec<Check> {
     let mut out = deployment::deployments(namespace, &o.deployments);
     let found: &[DeploymentView] = o.deployments.as_deref().unwrap_or_default();
     let controllers: Vec<&DeploymentView> = found.iter().filter(|d| d.runs_controller()).collect();
@@ -79,6 +81,12 @@ pub fn checks(namespace: &str, o: &InstalledObserved) -> Vec<Check> {
         &o.pods,
         &controllers,
         o.now,
+    ));
+    out.push(revision::running_revision(
+        namespace,
+        binary_revision,
+        &o.lease,
+        !controllers.is_empty(),
     ));
     out.push(lease_priority::lease_priority(
         namespace,

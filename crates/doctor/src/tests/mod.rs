@@ -11,6 +11,7 @@ mod lease_priority;
 mod policy_in_force;
 mod pre;
 mod report;
+mod revision;
 mod webhook;
 
 use crate::answer::Answer;

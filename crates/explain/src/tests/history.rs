@@ -140,3 +140,86 @@ fn the_picture_has_a_lane_per_index_a_bar_per_pod_and_the_rule_each_failure_matc
     assert!(svg.contains("<title id=\"jwt-title\">Job ns/j: Not finished when the story was told, 45s after its creation.</title>"), "{svg}");
     assert!(svg.contains("data-rule=\"Transient\" data-action=\"Count\""));
 }
+
+/// The seconds the axis's ticks name, read from the SVG's axis groups (a break's label,
+/// italic, left out).
+fn ticks(svg: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    for axis in svg.split("<g class=\"axis\">").skip(1) {
+        let axis = axis.split("<g class=\"lane").next().unwrap_or("");
+        for text in axis.split("<text").skip(1) {
+            if text.split('>').next().unwrap_or("").contains("italic") {
+                continue;
+            }
+            let label = text
+                .split_once('>')
+                .and_then(|(_, rest)| rest.split_once("</text>"))
+                .map(|(label, _)| label)
+                .unwrap_or("");
+            if let Ok(d) = jobwarden_rules::seconds::parse(label) {
+                out.push(d.as_secs());
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// A Job with a counted rule named `Transient` (exit code 75).
+fn transient() -> JobB {
+    job(Some("example.com/e2e"))
+        .set("/metadata/annotations", json!({NAMES: r#"["Transient"]"#}))
+        .set(
+            "/spec/podFailurePolicy",
+            json!({"rules": [{"action": "Count", "onExitCodes": {"operator": "In", "values": [75]}}]}),
+        )
+        .set("/spec/activeDeadlineSeconds", json!(36_000))
+        .set("/status", json!({"startTime": T0}))
+}
+
+/// The picture shows what happened, no more: a Job three seconds old whose pod failed at 1 s
+/// (its replacement held back until 11 s) ends at 3 s, with no tick past 5 s; one a few hours
+/// old ends at its age. A deadline still ahead is a note, not a line.
+#[test]
+fn the_picture_s_axis_ends_now_for_a_young_job_and_an_old_one() {
+    // Told at, the pods; the axis's end.
+    let cases: [(i64, Vec<PodB>, u64); 2] = [
+        (3, vec![pod("j-a").ended("Failed", 75, 1)], 3),
+        (
+            3 * 3600 + 7,
+            vec![
+                pod("j-a").ended("Failed", 75, 60),
+                pod("j-b")
+                    .created(3 * 3600)
+                    .ended("Failed", 75, 3 * 3600 + 4),
+            ],
+            3 * 3600 + 7,
+        ),
+    ];
+    for (now, pods, end) in cases {
+        let e = tell(transient(), pods, now);
+        let t = timeline::timeline(&e);
+        assert_eq!(t.end, end, "told at {now}");
+        let svg = timeline::svg(&e);
+        let ticks = ticks(&svg);
+        let last = ticks.last().copied().unwrap_or(0);
+        assert!(!ticks.is_empty() && last <= end, "told at {now}: {ticks:?}");
+        if now == 3 {
+            assert!(last <= 5, "a Job 3 s old: no tick past 5 s: {ticks:?}");
+        }
+        assert!(
+            t.notes
+                .iter()
+                .any(|n| n
+                    == "Still ahead when the story was told: activeDeadlineSeconds at 10h0m0s."),
+            "{:?}",
+            t.notes
+        );
+        // Each failure's rule, labelled by name and action, as simulate labels it.
+        assert!(
+            svg.contains(">Transient: Count</text>"),
+            "told at {now}: the rule's label"
+        );
+    }
+}

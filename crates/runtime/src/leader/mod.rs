@@ -14,6 +14,7 @@
 pub mod events;
 pub mod metrics;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -41,6 +42,9 @@ pub struct LeaseSettings {
     pub renew_deadline: Duration,
     /// Between two attempts to acquire or renew (`RetryPeriod`, 2 s).
     pub retry_period: Duration,
+    /// Written on the Lease with each acquisition and renewal, in the same request: what the
+    /// holder says of itself (jobwarden: its revision, for `doctor`).
+    pub annotations: BTreeMap<String, String>,
 }
 
 impl LeaseSettings {
@@ -116,6 +120,7 @@ pub trait LeaseStore: Send + Sync {
 pub struct KubeLeaseStore {
     api: Api<Lease>,
     name: String,
+    annotations: BTreeMap<String, String>,
 }
 
 impl KubeLeaseStore {
@@ -123,13 +128,22 @@ impl KubeLeaseStore {
         KubeLeaseStore {
             api: Api::namespaced(client, namespace),
             name: name.to_owned(),
+            annotations: BTreeMap::new(),
         }
+    }
+
+    /// Writes `annotations` with every create and update (a release too: the last holder's
+    /// word stays until the next one writes its own).
+    pub fn annotated(mut self, annotations: BTreeMap<String, String>) -> Self {
+        self.annotations = annotations;
+        self
     }
 
     fn lease(&self, spec: &LeaseSpec) -> Lease {
         Lease {
             metadata: ObjectMeta {
                 name: Some(self.name.clone()),
+                annotations: (!self.annotations.is_empty()).then(|| self.annotations.clone()),
                 ..ObjectMeta::default()
             },
             spec: Some(spec.clone()),
@@ -166,11 +180,15 @@ impl LeaseStore for KubeLeaseStore {
     async fn update(&self, spec: &LeaseSpec, version: &str) -> Result<(), LeaseError> {
         // A merge patch of the spec with the resourceVersion read as its precondition: as
         // client-go's update, it fails with a conflict when someone wrote first, and it
-        // leaves the Lease's labels and annotations alone.
-        let patch = serde_json::json!({
+        // leaves the Lease's labels and annotations alone, but for its own (a merge patch
+        // replaces only the keys it names).
+        let mut patch = serde_json::json!({
             "metadata": {"resourceVersion": version},
             "spec": spec,
         });
+        if !self.annotations.is_empty() {
+            patch["metadata"]["annotations"] = serde_json::json!(self.annotations);
+        }
         self.api
             .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -530,7 +548,8 @@ where
     T: FnMut(Term) -> F,
     F: Future<Output = ()>,
 {
-    let store = KubeLeaseStore::new(client, &settings.namespace, &settings.name);
+    let store = KubeLeaseStore::new(client, &settings.namespace, &settings.name)
+        .annotated(settings.annotations.clone());
     lead(store, settings, shutdown, observe, task).await
 }
 

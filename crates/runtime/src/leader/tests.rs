@@ -70,6 +70,7 @@ fn settings(identity: &str) -> LeaseSettings {
         lease_duration: Duration::from_secs(15),
         renew_deadline: Duration::from_secs(10),
         retry_period: Duration::from_secs(2),
+        annotations: Default::default(),
     }
 }
 
