@@ -232,6 +232,11 @@ async fn node_selectors_taints_and_required_affinity_decide_the_worker() {
     .await;
     let waiting = test.jobs().get("no-toleration").await.expect("the Job");
     assert_eq!(recorded(&waiting), None);
+    // It would wait for ever: it goes, so that no later test finds a Job waiting.
+    test.jobs()
+        .delete("no-toleration", &Default::default())
+        .await
+        .expect("the waiting Job deleted");
     test.finish_placing(&[]).await;
 }
 
