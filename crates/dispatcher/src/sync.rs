@@ -168,7 +168,14 @@ impl Dispatcher {
                 moving::Verdict::Moves { .. }
             )
         });
+        // Leaving a draining worker is placing too: the others' namespaces and room are judged.
+        let drain_move = recorded
+            .as_deref()
+            .and_then(|r| self.link(r))
+            .is_some_and(|l| l.spec.draining)
+            && crate::record::on_worker_drain(&user) == crate::record::OnWorkerDrain::Redispatch;
         let placing = move_due
+            || drain_move
             || match recorded.as_deref().and_then(|r| self.link(r)) {
                 None => true,
                 Some(l) => !l.is_ready() || avoid.iter().any(|(w, _)| *w == l.name()),

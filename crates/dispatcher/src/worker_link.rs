@@ -267,11 +267,12 @@ impl Link {
             // The policy's problems refuse these before the dispatcher starts.
             Some(WorkerSource::Local) | None => return,
         };
-        let mut connection: Option<tokio::task::JoinHandle<()>> = None;
+        // A set, not a bare handle: when this task is aborted (the term ends, or the policy's
+        // workers change) the connection goes with it, rather than probing a worker nobody
+        // holds any more (and bringing its metrics back).
+        let mut connection: JoinSet<()> = JoinSet::new();
         while let Some(next) = credentials.next().await {
-            if let Some(running) = connection.take() {
-                running.abort();
-            }
+            connection.abort_all();
             {
                 let mut s = self.state();
                 *s = State::default();
@@ -279,7 +280,7 @@ impl Link {
             match self.accept(&ctx, next).await {
                 Ok(api) => {
                     self.set_reach(&ctx, Reach::Connecting, None);
-                    connection = Some(tokio::spawn(self.clone().connected(ctx.clone(), api)));
+                    connection.spawn(self.clone().connected(ctx.clone(), api));
                 }
                 Err((reason, message)) => {
                     tracing::warn!(
@@ -291,9 +292,7 @@ impl Link {
                 }
             }
         }
-        if let Some(running) = connection {
-            running.abort();
-        }
+        connection.abort_all();
     }
 
     /// A client from the credentials, or why not.

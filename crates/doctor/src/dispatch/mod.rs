@@ -42,7 +42,11 @@ pub fn checks(o: &DispatchObserved) -> Vec<Check> {
         .iter()
         .flat_map(|w| {
             let mut checks = worker::checks(w, &o.namespace);
-            checks.push(room::fresh(&w.name, &o.leader_metrics));
+            // A worker whose kubeconfig is refused is never used: it has no view to judge,
+            // as it has no API server, permissions or namespaces (each skipped, said once).
+            if w.reached.is_some() {
+                checks.push(room::fresh(&w.name, &o.leader_metrics));
+            }
             checks
         })
         .collect();
