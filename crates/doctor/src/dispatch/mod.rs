@@ -42,9 +42,12 @@ pub fn checks(o: &DispatchObserved) -> Vec<Check> {
         .iter()
         .flat_map(|w| {
             let mut checks = worker::checks(w, &o.namespace);
-            // A worker whose kubeconfig is refused is never used: it has no view to judge,
-            // as it has no API server, permissions or namespaces (each skipped, said once).
-            if w.reached.is_some() {
+            // A worker the dispatcher cannot use (its kubeconfig refused, its credentials
+            // refused, no answer) has no view to judge: what fails is said above, once.
+            if !checks
+                .iter()
+                .any(|c| c.status == crate::check::Status::Error)
+            {
                 checks.push(room::fresh(&w.name, &o.leader_metrics));
             }
             checks
