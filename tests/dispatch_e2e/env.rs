@@ -439,6 +439,27 @@ impl Test {
             .unwrap_or_else(|e| panic!("the Job {name} is created: {e}"))
     }
 
+    /// Lets the held pods of the Job `name` on `worker` end, succeeded (the test kubelet reads
+    /// their runs-seconds annotation each round).
+    pub async fn release(&self, worker: &str, name: &str) {
+        let pods = self.worker_pods(worker);
+        let list = pods
+            .list(&ListParams::default().labels(&format!("job-name={name}")))
+            .await
+            .unwrap_or_else(|e| panic!("pods listed: {e}"));
+        let patch = serde_json::json!({"metadata": {"annotations": {
+            jobwarden_envtest::kubelet::RUNS_SECONDS_ANNOTATION: "0"}}});
+        for pod in list.items {
+            let _ = pods
+                .patch(
+                    &pod.name_any(),
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&patch),
+                )
+                .await;
+        }
+    }
+
     /// Waits until the user's Job `name` satisfies `f`; returns it.
     pub async fn wait_job(&self, name: &str, what: &str, f: impl Fn(&Job) -> bool) -> Job {
         let jobs = self.jobs();

@@ -5,8 +5,6 @@
 //! where it was throughout, and the census holds one copy at a time.
 
 use jobwarden_envtest::kubelet::RUNS_SECONDS_ANNOTATION;
-use kube::ResourceExt as _;
-use kube::api::{ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use crate::env::*;
@@ -30,25 +28,6 @@ impl Test {
         let next = path.with_extension("next");
         std::fs::write(&next, text).expect("the new policy written");
         std::fs::rename(&next, &path).expect("the new policy swapped in");
-    }
-
-    /// Lets the held pods of the Job `name` on `worker` end.
-    async fn let_end(&self, worker: &str, name: &str) {
-        let pods = self.worker_pods(worker);
-        let list = pods
-            .list(&ListParams::default().labels(&format!("job-name={name}")))
-            .await
-            .expect("pods listed");
-        let patch = json!({"metadata": {"annotations": {RUNS_SECONDS_ANNOTATION: "0"}}});
-        for pod in list.items {
-            let _ = pods
-                .patch(
-                    &pod.name_any(),
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await;
-        }
     }
 
     async fn running_on(&self, name: &str, worker: &str) {
@@ -121,7 +100,7 @@ async fn a_worker_drained_then_removed_under_load_loses_no_job_and_keeps_the_lea
             .await;
         assert_eq!(recorded(&job).as_deref(), Some("west"), "new-{i}");
     }
-    test.let_end("west", "moves").await;
+    test.release("west", "moves").await;
     test.wait_job("moves", "Complete", |j| condition(j, "Complete").is_some())
         .await;
 
@@ -147,7 +126,7 @@ async fn a_worker_drained_then_removed_under_load_loses_no_job_and_keeps_the_lea
             && log.contains(&format!("{}/stays", test.ns)),
         "the refusal names the Job: {log}"
     );
-    test.let_end("east", "stays").await;
+    test.release("east", "stays").await;
     let stayed = test
         .wait_job("stays", "Complete", |j| condition(j, "Complete").is_some())
         .await;

@@ -9,7 +9,7 @@ use jobwarden_envtest::kubelet::RUNS_SECONDS_ANNOTATION;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt as _;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 use crate::env::*;
@@ -49,25 +49,6 @@ impl Test {
             .create(&PostParams::default(), &job)
             .await
             .unwrap_or_else(|e| panic!("the Job {name} is created: {e}"))
-    }
-
-    /// Lets the held pods of the Job `name` on `worker` end (they succeed).
-    async fn release(&self, worker: &str, name: &str) {
-        let pods = self.worker_pods(worker);
-        let list = pods
-            .list(&ListParams::default().labels(&format!("job-name={name}")))
-            .await
-            .unwrap_or_else(|e| panic!("pods listed: {e}"));
-        let patch = json!({"metadata": {"annotations": {RUNS_SECONDS_ANNOTATION: "0"}}});
-        for pod in list.items {
-            let _ = pods
-                .patch(
-                    &pod.name_any(),
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await;
-        }
     }
 
     async fn complete(&self, name: &str) -> Job {
