@@ -82,12 +82,22 @@ pub fn checks(namespace: &str, o: &InstalledObserved, binary_revision: &str) -> 
         &controllers,
         o.now,
     ));
-    out.push(revision::running_revision(
-        namespace,
-        binary_revision,
-        &o.lease,
-        !controllers.is_empty(),
-    ));
+    // Only a leader that renews its Lease says which revision runs: a Lease nobody renews
+    // (the Lease check's failure) is a replica gone, whose word is not the running one's.
+    let leading = out
+        .last()
+        .is_some_and(|c| c.status == crate::check::Status::Ok);
+    out.push(if leading || controllers.is_empty() {
+        revision::running_revision(
+            namespace,
+            binary_revision,
+            &o.lease,
+            !controllers.is_empty(),
+        )
+    } else {
+        crate::catalogue::RUNNING_REVISION
+            .skipped("no replica leads now (see the controller Lease): none says what runs")
+    });
     out.push(lease_priority::lease_priority(
         namespace,
         &o.flow_schemas,
