@@ -30,7 +30,7 @@
 //!    kubeconfig as it changes), `namespace_labels`, `worker_link` (one worker: its client,
 //!    copies, reach and fence), `worker_view` and `room_watch` (a worker's nodes and
 //!    unfinished pods, watched into its room), `sync` (one Job: its view gathered, its plan
-//!    carried out),
+//!    carried out, the longer steps in `steps`),
 //!    `placing_lane` (how many syncs may place at once), `run` (the loop of one term of
 //!    leadership).
 //! 3. `metrics`.
@@ -54,6 +54,7 @@ pub mod room;
 pub mod room_watch;
 pub mod run;
 pub mod status;
+mod steps;
 pub mod sync;
 pub mod worker_link;
 pub mod worker_view;

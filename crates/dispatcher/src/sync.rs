@@ -22,6 +22,7 @@ use crate::placement::{Reach, RoomFit, Unfit};
 use crate::plan::{self, JobView, Plan, Settings, Step, Waiting, WorkerState};
 use crate::reservations::Reservations;
 use crate::room::{PodShape, pods_at_once};
+use crate::steps::Done;
 use crate::worker_link::Link;
 use jobwarden_runtime::job_cache::CachedJob;
 
@@ -78,11 +79,11 @@ pub struct Dispatcher {
         Arc<crate::placing_lane::PlacingLane<kube::runtime::reflector::ObjectRef<CachedJob>>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn resource_version(job: &Value) -> &str {
+pub(crate) fn resource_version(job: &Value) -> &str {
     job.pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
         .unwrap_or("")
@@ -93,7 +94,7 @@ impl Dispatcher {
         self.links.iter().find(|l| l.name() == name)
     }
 
-    fn say(&self, job: &JobRef, warning: bool, reason: &str, message: String) {
+    pub(crate) fn say(&self, job: &JobRef, warning: bool, reason: &str, message: String) {
         let record = EventRecord {
             warning,
             reason: reason.to_owned(),
@@ -360,8 +361,9 @@ impl Dispatcher {
         count_waiting(&self.metrics, &all);
     }
 
-    /// The executor: each step in order. `Ok(Some(..))` when a step asks to look again at
-    /// once (a worker found unfit by trying).
+    /// The executor: each step in order (`steps` carries each out), stopping at the first
+    /// that fails. `Ok(Some(..))` when a step asks to look again at once (a worker found unfit
+    /// by trying).
     async fn carry_out(
         &self,
         job: &JobRef,
@@ -372,199 +374,52 @@ impl Dispatcher {
         // The Job as last written by this sync: a later write in the same sync carries its
         // resourceVersion (the object changed only by this sync's own writes since `plan` read it).
         let mut current = user;
-        let again = Some(Outcome {
-            requeue_after: Duration::ZERO,
-        });
         for step in plan.steps {
-            match step {
+            let done = match step {
                 Step::Record {
                     to,
                     replacing,
                     moved_from,
                 } => {
-                    lock(&self.loads).chose(&job.uid, &to);
-                    match self
-                        .management
-                        .record(
-                            ns,
-                            name,
-                            resource_version(&current),
-                            &to,
-                            moved_from.as_deref(),
-                        )
-                        .await
-                    {
-                        Ok(written) => current = written,
-                        Err(e) => {
-                            lock(&self.loads).unchose(&job.uid);
-                            let _ = lock(&self.reservations).forget(&job.uid);
-                            return Err(e.into());
-                        }
-                    }
-                    if self.link(&to).is_some_and(|l| l.is_local()) {
-                        self.say(job, false, "Dispatched", format!(
-                            "Placed on worker {to}, this cluster: jobwarden's Job controller runs it here"
-                        ));
-                    }
-                    if let Some(from) = replacing {
-                        let why = lock(&self.avoid).get(&job.uid).and_then(|a| {
-                            a.iter()
-                                .find(|(w, _)| *w == from)
-                                .map(|(_, why)| why.clone())
-                        });
-                        self.metrics.redispatched(match why {
-                            _ if moved_from.is_some() => "unschedulable",
-                            Some(Unfit::Draining) => "worker_draining",
-                            Some(Unfit::HoldsAnotherJob) => "holds_another_job",
-                            Some(Unfit::NoNamespace) => "no_namespace",
-                            Some(Unfit::Refused(_)) => "copy_refused",
-                            _ => "worker_lost",
-                        });
-                    }
+                    self.record(
+                        job,
+                        &current,
+                        &to,
+                        replacing.as_deref(),
+                        moved_from.as_deref(),
+                    )
+                    .await?
                 }
-                Step::Create { worker, copy } => {
-                    let Some(api) = self.link(&worker).and_then(|l| l.api()) else {
-                        return Err(SyncError::NotConnected(worker));
-                    };
-                    match api.create(&copy).await {
-                        Ok(_) => {
-                            self.metrics.created(&worker);
-                            self.say(
-                                job,
-                                false,
-                                "Dispatched",
-                                format!("Created the Job's copy on worker {worker}"),
-                            );
-                        }
-                        Err(ApiError::AlreadyExists) => {
-                            let found = api.get(ns, name).await?;
-                            let ours = found.as_ref().is_some_and(|f| {
-                                copy::is_copy_of(f, &job.uid, &self.settings.origin)
-                            });
-                            if !ours {
-                                self.unfit(job, &worker, Unfit::HoldsAnotherJob);
-                                self.say(job, true, "WorkerHoldsAnotherJob", format!(
-                                    "worker {worker} holds a Job {ns}/{name} that is not this Job's copy: it is left untouched, and the Job goes elsewhere"
-                                ));
-                                return Ok(again);
-                            }
-                            if found.as_ref().and_then(|f| copy::worker_of(f))
-                                != Some(worker.as_str())
-                            {
-                                // Its copy for another worker of the policy on the same
-                                // cluster (the Job moved between them): that worker's fence
-                                // takes it back, then this one is made.
-                                return Ok(Some(Outcome {
-                                    requeue_after: crate::worker_link::PROBE_EVERY,
-                                }));
-                            }
-                            // Ours, made by an earlier sync or another leader: adopted; the
-                            // watch brings it.
-                        }
-                        Err(ApiError::NotFound) => {
-                            if let Some(link) = self.link(&worker) {
-                                link.namespace_missing(ns);
-                            }
-                            self.unfit(job, &worker, Unfit::NoNamespace);
-                            return Ok(again);
-                        }
-                        Err(ApiError::Forbidden(why)) => {
-                            self.say(
-                                job,
-                                true,
-                                "CopyRefused",
-                                format!("worker {worker} refused the Job's copy: {why}"),
-                            );
-                            self.unfit(job, &worker, Unfit::Refused(format!("forbidden: {why}")));
-                            return Ok(again);
-                        }
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-                Step::PatchCopy { worker, patch } => {
-                    let Some(api) = self.link(&worker).and_then(|l| l.api()) else {
-                        return Err(SyncError::NotConnected(worker));
-                    };
-                    if let Err(e) = api.patch(ns, name, &patch).await {
-                        if !matches!(e, ApiError::Conflict) {
-                            self.say(job, true, "CopyNotUpdated", format!("the change could not reach the Job's copy on worker {worker}: {e}"));
-                        }
-                        return Err(e.into());
-                    }
-                }
-                Step::Mirror { worker, mut patch } => {
-                    patch["metadata"]["resourceVersion"] =
-                        Value::String(resource_version(&current).to_owned());
-                    match self.management.status(ns, name, &patch).await {
-                        Ok(written) => {
-                            current = written;
-                            self.metrics.mirrored("written");
-                            if let Some(at) = lock(&self.pending).remove(&format!("{ns}/{name}")) {
-                                self.metrics.mirror_lag.observe(at.elapsed().as_secs_f64());
-                            }
-                        }
-                        Err(e) => {
-                            if matches!(e, ApiError::Conflict) {
-                                self.metrics.mirrored("conflict");
-                            } else {
-                                self.metrics.mirrored("error");
-                                self.say(job, true, "MirrorFailed", format!("the status of the Job's copy on worker {worker} could not be written here: {e}"));
-                            }
-                            return Err(e.into());
-                        }
-                    }
+                Step::Create { worker, copy } => self.create(job, &worker, &copy).await?,
+                Step::PatchCopy { worker, patch } => self.patch_copy(job, &worker, &patch).await?,
+                Step::Mirror { worker, patch } => {
+                    self.mirror(job, &current, &worker, patch).await?
                 }
                 Step::DeleteCopy {
                     worker,
                     uid,
                     reason,
-                } => {
-                    let Some(api) = self.link(&worker).and_then(|l| l.api()) else {
-                        return Err(SyncError::NotConnected(worker));
-                    };
-                    api.delete(ns, name, &uid).await?;
-                    if reason != plan::DeleteReason::Finished {
-                        // Still running: stopped now, not when the worker's garbage collector
-                        // gets to them.
-                        api.delete_pods_of(ns, &uid).await?;
-                    }
-                    self.metrics.deleted(&worker, reason.label());
-                    self.say(
-                        job,
-                        false,
-                        "CopyDeleted",
-                        format!(
-                            "Deleted the Job's copy on worker {worker} ({}); its pods go with it",
-                            match reason {
-                                plan::DeleteReason::Finished => "the Job shows how it ended",
-                                plan::DeleteReason::JobFailed => "the Job failed here",
-                                plan::DeleteReason::JobDeleted => "the Job is being deleted",
-                                plan::DeleteReason::Moved =>
-                                    "its pods could not be scheduled there; the Job moves",
-                                plan::DeleteReason::Drained =>
-                                    "the worker is draining; the Job moves",
-                            }
-                        ),
-                    );
-                }
-                Step::MarkLost { since } => {
-                    current = self
-                        .management
+                } => self.delete_copy(job, &worker, &uid, reason).await?,
+                Step::MarkLost { since } => Done::Wrote(
+                    self.management
                         .lost_mark(ns, name, Some(&since.to_string()))
-                        .await?;
-                }
-                Step::ClearLost => {
-                    current = self.management.lost_mark(ns, name, None).await?;
-                }
-                Step::Fail { patch, .. } => {
-                    let mut patch = patch;
+                        .await?,
+                ),
+                Step::ClearLost => Done::Wrote(self.management.lost_mark(ns, name, None).await?),
+                Step::Fail { mut patch, .. } => {
                     patch["metadata"]["resourceVersion"] =
                         Value::String(resource_version(&current).to_owned());
-                    current = self.management.status(ns, name, &patch).await?;
+                    Done::Wrote(self.management.status(ns, name, &patch).await?)
                 }
                 Step::Event(record) => {
                     self.say(job, record.warning, &record.reason, record.message);
+                    Done::Nothing
                 }
+            };
+            match done {
+                Done::Wrote(written) => current = written,
+                Done::Nothing => {}
+                Done::Again(outcome) => return Ok(Some(outcome)),
             }
         }
         Ok(None)
@@ -605,7 +460,7 @@ impl Dispatcher {
         }
     }
 
-    fn unfit(&self, job: &JobRef, worker: &str, why: Unfit) {
+    pub(crate) fn unfit(&self, job: &JobRef, worker: &str, why: Unfit) {
         let mut avoid = lock(&self.avoid);
         let list = avoid.entry(job.uid.clone()).or_default();
         list.retain(|(w, _)| w != worker);
