@@ -61,17 +61,7 @@ pub fn run(args: &AuditArgs) -> Outcome {
             }
         },
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("jobwarden audit: cannot start the runtime: {e}");
-            return Outcome::Unreadable;
-        }
-    };
-    runtime.block_on(audit(args, &policy))
+    super::run_on_runtime("audit", audit(args, &policy))
 }
 
 /// Counts for the summary line and the exit status.

@@ -82,17 +82,7 @@ pub struct ExplainArgs {
 }
 
 pub fn run(args: &ExplainArgs) -> Outcome {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("jobwarden explain: cannot start the runtime: {e}");
-            return Outcome::Unreadable;
-        }
-    };
-    runtime.block_on(explain(args))
+    super::run_on_runtime("explain", explain(args))
 }
 
 async fn explain(args: &ExplainArgs) -> Outcome {

@@ -128,6 +128,21 @@ run `kubectl jobwarden check|review|audit|simulate|explain|doctor|workers ...`. 
 the arguments on unchanged; `audit`, `explain`, `doctor` and `workers` take --kubeconfig and
 --context after the subcommand (`kubectl jobwarden doctor --context prod`).";
 
+/// Runs a command's `work` on a runtime of one thread; `Unreadable`, said on stderr, when
+/// none can be started.
+fn run_on_runtime(command: &str, work: impl Future<Output = Outcome>) -> Outcome {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(work),
+        Err(e) => {
+            eprintln!("jobwarden {command}: cannot start the runtime: {e}");
+            Outcome::Unreadable
+        }
+    }
+}
+
 pub fn main() -> ExitCode {
     let cli = parse();
     let outcome = match cli.command {

@@ -52,17 +52,7 @@ pub struct WorkersArgs {
 }
 
 pub fn run(args: &WorkersArgs) -> Outcome {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("jobwarden workers: cannot start the runtime: {e}");
-            return Outcome::Unreadable;
-        }
-    };
-    runtime.block_on(show(args))
+    super::run_on_runtime("workers", show(args))
 }
 
 async fn show(args: &WorkersArgs) -> Outcome {
