@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Which container engine this machine has, and what it needs to run a container. image/build.sh
-# sources it; the image tests (tests/image_e2e/) run it, so both decide alike.
+# sources it; the image tests (tests/e2e/image/) run it, so both decide alike.
 #
 #   image/engine.sh          engine <command and global flags>
 #   image/engine.sh IMAGE    the same, then: run <the flags `run` needs here>

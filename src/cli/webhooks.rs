@@ -1,7 +1,7 @@
 //! `jobwarden webhooks`: prints the MutatingWebhookConfiguration and the
 //! ValidatingWebhookConfiguration a policy needs, the one source every install path renders
 //! (deploy/webhooks/webhooks.yaml is this output for the default policy; the chart's templates
-//! are held to it by tests/deploy/registration.rs).
+//! are held to it by tests/it/deploy/registration.rs).
 
 use std::path::Path;
 

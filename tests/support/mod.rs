@@ -6,8 +6,10 @@
 pub mod dev_server;
 pub mod fake_apiserver;
 pub mod installed;
+pub mod run;
 pub mod served;
 pub mod stored;
+pub mod svg;
 pub mod webhook_registration;
 
 use std::path::{Path, PathBuf};
@@ -49,5 +51,17 @@ pub fn eventually_blocking<T>(what: &str, mut look: impl FnMut() -> Result<T, St
             ),
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// The scale runs' size: `JOBWARDEN_E2E_SCALE=full` runs them as their issues stated them (a
+/// burst of 1,000 Jobs, Indexed Jobs of 1,000 and 5,000 pods: several minutes each, as the
+/// benchmarks in bench/ run them); otherwise `small` of it, enough for every assertion to
+/// mean what it says (two workers share a burst, a Lease renews under a Job's load) in a
+/// suite that stays fast.
+pub fn scale<T>(full: T, small: T) -> T {
+    match std::env::var("JOBWARDEN_E2E_SCALE").as_deref() {
+        Ok("full") => full,
+        _ => small,
     }
 }

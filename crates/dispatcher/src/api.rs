@@ -22,7 +22,7 @@ use jobwarden_rules::well_known::{
 };
 use jobwarden_runtime::events::{EventWriteError, EventWriter};
 
-use crate::fence::LiveJob;
+use crate::worker::fence::LiveJob;
 
 /// The field manager of every write.
 pub const FIELD_MANAGER: &str = "jobwarden-dispatcher";

@@ -17,47 +17,36 @@
 //!
 //! # Layout
 //!
-//! 1. Deciding, pure: `copy` (the copy built from the user's Job, recognised by its origin UID,
-//!    and the spec patch that keeps it in line), `status` (the copy's status mirrored, or a
-//!    failure of the dispatcher's own, each held to the Job status rules), `placement` (which
-//!    worker), `credentials` (a worker's kubeconfig judged), `fence` (which copies on a worker
-//!    must go), `loads` (unfinished Jobs per worker), `record` (what the dispatcher keeps on
-//!    a user's Job, read back), `room` (whether a Job's pods fit on a worker's nodes now,
-//!    and why not: kube-scheduler's filter over compact views of its Nodes and pods),
-//!    `moving` (when a copy that cannot be scheduled moves), `reservations` (the room placed
-//!    Jobs hold until their pods are seen), and over them `plan` (the decision for one Job).
-//! 2. Acting: `api` (the calls, fenced by leadership), `credential_source` (a worker's
-//!    kubeconfig as it changes), `namespace_labels`, `worker_link` (one worker: its client,
-//!    copies, reach and fence), `worker_view` and `room_watch` (a worker's nodes and
-//!    unfinished pods, watched into its room), `sync` (one Job: its view gathered, its plan
-//!    carried out, the longer steps in `steps`),
-//!    `placing_lane` (how many syncs may place at once), `run` (the loop of one term of
-//!    leadership).
-//! 3. `metrics`.
+//! A folder for each part of the design in docs/dispatch.md, the pure deciding apart from the
+//! acting inside each:
+//!
+//! * `copy`: the copy built from the user's Job, recognised by its origin UID, and the spec
+//!   patch that keeps it in line; `copy::status` (the copy's status mirrored, or a failure of
+//!   the dispatcher's own, each held to the Job status rules) and `copy::record` (what the
+//!   dispatcher keeps on a user's Job, read back). Pure.
+//! * `placement`: which worker (pure), with `loads` (unfinished Jobs per worker),
+//!   `reservations` (the room placed Jobs hold until their pods are seen), `moving` (when a
+//!   copy that cannot be scheduled moves) and `placing_lane` (how many syncs may place at once).
+//! * `room`: whether a Job's pods fit on a worker's nodes now, and why not: kube-scheduler's
+//!   filter over compact views of its Nodes and pods. Pure.
+//! * `plan`: the decision for one Job, over all of the above. Pure.
+//! * `worker`: one worker cluster: its kubeconfig judged and followed, the link to it (client,
+//!   copies, reach, fence), its namespaces, and its Nodes and unfinished pods watched into its
+//!   room.
+//! * `sync`: one Job: its view gathered, its plan carried out (`sync::carry_out`).
+//! * `run`: the loop of one term of leadership, and the fleet changed under it
+//!   (`run::fleet_change`).
+//! * `api`: the calls, fenced by leadership; `metrics`.
 
 pub mod api;
 pub mod copy;
-pub mod credential_source;
-pub mod credentials;
-pub mod fence;
-pub mod fleet_change;
-pub mod loads;
 pub mod metrics;
-pub mod moving;
-pub mod namespace_labels;
 pub mod placement;
-pub mod placing_lane;
 pub mod plan;
-pub mod record;
-pub mod reservations;
 pub mod room;
-pub mod room_watch;
 pub mod run;
-pub mod status;
-mod steps;
 pub mod sync;
-pub mod worker_link;
-pub mod worker_view;
+pub mod worker;
 
 pub use metrics::{DispatchMetrics, register_metrics};
 pub use run::{DispatchConfig, run_term};

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 
 use jobwarden_runtime::events::metrics::EventMetrics;
 
-use crate::credentials::RefusalReason;
 use crate::plan::DeleteReason;
+use crate::worker::credentials::RefusalReason;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct WorkerLabels {

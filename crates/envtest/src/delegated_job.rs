@@ -1,6 +1,6 @@
 //! The Job every e2e test starts from: delegated through `spec.managedBy`, its pods naming a
 //! scheduler that does not exist (the test plays the kubelet), `spec` merged over these
-//! defaults. The controller's e2e tests build their Jobs with it, and `tests/simulate_cli.rs`
+//! defaults. The controller's e2e tests build their Jobs with it, and `tests/it/simulate_cli.rs`
 //! too, so that its stories are told of the very Jobs those tests hold a real cluster to.
 
 use serde_json::{Value, json};

@@ -16,7 +16,8 @@
 //! ```
 //!
 //! * [`ControlPlane::shared`] starts one control plane per test binary, the first time a test
-//!   asks, and stops it when the binary exits, however it exits (`process`).
+//!   asks, and stops it when the binary exits, however it exits (`process`); a suite whose
+//!   tests change what the whole cluster sees keeps a [`SharedPlane`] of its own instead.
 //! * [`ControlPlane::shared_with_upstream`] also starts kube-controller-manager.
 //! * [`ControlPlane::start`] gives a control plane of one's own (the scale benchmark), stopped
 //!   when dropped; [`ControlPlane::start_all`] several at once, each on a thread of its own
@@ -210,16 +211,30 @@ struct Owned {
     apiserver_process: Mutex<Option<ApiServerProcess>>,
 }
 
-/// The shared control plane, or why it did not start (every test that asks is told).
-static SHARED: OnceLock<Result<Option<ControlPlane>, String>> = OnceLock::new();
+/// A control plane shared by the tests that name it, started the first time one asks and
+/// stopped when the test binary exits, however it exits (`process`); or why it did not start
+/// (every test that asks is told). A test binary holds one per suite whose tests change what
+/// the whole cluster sees (webhooks registered, kube-apiserver stopped), as a `static`:
+///
+/// ```no_run
+/// static PLANE: jobwarden_envtest::SharedPlane = jobwarden_envtest::SharedPlane::new();
+/// # fn t() {
+/// let Some(plane) = PLANE.get() else { return };
+/// # }
+/// ```
+pub struct SharedPlane(OnceLock<Result<Option<ControlPlane>, String>>);
 
-impl ControlPlane {
-    /// This test binary's control plane: `JOBWARDEN_E2E_KUBECONFIG`'s cluster, else etcd and
-    /// kube-apiserver started on first use. `None` (after one line on stderr saying how to get
-    /// the binaries) when neither is there. Panics, with the component's log, when the
-    /// binaries are there but do not start: that is a failure, not a skip.
-    pub fn shared() -> Option<&'static ControlPlane> {
-        SHARED
+impl SharedPlane {
+    pub const fn new() -> SharedPlane {
+        SharedPlane(OnceLock::new())
+    }
+
+    /// The plane: `JOBWARDEN_E2E_KUBECONFIG`'s cluster, else etcd and kube-apiserver started
+    /// on first use. `None` (after one line on stderr saying how to get the binaries) when
+    /// neither is there. Panics, with the component's log, when the binaries are there but do
+    /// not start: that is a failure, not a skip.
+    pub fn get(&'static self) -> Option<&'static ControlPlane> {
+        self.0
             .get_or_init(|| {
                 if let Some(path) = std::env::var_os("JOBWARDEN_E2E_KUBECONFIG") {
                     return Ok(Some(ControlPlane {
@@ -238,11 +253,10 @@ impl ControlPlane {
             .as_ref()
     }
 
-    /// [`shared`](Self::shared), with kube-controller-manager running upstream's Job
-    /// controller beside it (a cluster named by `JOBWARDEN_E2E_KUBECONFIG` is taken to run
-    /// its own).
-    pub fn shared_with_upstream() -> Option<&'static ControlPlane> {
-        let plane = ControlPlane::shared()?;
+    /// [`get`](Self::get), with kube-controller-manager running upstream's Job controller
+    /// beside it (a cluster named by `JOBWARDEN_E2E_KUBECONFIG` is taken to run its own).
+    pub fn with_upstream(&'static self) -> Option<&'static ControlPlane> {
+        let plane = self.get()?;
         if plane.owned.is_some() && !bin_dir().join("kube-controller-manager").is_file() {
             say_skipped();
             return None;
@@ -251,6 +265,29 @@ impl ControlPlane {
             panic!("kube-controller-manager did not start: {e}");
         }
         Some(plane)
+    }
+}
+
+impl Default for SharedPlane {
+    fn default() -> SharedPlane {
+        SharedPlane::new()
+    }
+}
+
+/// The test binary's own plane, for the suites that share one, each test in its namespace.
+static SHARED: SharedPlane = SharedPlane::new();
+
+impl ControlPlane {
+    /// This test binary's control plane, shared by every test that asks for it (each in a
+    /// namespace of its own): [`SharedPlane::get`] of the binary's one.
+    pub fn shared() -> Option<&'static ControlPlane> {
+        SHARED.get()
+    }
+
+    /// [`shared`](Self::shared), with kube-controller-manager running upstream's Job
+    /// controller beside it ([`SharedPlane::with_upstream`]).
+    pub fn shared_with_upstream() -> Option<&'static ControlPlane> {
+        SHARED.with_upstream()
     }
 
     /// A control plane of one's own, stopped and removed when dropped.

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use jobwarden_admission::policy::Dispatch;
 use jobwarden_dispatcher::copy::origin_uid;
-use jobwarden_dispatcher::credentials::Refusal;
+use jobwarden_dispatcher::copy::record::{self, OnWorkerLost};
 use jobwarden_dispatcher::placement::Named;
-use jobwarden_dispatcher::record::{self, OnWorkerLost};
+use jobwarden_dispatcher::worker::credentials::Refusal;
 use jobwarden_rules::well_known::WORKER_LOST_SINCE_ANNOTATION;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::jiff::Timestamp;

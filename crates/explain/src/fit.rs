@@ -3,8 +3,8 @@
 //! same readings `jobwarden workers` shows); for a placed Job, where its copy's pods are bound,
 //! the scheduler's word on those it cannot place, and the workers it was moved from.
 
+use jobwarden_dispatcher::copy::record;
 use jobwarden_dispatcher::placement::Named;
-use jobwarden_dispatcher::record;
 use jobwarden_dispatcher::room::{Fit, PodShape, fits, pods_at_once};
 use k8s_openapi::api::core::v1::Pod;
 use serde::Serialize;

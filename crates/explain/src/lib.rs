@@ -25,6 +25,7 @@ pub mod dispatch;
 pub mod explanation;
 pub mod fit;
 mod pods;
+pub mod reach;
 pub mod read;
 pub mod story;
 pub mod text;
@@ -33,7 +34,8 @@ pub mod workers;
 
 pub use dispatch::{CopyReading, DispatchReading};
 pub use explanation::Explanation;
-pub use read::{ReadError, Target, WorkerAccess, read, read_dispatch};
+pub use reach::WorkerAccess;
+pub use read::{ReadError, Target, read, read_dispatch};
 pub use story::{ExplainError, LeaseReading, MAX_EVENTS, Observed, Settings, explain};
 pub use text::render;
 

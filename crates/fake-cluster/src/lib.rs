@@ -12,8 +12,8 @@
 //! Around it: the watches the controller's caches read ([`watch_jobs`], [`watch_pods`]), a
 //! [`Kubelet`] that ends pods as a test or a scenario says, controller [`Replica`]s, and the
 //! reconcile loop run on a virtual clock ([`run_until_finished`]). Its tests are the controller's
-//! crash tests (`tests/crash.rs`: stop after every API call, start again, nothing counted twice
-//! or lost), the reconcile loop's (`tests/reconcile_loop.rs`), and the scale benchmark
+//! crash tests (`tests/it/crash/`: stop after every API call, start again, nothing counted twice
+//! or lost), the reconcile loop's (`tests/it/reconcile_loop.rs`), and the scale benchmark
 //! (`benches/scale.rs`).
 //!
 //! # The one fake cluster

@@ -1,6 +1,6 @@
 //! The SVG as others read it, parsed by a real XML parser (roxmltree): a timeline of each kind
 //! of thing the picture holds, one of hostile names, and one of a thousand indexes. The
-//! worked examples are rasterised, and opened in a browser, by `tests/timeline_render.rs` at
+//! worked examples are rasterised, and opened in a browser, by `tests/it/timeline_render.rs` at
 //! the top of the repository.
 
 use jobwarden_timeline::{Bar, Builder, Moment, MomentKind, Outcome, RuleMark, Timeline, svg};

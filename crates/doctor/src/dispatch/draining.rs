@@ -62,8 +62,8 @@ pub fn draining_workers(
 mod tests {
     use super::*;
     use jobwarden_admission::policy::Worker;
+    use jobwarden_dispatcher::copy::record::OnWorkerLost;
     use jobwarden_dispatcher::placement::Named;
-    use jobwarden_dispatcher::record::OnWorkerLost;
 
     fn policy() -> Dispatch {
         let worker = |name: &str, draining| Worker {

@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 
 use jobwarden_admission::policy::Worker;
+use jobwarden_dispatcher::copy::record::{self, OnWorkerLost};
+use jobwarden_dispatcher::copy::status::is_finished;
 use jobwarden_dispatcher::placement::Named;
-use jobwarden_dispatcher::record::{self, OnWorkerLost};
-use jobwarden_dispatcher::status::is_finished;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 

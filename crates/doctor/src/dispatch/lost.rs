@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use jobwarden_dispatcher::record::OnWorkerLost;
+use jobwarden_dispatcher::copy::record::OnWorkerLost;
 use jobwarden_rules::seconds;
 use k8s_openapi::jiff::Timestamp;
 

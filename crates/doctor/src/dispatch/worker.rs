@@ -1,12 +1,12 @@
 //! One worker cluster, checked as the dispatcher meets it: its kubeconfig found and accepted by
-//! the dispatcher's own judge (`jobwarden_dispatcher::credentials::check`), its API server
+//! the dispatcher's own judge (`jobwarden_dispatcher::worker::credentials::check`), its API server
 //! answering with those credentials, the credentials taken (a SelfSubjectReview; a 401 is a
 //! token expired or not the worker's), every call the dispatcher makes there allowed
 //! (SelfSubjectAccessReviews as the dispatcher), and the namespaces its Jobs need there. Each
 //! check that cannot be made because an earlier one failed is said once, skipped. Pure.
 
 use jobwarden_admission::policy::Worker;
-use jobwarden_dispatcher::credentials::{self, Refusal};
+use jobwarden_dispatcher::worker::credentials::{self, Refusal};
 use kube::config::Kubeconfig;
 
 use crate::access::{Access, listed};

@@ -5,7 +5,7 @@
 //! crates/runtime/src/leader/), the core/v1 Events the controller and the in-process audit
 //! create (crates/events), the reviews of scrapers' tokens (crates/server/src/metrics_access),
 //! and the dispatcher's calls on the management cluster and on each worker
-//! (crates/dispatcher/src/api.rs). tests/deploy.rs holds these lists equal to what
+//! (crates/dispatcher/src/api.rs). tests/it/deploy/ holds these lists equal to what
 //! deploy/'s and the chart's RBAC grant each ServiceAccount, and the e2e suites run jobwarden
 //! under exactly that RBAC; doctor asks whether the installed ServiceAccounts still have them.
 
@@ -106,7 +106,7 @@ pub fn controller_uses(namespace: &str) -> Vec<Access> {
 /// the Lease, so it is part of the controller's face: it shares the controller's reads of
 /// Jobs, its status writes and its Events, and adds what is its own. Its worker kubeconfigs are
 /// the `secrets` named in its policy, in `namespace` (the pod's own), read by name: a watch
-/// with the field selector `metadata.name=<secret>` (crates/dispatcher/src/credential_source.rs),
+/// with the field selector `metadata.name=<secret>` (crates/dispatcher/src/worker/credential_source.rs),
 /// which RBAC grants by `resourceNames`. No worker Secret, no Secret read at all.
 pub fn dispatcher_uses(namespace: &str, secrets: &[&str]) -> Vec<Access> {
     [

@@ -1,5 +1,5 @@
 //! The install jobwarden ships, built into the binary: `kubectl kustomize deploy/` and `kubectl
-//! kustomize deploy/webhooks/` as rendered from this checkout (tests/deploy/shipped.rs holds
+//! kustomize deploy/webhooks/` as rendered from this checkout (tests/it/deploy/shipped.rs holds
 //! the copies equal to what kubectl renders). `doctor --pre` without `--install` checks it, so
 //! the command the README shows asks permission for what `kubectl apply -k deploy/` and
 //! `deploy/webhooks/register.sh` create, as `linkerd check --pre` checks the install its own

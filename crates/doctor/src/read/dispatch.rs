@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use jobwarden_admission::policy::{Dispatch, Worker, WorkerSource};
-use jobwarden_dispatcher::credential_source::SECRET_KEY;
+use jobwarden_dispatcher::worker::credential_source::SECRET_KEY;
 use jobwarden_rules::well_known::LEASE_NAME;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};

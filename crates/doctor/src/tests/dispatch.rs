@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use jobwarden_admission::policy::{Dispatch, NamespaceMatch, Worker};
+use jobwarden_dispatcher::copy::record::OnWorkerLost;
 use jobwarden_dispatcher::placement::Named;
-use jobwarden_dispatcher::record::OnWorkerLost;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 

@@ -20,7 +20,7 @@ use crate::installed::registration::{Registered, registration};
 use crate::installed::stored_jobs::{Tally, stored_jobs};
 
 /// `serve`'s flags as far as these tests write them (`--flag=value` only); the binary's own
-/// parser is tested against deploy/ in tests/doctor_e2e.
+/// parser is tested against deploy/ in tests/e2e/doctor/.
 struct Flags;
 
 impl ServeCommandLine for Flags {

@@ -3,7 +3,7 @@
 //! its pods are; the copy recognised by its origin UID only.
 
 use jobwarden_admission::policy::Dispatch;
-use jobwarden_dispatcher::credentials::{Refusal, RefusalReason};
+use jobwarden_dispatcher::worker::credentials::{Refusal, RefusalReason};
 use k8s_openapi::api::core::v1::Event;
 
 use super::*;

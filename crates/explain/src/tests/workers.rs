@@ -2,9 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use jobwarden_dispatcher::credentials::{Refusal, RefusalReason};
+use jobwarden_dispatcher::worker::credentials::{Refusal, RefusalReason};
 use serde_json::{Value, json};
 
+use crate::workers::room_of::RoomLine;
 use crate::workers::text::render;
 use crate::workers::view::*;
 

@@ -13,8 +13,7 @@ use kube::{Api, Client};
 use serde_json::Value;
 
 use super::view::{JobsRead, Listing, WorkerRead, WorkerReading};
-use crate::WorkerAccess;
-use crate::read::{Reach, reach, with_causes, worker_error};
+use crate::reach::{Reach, WorkerAccess, reach, with_causes, worker_error};
 use crate::story::event_line;
 
 /// The pods that hold room: those not ended (as the dispatcher's watch selects them).
@@ -53,7 +52,7 @@ pub async fn read_jobs(client: &Client, dispatcher: &str) -> Result<JobsRead, Jo
         .collect();
     let waiting = jobs
         .iter()
-        .any(|j| jobwarden_dispatcher::record::recorded(j).is_none());
+        .any(|j| jobwarden_dispatcher::copy::record::recorded(j).is_none());
     let latest_warning = if waiting {
         latest_warnings(client, dispatcher).await
     } else {

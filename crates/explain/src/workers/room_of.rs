@@ -6,7 +6,19 @@ use std::collections::BTreeMap;
 use jobwarden_dispatcher::room::{CPU, NodeView, PodView, Resources, Room, RoomSummary};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
-use super::view::RoomLine;
+use serde::Serialize;
+
+/// A worker's room as the `room` core sums it: cpu in cores, memory in bytes, `pods`, and each
+/// extended resource by its name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RoomLine {
+    /// Nodes a pod may be placed on (not cordoned, Ready).
+    pub nodes_schedulable: usize,
+    pub nodes_total: usize,
+    pub free: BTreeMap<String, f64>,
+    pub allocatable: BTreeMap<String, f64>,
+}
 
 /// The room core filled as the dispatcher's watches fill it: every Node, every pod that holds
 /// room (`PodView::from_pod` leaves out those that hold none), by UID.

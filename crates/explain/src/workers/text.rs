@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::view::{RoomLine, RoomView, WorkerView, WorkersView};
+use super::room_of::RoomLine;
+use super::view::{RoomView, WorkerView, WorkersView};
 
 const HEADER: [&str; 7] = [
     "WORKER",

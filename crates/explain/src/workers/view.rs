@@ -4,14 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use jobwarden_dispatcher::credentials::Refusal;
-use jobwarden_dispatcher::record;
-use jobwarden_dispatcher::status::is_finished;
+use jobwarden_dispatcher::copy::record;
+use jobwarden_dispatcher::copy::status::is_finished;
+use jobwarden_dispatcher::worker::credentials::Refusal;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::room_of::room_of;
+use super::room_of::{RoomLine, room_of};
 
 /// What was read of one worker.
 #[derive(Debug, Clone)]
@@ -47,18 +47,6 @@ pub enum WorkerRead {
 pub enum Listing<T> {
     Items(Vec<T>),
     Forbidden(String),
-}
-
-/// A worker's room as the `room` core sums it: cpu in cores, memory in bytes, `pods`, and each
-/// extended resource by its name.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RoomLine {
-    /// Nodes a pod may be placed on (not cordoned, Ready).
-    pub nodes_schedulable: usize,
-    pub nodes_total: usize,
-    pub free: BTreeMap<String, f64>,
-    pub allocatable: BTreeMap<String, f64>,
 }
 
 /// How a worker answers, in the dispatcher's words (`jobwarden_dispatch_workers{state}`).

@@ -1,7 +1,7 @@
 //! A stand-in for kube-apiserver's review APIs, as a `kube::Client` whose requests never leave
 //! the process: TokenReviews know three tokens, SubjectAccessReviews allow one user `get` on
 //! `/metrics`, and a fourth token makes both calls fail as an unreachable API server would.
-//! The real kube-apiserver answers the same questions in the root crate's `metrics_e2e`.
+//! The real kube-apiserver answers the same questions in the root crate's `tests/it/metrics.rs`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,184 @@
+//! One worker's view of its room, as its watches leave it (`room_watch`): its nodes and
+//! unfinished pods (`room::Room`), whether they are listed, and what placement may do with
+//! them. A worker whose role cannot list its nodes and pods cluster-wide (deploy/worker/'s
+//! namespaced variant), or that grows on demand (`capacity: Unbounded`), is placed on by count.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use crate::placement::RoomFit;
+use crate::placement::moving::CopyPods;
+use crate::room::{self, PodShape, Reservation, Room, RoomSummary};
+
+/// What placement may do with a worker's view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ViewState {
+    /// Nodes and pods listed, and watched since: Jobs go there only if they fit.
+    Fresh,
+    /// Not listed yet (or listed afresh after the worker answered again): wait.
+    Listing,
+    /// Its role may not list what placement needs (why): placed by count.
+    Counting(String),
+    /// `capacity: Unbounded`: placed by count.
+    Unbounded,
+}
+
+impl ViewState {
+    /// Its `jobwarden_dispatch_worker_view{state}` label.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ViewState::Fresh => "fresh",
+            ViewState::Listing => "listing",
+            ViewState::Counting(_) => "counting",
+            ViewState::Unbounded => "unbounded",
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct View {
+    room: Room,
+    nodes_listed: bool,
+    pods_listed: bool,
+    /// Why the worker is placed on by count, when its role refused a list.
+    counting: Option<String>,
+    /// When the watches last brought anything (a list or an event).
+    heard: Option<Instant>,
+}
+
+/// A worker's view, shared by its watches (writers) and the syncs (readers).
+#[derive(Debug)]
+pub struct WorkerView {
+    unbounded: bool,
+    view: Mutex<View>,
+}
+
+impl WorkerView {
+    pub fn new(unbounded: bool) -> WorkerView {
+        WorkerView {
+            unbounded,
+            view: Mutex::default(),
+        }
+    }
+
+    fn view(&self) -> MutexGuard<'_, View> {
+        self.view.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn is_unbounded(&self) -> bool {
+        self.unbounded
+    }
+
+    pub fn state(&self) -> ViewState {
+        let v = self.view();
+        if let Some(why) = &v.counting {
+            return ViewState::Counting(why.clone());
+        }
+        if self.unbounded {
+            return ViewState::Unbounded;
+        }
+        if v.nodes_listed && v.pods_listed {
+            ViewState::Fresh
+        } else {
+            ViewState::Listing
+        }
+    }
+
+    /// Seconds since the watches last brought anything; `None` before the first list.
+    pub fn quiet_for(&self) -> Option<f64> {
+        self.view().heard.map(|t| t.elapsed().as_secs_f64())
+    }
+
+    /// The view forgotten: the watches list afresh (a new connection, new credentials).
+    pub fn reset(&self) {
+        *self.view() = View::default();
+    }
+
+    /// Its role refused a list: placed by count from now on (until the next reset).
+    pub fn counting(&self, why: String) {
+        let mut v = self.view();
+        v.counting = Some(why);
+        v.room.clear();
+    }
+
+    /// Changes the room under the lock; `listed` marks a finished list of nodes or pods.
+    pub fn update<R>(&self, change: impl FnOnce(&mut Room) -> R) -> R {
+        let mut v = self.view();
+        v.heard = Some(Instant::now());
+        change(&mut v.room)
+    }
+
+    pub fn listed(&self, what: Listed) {
+        let mut v = self.view();
+        v.heard = Some(Instant::now());
+        match what {
+            Listed::Nodes => v.nodes_listed = true,
+            Listed::Pods => v.pods_listed = true,
+        }
+    }
+
+    /// A copy's pods (by the copy's UID), once the pods are listed.
+    pub fn copy_pods(&self, copy_uid: &str) -> Option<CopyPods> {
+        let v = self.view();
+        if !v.pods_listed || v.counting.is_some() {
+            return None;
+        }
+        let pods = v.room.pods_of(copy_uid);
+        Some(CopyPods {
+            total: pods.total,
+            bound: pods.bound,
+            unschedulable: pods
+                .unschedulable
+                .map(|u| (u.since, u.message.into_string())),
+        })
+    }
+
+    /// How many of a copy's pods are seen (listed or not: a reservation counts until seen).
+    pub fn pods_seen(&self, copy_uid: &str) -> u32 {
+        self.view().room.pods_of(copy_uid).total
+    }
+
+    /// Whether `pods` pods of `shape` fit now, beside `reserved` (Jobs placed there whose pods
+    /// are not all seen: `(copy UID, their reservation)`, reduced here by the pods seen).
+    pub fn fit(
+        &self,
+        shape: &PodShape,
+        pods: u32,
+        reserved: Vec<(Option<String>, Reservation)>,
+    ) -> RoomFit {
+        match self.state() {
+            ViewState::Fresh => {}
+            ViewState::Listing => return RoomFit::Listing,
+            ViewState::Counting(_) | ViewState::Unbounded => return RoomFit::Fits,
+        }
+        let v = self.view();
+        let reserved: Vec<Reservation> = reserved
+            .into_iter()
+            .filter_map(|(copy, mut r)| {
+                let seen = copy.map_or(0, |uid| v.room.pods_of(&uid).total);
+                r.pods = r.pods.saturating_sub(seen);
+                (r.pods > 0).then_some(r)
+            })
+            .collect();
+        match room::fits(shape, pods, &v.room, &reserved) {
+            room::Fit::Fits => RoomFit::Fits,
+            room::Fit::Short(short) => RoomFit::Short {
+                why: short.to_string(),
+                label: short.reason_label(),
+                never: short.never(),
+            },
+        }
+    }
+
+    /// What `jobwarden workers`, the gauges and doctor show; `None` unless fresh.
+    pub fn summary(&self) -> Option<RoomSummary> {
+        (self.state() == ViewState::Fresh).then(|| self.view().room.summary())
+    }
+}
+
+/// Which list finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listed {
+    Nodes,
+    Pods,
+}

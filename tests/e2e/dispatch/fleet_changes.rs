@@ -1,0 +1,156 @@
+//! The fleet changed under load (issue 49): the running replicas' policy file swapped as the
+//! kubelet swaps a ConfigMap's, a worker drained (its `Finish` Job ends there, its
+//! `Redispatch` Job moves at once, new Jobs go elsewhere), then removed: refused while a Job is
+//! still placed on it, naming that Job, applied once it ended, its series gone. The Lease stays
+//! where it was throughout, and the census holds one copy at a time.
+
+use jobwarden_envtest::kubelet::RUNS_SECONDS_ANNOTATION;
+use serde_json::{Value, json};
+
+use crate::dispatch::env::*;
+
+const EAST_ENTRY: &str = "- {name: east, kubeconfigSecret: jobwarden-worker-east}";
+
+/// A Job of one pod held running until released.
+fn held() -> Value {
+    json!({"template": {
+        "metadata": {"annotations": {RUNS_SECONDS_ANNOTATION: "100000"}},
+        "spec": {"schedulerName": "jobwarden-e2e-nobody", "restartPolicy": "Never",
+                 "containers": [{"name": "main", "image": "busybox"}]},
+    }})
+}
+
+impl Test {
+    /// Writes the policy file as the kubelet updates a mounted ConfigMap: a new file, renamed
+    /// over the old one (never written in place).
+    fn swap_policy(&self, text: &str) {
+        let path = self.world.dispatcher.policy();
+        let next = path.with_extension("next");
+        std::fs::write(&next, text).expect("the new policy written");
+        std::fs::rename(&next, &path).expect("the new policy swapped in");
+    }
+
+    async fn running_on(&self, name: &str, worker: &str) {
+        self.wait_job(name, &format!("running on {worker}"), |j| {
+            recorded(j).as_deref() == Some(worker)
+                && j.status.as_ref().and_then(|s| s.active).unwrap_or(0) > 0
+        })
+        .await;
+    }
+
+    async fn leader_sample(&self, series: &str) -> f64 {
+        self.world.sample(series).await.unwrap_or(0.0)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_drained_then_removed_under_load_loses_no_job_and_keeps_the_lease() {
+    let Some(test) = Test::alone("fleet-change").await else {
+        return;
+    };
+    let original = std::fs::read_to_string(test.world.dispatcher.policy()).expect("the policy");
+    assert!(original.contains(EAST_ENTRY), "{original}");
+    let leader = test.world.wait_leader(&test.mgmt).await;
+
+    // Both on east: `moves` first (east and west alike, east by name), `stays` named there.
+    let moves = test
+        .create(
+            "moves",
+            held(),
+            json!({"jobwarden.io/on-worker-drain": "Redispatch"}),
+        )
+        .await;
+    test.running_on("moves", "east").await;
+    test.create("stays", held(), json!({"jobwarden.io/workers": "east"}))
+        .await;
+    test.running_on("stays", "east").await;
+
+    // east drains: `moves` goes to west at once (its copy on east deleted first), `stays`
+    // keeps running there, and new Jobs all go to west.
+    let applied = test
+        .leader_sample("jobwarden_policy_reloads_total{result=\"applied\"}")
+        .await;
+    test.swap_policy(&original.replace(
+        EAST_ENTRY,
+        "- {name: east, kubeconfigSecret: jobwarden-worker-east, draining: true}",
+    ));
+    test.running_on("moves", "west").await;
+    assert!(
+        test.copy_on("east", "moves", &uid(&moves)).await.is_none(),
+        "the copy on east is gone"
+    );
+    assert!(
+        test.leader_sample("jobwarden_policy_reloads_total{result=\"applied\"}")
+            .await
+            > applied
+    );
+    assert_eq!(
+        test.leader_sample("jobwarden_dispatch_worker_draining{worker=\"east\"}")
+            .await,
+        1.0
+    );
+    for i in 0..6 {
+        test.create(&format!("new-{i}"), json!({}), json!({})).await;
+    }
+    for i in 0..6 {
+        let job = test
+            .wait_job(&format!("new-{i}"), "Complete", |j| {
+                condition(j, "Complete").is_some()
+            })
+            .await;
+        assert_eq!(recorded(&job).as_deref(), Some("west"), "new-{i}");
+    }
+    test.release("west", "moves").await;
+    test.wait_job("moves", "Complete", |j| condition(j, "Complete").is_some())
+        .await;
+
+    // east removed while `stays` runs there: refused, naming it; applied once it ended.
+    let refused = test
+        .leader_sample("jobwarden_policy_reloads_total{result=\"refused\"}")
+        .await;
+    let without_east: String = original
+        .lines()
+        .filter(|l| l.trim() != EAST_ENTRY)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    test.swap_policy(&without_east);
+    test.wait_for("the removal refused", || async {
+        test.leader_sample("jobwarden_policy_reloads_total{result=\"refused\"}")
+            .await
+            > refused
+    })
+    .await;
+    let log = test.world.jobwarden_log();
+    assert!(
+        log.contains("worker east still has 1 Job placed on it")
+            && log.contains(&format!("{}/stays", test.ns)),
+        "the refusal names the Job: {log}"
+    );
+    test.release("east", "stays").await;
+    let stayed = test
+        .wait_job("stays", "Complete", |j| condition(j, "Complete").is_some())
+        .await;
+    assert_eq!(recorded(&stayed).as_deref(), Some("east"));
+    test.wait_for("the removal applied, east's series gone", || async {
+        test.world
+            .metrics()
+            .await
+            .is_some_and(|m| !m.contains("worker_up{worker=\"east\"}"))
+    })
+    .await;
+
+    // Back as it was, for the tests after this one.
+    test.swap_policy(&original);
+    test.wait_for("east answering again", || async {
+        test.leader_sample("jobwarden_dispatch_worker_up{worker=\"east\"}")
+            .await
+            == 1.0
+    })
+    .await;
+    assert_eq!(
+        test.world.leader(&test.mgmt).await,
+        Some(leader),
+        "the Lease stayed where it was"
+    );
+    test.finish().await;
+}
