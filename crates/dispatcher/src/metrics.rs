@@ -309,6 +309,14 @@ pub fn register_metrics(registry: &mut Registry, workers: &[&str]) -> DispatchMe
     let mut m = DispatchMetrics::default();
     let r = registry.sub_registry_with_prefix("jobwarden_dispatch");
     m.events = EventMetrics::register(r);
+    register_worker_series(r, &m);
+    register_job_series(r, &m);
+    m.create_known_series(workers);
+    m
+}
+
+/// Each worker's reach, credentials, view and room.
+fn register_worker_series(r: &mut Registry, m: &DispatchMetrics) {
     r.register(
         "workers",
         "Worker clusters by state: answering, connecting (credentials being read or copies listed), lost (no answer, or every request unauthorized), refused (credentials jobwarden will not use)",
@@ -328,21 +336,6 @@ pub fn register_metrics(registry: &mut Registry, workers: &[&str]) -> DispatchMe
         "worker_refused",
         "1 while the worker's kubeconfig is refused, by reason (an exec plugin, a file, basic auth, insecure-skip-tls-verify, ...); the worker is not used",
         m.worker_refused.clone(),
-    );
-    r.register(
-        "jobs",
-        "Dispatched Jobs not finished, by the worker they are placed on (\"\" for none yet)",
-        m.jobs.clone(),
-    );
-    r.register(
-        "jobs_waiting",
-        "Dispatched Jobs waiting, by reason: no worker can take them (NoWorker), no worker has room for their pods (NoWorkerFits), their copy's pods cannot be scheduled on its worker (Unschedulable), their worker is lost (WorkerLost), their worker is being connected to (Connecting)",
-        m.jobs_waiting.clone(),
-    );
-    r.register(
-        "oldest_waiting_seconds",
-        "Seconds the oldest dispatched Job waiting for each reason has waited (0: none waits)",
-        m.oldest_waiting.clone(),
     );
     r.register(
         "worker_free",
@@ -368,6 +361,25 @@ pub fn register_metrics(registry: &mut Registry, workers: &[&str]) -> DispatchMe
         "worker_view",
         "1 for the state of a worker's view of its nodes and pods: fresh (listed and watched), listing, counting (its role cannot list nodes and pods cluster-wide: Jobs placed by count), unbounded (capacity: Unbounded: placed by count)",
         m.worker_view.clone(),
+    );
+}
+
+/// The dispatched Jobs: placed, waiting, synced, mirrored, and their copies.
+fn register_job_series(r: &mut Registry, m: &DispatchMetrics) {
+    r.register(
+        "jobs",
+        "Dispatched Jobs not finished, by the worker they are placed on (\"\" for none yet)",
+        m.jobs.clone(),
+    );
+    r.register(
+        "jobs_waiting",
+        "Dispatched Jobs waiting, by reason: no worker can take them (NoWorker), no worker has room for their pods (NoWorkerFits), their copy's pods cannot be scheduled on its worker (Unschedulable), their worker is lost (WorkerLost), their worker is being connected to (Connecting)",
+        m.jobs_waiting.clone(),
+    );
+    r.register(
+        "oldest_waiting_seconds",
+        "Seconds the oldest dispatched Job waiting for each reason has waited (0: none waits)",
+        m.oldest_waiting.clone(),
     );
     r.register(
         "syncs",
@@ -404,31 +416,39 @@ pub fn register_metrics(registry: &mut Registry, workers: &[&str]) -> DispatchMe
         "Jobs sent to another worker than their first, by reason",
         m.redispatches.clone(),
     );
-    m.worker_states(&[]);
-    for reason in WAITING_REASONS {
-        m.set_waiting(reason, 0);
-        m.set_oldest_waiting(reason, 0.0);
+}
+
+impl DispatchMetrics {
+    /// Every series whose labels are known in advance, at 0, so that a dashboard and an
+    /// alert see them before anything happens: each waiting and redispatch reason, each sync
+    /// and mirror result, the Jobs not placed, and `workers`' own.
+    fn create_known_series(&self, workers: &[&str]) {
+        let m = self;
+        m.worker_states(&[]);
+        for reason in WAITING_REASONS {
+            m.set_waiting(reason, 0);
+            m.set_oldest_waiting(reason, 0.0);
+        }
+        for reason in REDISPATCH_REASONS {
+            let _ = m.redispatches.get_or_create(&ReasonLabels {
+                reason: reason.to_owned(),
+            });
+        }
+        for result in SYNC_RESULTS {
+            let _ = m.syncs.get_or_create(&ResultLabels {
+                result: result.to_owned(),
+            });
+        }
+        for result in MIRROR_RESULTS {
+            let _ = m.mirrors.get_or_create(&ResultLabels {
+                result: result.to_owned(),
+            });
+        }
+        m.set_jobs("", 0);
+        for name in workers {
+            m.add_worker(name, false);
+        }
     }
-    for reason in REDISPATCH_REASONS {
-        let _ = m.redispatches.get_or_create(&ReasonLabels {
-            reason: reason.to_owned(),
-        });
-    }
-    for result in SYNC_RESULTS {
-        let _ = m.syncs.get_or_create(&ResultLabels {
-            result: result.to_owned(),
-        });
-    }
-    for result in MIRROR_RESULTS {
-        let _ = m.mirrors.get_or_create(&ResultLabels {
-            result: result.to_owned(),
-        });
-    }
-    m.set_jobs("", 0);
-    for name in workers {
-        m.add_worker(name, false);
-    }
-    m
 }
 
 impl DispatchMetrics {

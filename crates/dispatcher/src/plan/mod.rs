@@ -446,26 +446,7 @@ fn on_answering(
         ));
     }
     let Some(copy) = job.copy else {
-        // No copy yet: the record was written and the copy not made (a restart between the
-        // two), or the copy was deleted on the worker by someone else: make it.
-        let Ok(copy) = copy::copy_of(user, &settings.origin, worker.name) else {
-            return plan;
-        };
-        if has_run(user) {
-            plan.steps.push(event(
-                true,
-                "CopyMissing",
-                format!(
-                    "the Job's copy on worker {} is gone; making it again",
-                    worker.name
-                ),
-            ));
-        }
-        plan.steps.push(Step::Create {
-            worker: worker.name.to_owned(),
-            copy,
-        });
-        return deadline_or(user, now, plan);
+        return remake_copy(settings, user, worker, now, plan);
     };
     if let Some(patch) = copy::spec_patch(user, copy) {
         plan.steps.push(Step::PatchCopy {
@@ -492,6 +473,48 @@ fn on_answering(
             plan,
         );
     }
+    judge_move(settings, job, (copy, worker), workers, now, plan)
+}
+
+/// No copy yet where the Job is recorded: the record was written and the copy not made (a
+/// restart between the two), or the copy was deleted on the worker by someone else: make it.
+fn remake_copy(
+    settings: &Settings,
+    user: &Value,
+    worker: &WorkerState<'_>,
+    now: Timestamp,
+    mut plan: Plan,
+) -> Plan {
+    let Ok(copy) = copy::copy_of(user, &settings.origin, worker.name) else {
+        return plan;
+    };
+    if has_run(user) {
+        plan.steps.push(event(
+            true,
+            "CopyMissing",
+            format!(
+                "the Job's copy on worker {} is gone; making it again",
+                worker.name
+            ),
+        ));
+    }
+    plan.steps.push(Step::Create {
+        worker: worker.name.to_owned(),
+        copy,
+    });
+    deadline_or(user, now, plan)
+}
+
+/// Whether the copy's pods that cannot be scheduled make the Job move now, later, or never.
+fn judge_move(
+    settings: &Settings,
+    job: JobView<'_>,
+    (copy, worker): (&Value, &WorkerState<'_>),
+    workers: &[WorkerState<'_>],
+    now: Timestamp,
+    mut plan: Plan,
+) -> Plan {
+    let user = job.user;
     match moving::judge(user, copy, job.copy_pods, settings.unschedulable, now) {
         moving::Verdict::Stays => plan,
         moving::Verdict::Unschedulable { at, message } => {
@@ -537,6 +560,46 @@ enum Move<'m> {
     Draining,
 }
 
+impl Move<'_> {
+    /// Why the Job waits on `from` when no other worker can take it (`nowhere` says why not).
+    fn waiting(self, from: &str, nowhere: &str) -> Waiting {
+        match self {
+            Move::Unschedulable { for_, message } => Waiting::Unschedulable {
+                worker: from.to_owned(),
+                message: format!(
+                    "the Job's copy on worker {from} could not be scheduled for {}s ({message}), and no other worker can take the Job now: {nowhere}",
+                    for_.as_secs()
+                ),
+            },
+            Move::Draining => Waiting::Draining {
+                worker: from.to_owned(),
+                message: format!(
+                    "worker {from} is draining and the Job would move ({ON_WORKER_DRAIN_ANNOTATION}: Redispatch), but no other worker can take it now: {nowhere}"
+                ),
+            },
+        }
+    }
+
+    /// The Event's reason and text once the Job moved from `from` to `to`.
+    fn moved(self, from: &str, to: &str) -> (&'static str, String) {
+        match self {
+            Move::Unschedulable { for_, message } => (
+                "Moved",
+                format!(
+                    "the Job's copy on worker {from} could not be scheduled for {}s ({message}); the Job moved to worker {to}",
+                    for_.as_secs()
+                ),
+            ),
+            Move::Draining => (
+                "Redispatched",
+                format!(
+                    "worker {from} is draining; the Job moved to worker {to} ({ON_WORKER_DRAIN_ANNOTATION}: Redispatch)"
+                ),
+            ),
+        }
+    }
+}
+
 /// The copy on `worker` goes: the Job goes elsewhere if another worker can take it (the
 /// record first, then the old copy deleted with its pods, then the new one made: one copy at
 /// a time), else it stays there and says why.
@@ -577,38 +640,9 @@ fn move_copy(
             .as_ref()
             .map(Waiting::message)
             .unwrap_or_default();
-        let waiting = match why {
-            Move::Unschedulable { for_, message } => Waiting::Unschedulable {
-                worker: from.to_owned(),
-                message: format!(
-                    "the Job's copy on worker {from} could not be scheduled for {}s ({message}), and no other worker can take the Job now: {nowhere}",
-                    for_.as_secs()
-                ),
-            },
-            Move::Draining => Waiting::Draining {
-                worker: from.to_owned(),
-                message: format!(
-                    "worker {from} is draining and the Job would move ({ON_WORKER_DRAIN_ANNOTATION}: Redispatch), but no other worker can take it now: {nowhere}"
-                ),
-            },
-        };
-        return mirrored.waiting(waiting);
+        return mirrored.waiting(why.waiting(from, &nowhere));
     };
-    let (reason, event_text) = match why {
-        Move::Unschedulable { for_, message } => (
-            "Moved",
-            format!(
-                "the Job's copy on worker {from} could not be scheduled for {}s ({message}); the Job moved to worker {to}",
-                for_.as_secs()
-            ),
-        ),
-        Move::Draining => (
-            "Redispatched",
-            format!(
-                "worker {from} is draining; the Job moved to worker {to} ({ON_WORKER_DRAIN_ANNOTATION}: Redispatch)"
-            ),
-        ),
-    };
+    let (reason, event_text) = why.moved(from, to);
     let mut plan = Plan {
         refused: mirrored.refused,
         ..Plan::default()

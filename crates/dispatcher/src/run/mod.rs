@@ -89,89 +89,163 @@ pub async fn run_term(
         () = stop.clone() => return,
     };
     tracing::info!(%origin, workers = config.dispatch.workers.len(), "dispatching");
-    let dispatch = &config.dispatch;
     let (store, writer) = reflector::store::<CachedJob>();
-    let (changes_tx, mut changes_rx) = mpsc::unbounded_channel::<Changed>();
-    let pending = Arc::new(Mutex::new(HashMap::new()));
-    let reporter = EventReporter {
-        component: dispatch.controller_name.clone(),
-        instance: config.identity.clone(),
-    };
-    let api = api::Management::new(management.clone(), leading.clone(), reporter);
-    let links: Vec<Arc<Link>> = dispatch
-        .workers
-        .iter()
-        .cloned()
-        .map(|w| Arc::new(Link::new(w)))
-        .collect();
-    let link_ctx = Arc::new(LinkContext {
-        management: api.clone(),
-        namespace: config.namespace.clone(),
-        origin: origin.clone(),
-        component: dispatch.controller_name.clone(),
-        worker_limit: config.worker_limit,
-        changes: changes_tx.clone(),
-        metrics: metrics.clone(),
-        jobs: store.clone(),
-        pending: pending.clone(),
-        leading: leading.clone(),
-    });
-    let selector_needed = links.iter().any(|l| l.namespaces().selector.is_some());
-    let dispatcher = Arc::new(Dispatcher {
-        settings: Settings {
-            origin: origin.clone(),
-            worker_lost: Duration::from_secs(dispatch.worker_lost_seconds),
-            unschedulable: Duration::from_secs(dispatch.unschedulable_seconds),
-        },
-        links: links.clone(),
-        management: api.clone(),
-        metrics: metrics.clone(),
-        namespace_labels: NamespaceLabels::new(management.clone(), selector_needed),
-        loads: Mutex::new(Loads::default()),
-        reservations: Mutex::default(),
-        avoid: Mutex::default(),
-        waiting: Mutex::default(),
-        pending,
-        events: EventOutbox::new(Delivery::Background, metrics.events.clone()),
-        link_ctx: link_ctx.clone(),
-        limiter: Mutex::default(),
-        // Half the syncs may place; the others are the mirror's.
-        placing: PlacingLane::new(usize::from(config.concurrency).div_ceil(2)),
-    });
-
+    let (changes_tx, changes_rx) = mpsc::unbounded_channel::<Changed>();
+    let term = Term::new(
+        &management,
+        &config,
+        metrics,
+        leading,
+        origin,
+        &store,
+        changes_tx,
+    );
     let listed = Arc::new(AtomicBool::new(false));
     let _veto = config
         .vetoes
         .as_ref()
-        .map(|vetoes| removal_veto(vetoes, store.clone(), links.clone(), listed.clone()));
-    for link in &links {
-        metrics.set_draining(link.name(), link.spec.draining);
-    }
-    let mut beside = JoinSet::new();
-    for link in &links {
-        beside.spawn(link.clone().supervise(link_ctx.clone()));
-    }
-    beside.spawn(collector(links.clone(), link_ctx.clone()));
-    beside.spawn(gauges(dispatcher.clone()));
+        .map(|vetoes| removal_veto(vetoes, store.clone(), term.links.clone(), listed.clone()));
+    let mut beside = term.spawn_beside();
     let (applied, stopped_applying) = tokio::sync::oneshot::channel::<()>();
-    let writing = {
-        let dispatcher = dispatcher.clone();
+    let writing = term.spawn_event_writer(stopped_applying);
+    let wakes = futures::stream::select(
+        term.job_wakes(&management, &config.dispatch, writer, listed),
+        term.worker_wakes(&store, changes_rx),
+    );
+    let queue = until(
+        term.dispatcher
+            .placing
+            .clone()
+            .gate(batched(wakes, MIRROR_BATCH)),
+        stop.clone(),
+    );
+    apply(term.dispatcher.clone(), store, queue, config.concurrency).await;
+    beside.abort_all();
+    // The writer writes what is left, for a bounded time (fenced writes fail at once).
+    let _ = applied.send(());
+    if tokio::time::timeout(EVENT_DRAIN, writing).await.is_err() {
+        tracing::warn!("Events left unwritten at the end of the term");
+    }
+}
+
+/// What one term of leadership runs on: the dispatcher, its links to the workers, and what
+/// they share.
+struct Term {
+    dispatcher: Arc<Dispatcher>,
+    links: Vec<Arc<Link>>,
+    link_ctx: Arc<LinkContext>,
+}
+
+impl Term {
+    fn new(
+        management: &Client,
+        config: &DispatchConfig,
+        metrics: DispatchMetrics,
+        leading: Arc<AtomicBool>,
+        origin: String,
+        store: &Store<CachedJob>,
+        changes: mpsc::UnboundedSender<Changed>,
+    ) -> Term {
+        let dispatch = &config.dispatch;
+        let pending = Arc::new(Mutex::new(HashMap::new()));
+        let reporter = EventReporter {
+            component: dispatch.controller_name.clone(),
+            instance: config.identity.clone(),
+        };
+        let api = api::Management::new(management.clone(), leading.clone(), reporter);
+        let links: Vec<Arc<Link>> = dispatch
+            .workers
+            .iter()
+            .cloned()
+            .map(|w| Arc::new(Link::new(w)))
+            .collect();
+        let link_ctx = Arc::new(LinkContext {
+            management: api.clone(),
+            namespace: config.namespace.clone(),
+            origin: origin.clone(),
+            component: dispatch.controller_name.clone(),
+            worker_limit: config.worker_limit,
+            changes,
+            metrics: metrics.clone(),
+            jobs: store.clone(),
+            pending: pending.clone(),
+            leading,
+        });
+        let selector_needed = links.iter().any(|l| l.namespaces().selector.is_some());
+        let dispatcher = Arc::new(Dispatcher {
+            settings: Settings {
+                origin,
+                worker_lost: Duration::from_secs(dispatch.worker_lost_seconds),
+                unschedulable: Duration::from_secs(dispatch.unschedulable_seconds),
+            },
+            links: links.clone(),
+            management: api,
+            metrics,
+            namespace_labels: NamespaceLabels::new(management.clone(), selector_needed),
+            loads: Mutex::new(Loads::default()),
+            reservations: Mutex::default(),
+            avoid: Mutex::default(),
+            waiting: Mutex::default(),
+            pending,
+            events: EventOutbox::new(Delivery::Background, link_ctx.metrics.events.clone()),
+            link_ctx: link_ctx.clone(),
+            limiter: Mutex::default(),
+            // Half the syncs may place; the others are the mirror's.
+            placing: PlacingLane::new(usize::from(config.concurrency).div_ceil(2)),
+        });
+        Term {
+            dispatcher,
+            links,
+            link_ctx,
+        }
+    }
+
+    /// What runs beside the syncs for the term: each worker's link, the collector of copies
+    /// and the gauges.
+    fn spawn_beside(&self) -> JoinSet<()> {
+        let metrics = &self.dispatcher.metrics;
+        for link in &self.links {
+            metrics.set_draining(link.name(), link.spec.draining);
+        }
+        let mut beside = JoinSet::new();
+        for link in &self.links {
+            beside.spawn(link.clone().supervise(self.link_ctx.clone()));
+        }
+        beside.spawn(collector(self.links.clone(), self.link_ctx.clone()));
+        beside.spawn(gauges(self.dispatcher.clone()));
+        beside
+    }
+
+    /// The Events' writer, until `stopped` (the syncs are done), then what is left.
+    fn spawn_event_writer(
+        &self,
+        stopped: tokio::sync::oneshot::Receiver<()>,
+    ) -> tokio::task::JoinHandle<()> {
+        let dispatcher = self.dispatcher.clone();
         tokio::spawn(async move {
             let stopped = async {
-                let _ = stopped_applying.await;
+                let _ = stopped.await;
             };
             dispatcher
                 .events
                 .run_writer(&dispatcher.management, stopped)
                 .await;
         })
-    };
+    }
 
-    let job_wakes = {
+    /// The wakes from the dispatched Jobs' watch (which fills `writer`'s store; `listed` once
+    /// the first list is in).
+    fn job_wakes(
+        &self,
+        management: &Client,
+        dispatch: &Dispatch,
+        writer: reflector::store::Writer<CachedJob>,
+        listed: Arc<AtomicBool>,
+    ) -> impl futures::Stream<Item = Wake<Routed<ObjectRef<CachedJob>>>> + Send + 'static {
         let name = dispatch.controller_name.clone();
-        let dispatcher = dispatcher.clone();
-        let links = links.clone();
-        let link_ctx = link_ctx.clone();
+        let dispatcher = self.dispatcher.clone();
+        let links = self.links.clone();
+        let link_ctx = self.link_ctx.clone();
         let jobs = watcher(
             Api::<CachedJob>::all(management.clone()),
             watcher::Config::default(),
@@ -181,7 +255,6 @@ pub async fn run_term(
         .backoff(worker_link::quick_backoff())
         .filter_map(move |event| futures::future::ready(ours(event, &name)));
         let mut generations = HashMap::new();
-        let listed = listed.clone();
         reflector::reflector(writer, jobs).flat_map(move |event| {
             if matches!(event, Ok(watcher::Event::InitDone)) {
                 listed.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -195,21 +268,27 @@ pub async fn run_term(
             };
             futures::stream::iter(wakes)
         })
-    };
-    let worker_wakes = {
-        let (store, dispatcher) = (store.clone(), dispatcher.clone());
-        futures::stream::poll_fn(move |cx| changes_rx.poll_recv(cx))
-            .flat_map(move |change| futures::stream::iter(wakes_of(&store, &dispatcher, change)))
-    };
-    let queue = until(
-        dispatcher.placing.clone().gate(batched(
-            futures::stream::select(job_wakes, worker_wakes),
-            MIRROR_BATCH,
-        )),
-        stop.clone(),
-    )
-    .map(Ok::<_, Infallible>);
+    }
 
+    /// The wakes from the workers' links: a copy changed, a worker's reach or room.
+    fn worker_wakes(
+        &self,
+        store: &Store<CachedJob>,
+        mut changes: mpsc::UnboundedReceiver<Changed>,
+    ) -> impl futures::Stream<Item = Wake<Routed<ObjectRef<CachedJob>>>> + Send + 'static {
+        let (store, dispatcher) = (store.clone(), self.dispatcher.clone());
+        futures::stream::poll_fn(move |cx| changes.poll_recv(cx))
+            .flat_map(move |change| futures::stream::iter(wakes_of(&store, &dispatcher, change)))
+    }
+}
+
+/// Syncs the Jobs as `queue` wakes them, `concurrency` at once, until it ends.
+async fn apply(
+    dispatcher: Arc<Dispatcher>,
+    store: Store<CachedJob>,
+    queue: impl futures::Stream<Item = ObjectRef<CachedJob>> + Send + 'static,
+    concurrency: u16,
+) {
     controller::applier(
         |job: Arc<CachedJob>, ctx: Arc<Dispatcher>| {
             Box::pin(async move {
@@ -233,8 +312,8 @@ pub async fn run_term(
         },
         dispatcher.clone(),
         store,
-        queue,
-        controller::Config::default().concurrency(config.concurrency),
+        queue.map(Ok::<_, Infallible>),
+        controller::Config::default().concurrency(concurrency),
     )
     .for_each(|result| {
         // A wake of a Job gone from the store (deleted while its wake was batched) runs no
@@ -251,12 +330,6 @@ pub async fn run_term(
         futures::future::ready(())
     })
     .await;
-    beside.abort_all();
-    // The writer writes what is left, for a bounded time (fenced writes fail at once).
-    let _ = applied.send(());
-    if tokio::time::timeout(EVENT_DRAIN, writing).await.is_err() {
-        tracing::warn!("Events left unwritten at the end of the term");
-    }
 }
 
 /// Registers, for the term, the veto of a policy that removes a worker on which Jobs are still

@@ -81,6 +81,16 @@ pub struct Dispatcher {
     >,
 }
 
+/// What [`Dispatcher::gather`] found of a Job on the workers.
+struct Gathered {
+    recorded: Option<String>,
+    copy: Option<Value>,
+    copies_on: Vec<String>,
+    avoid_owned: Vec<(String, Unfit)>,
+    copy_pods: Option<CopyPods>,
+    placing: bool,
+}
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -127,63 +137,19 @@ impl Dispatcher {
     async fn sync_inner(&self, job: &CachedJob, now: Timestamp) -> Result<Outcome, SyncError> {
         let user = job.value();
         let (ns, name, uid) = (job.namespace(), job.name(), job.uid());
-        let origin = &self.settings.origin;
-        let recorded = crate::copy::record::recorded(&user).map(str::to_owned);
-        let copy_on = |link: &Link| {
-            link.cached(ns, name)
-                .map(|c| c.value())
-                .filter(|c| copy::is_copy_of(c, uid, origin))
-        };
-        let copy = recorded
-            .as_deref()
-            .and_then(|r| self.link(r))
-            .filter(|l| !l.is_local())
-            .and_then(|l| copy_on(l));
-        let copies_on: Vec<&str> = if recorded.is_none() {
-            self.links
-                .iter()
-                .filter(|l| !l.is_local() && l.is_ready() && copy_on(l).is_some())
-                .map(|l| l.name())
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let avoid_owned: Vec<(String, Unfit)> =
-            lock(&self.avoid).get(uid).cloned().unwrap_or_default();
+        let Gathered {
+            recorded,
+            copy,
+            copies_on,
+            avoid_owned,
+            copy_pods,
+            placing,
+        } = self.gather(&user, ns, name, uid, now);
         let avoid: Vec<(&str, Unfit)> = avoid_owned
             .iter()
             .map(|(w, why)| (w.as_str(), why.clone()))
             .collect();
-        let copy_pods: Option<CopyPods> = copy.as_ref().and_then(|c| {
-            let link = self.link(recorded.as_deref()?)?;
-            link.view
-                .copy_pods(c.pointer("/metadata/uid").and_then(Value::as_str)?)
-        });
-        let move_due = copy.as_ref().is_some_and(|c| {
-            matches!(
-                moving::judge(
-                    &user,
-                    c,
-                    copy_pods.as_ref(),
-                    self.settings.unschedulable,
-                    now
-                ),
-                moving::Verdict::Moves { .. }
-            )
-        });
-        // Leaving a draining worker is placing too: the others' namespaces and room are judged.
-        let drain_move = recorded
-            .as_deref()
-            .and_then(|r| self.link(r))
-            .is_some_and(|l| l.spec.draining)
-            && crate::copy::record::on_worker_drain(&user)
-                == crate::copy::record::OnWorkerDrain::Redispatch;
-        let placing = move_due
-            || drain_move
-            || match recorded.as_deref().and_then(|r| self.link(r)) {
-                None => true,
-                Some(l) => !l.is_ready() || avoid.iter().any(|(w, _)| *w == l.name()),
-            };
+        let copies_on: Vec<&str> = copies_on.iter().map(String::as_str).collect();
         let mut workers = self.worker_states(ns, placing).await;
         let view = JobView {
             user: &user,
@@ -227,6 +193,73 @@ impl Dispatcher {
             lock(&self.pending).remove(&format!("{ns}/{name}"));
         }
         Ok(outcome.unwrap_or(Outcome { requeue_after }))
+    }
+
+    /// What the workers hold of the Job: its copy where it is recorded (or, not recorded,
+    /// the workers with a copy), the workers to avoid, the copy's pods, and whether it is
+    /// being placed (not yet, or again: its copy moves or leaves a draining worker).
+    fn gather(&self, user: &Value, ns: &str, name: &str, uid: &str, now: Timestamp) -> Gathered {
+        let origin = &self.settings.origin;
+        let recorded = crate::copy::record::recorded(user).map(str::to_owned);
+        let copy_on = |link: &Link| {
+            link.cached(ns, name)
+                .map(|c| c.value())
+                .filter(|c| copy::is_copy_of(c, uid, origin))
+        };
+        let copy = recorded
+            .as_deref()
+            .and_then(|r| self.link(r))
+            .filter(|l| !l.is_local())
+            .and_then(|l| copy_on(l));
+        let copies_on: Vec<String> = if recorded.is_none() {
+            self.links
+                .iter()
+                .filter(|l| !l.is_local() && l.is_ready() && copy_on(l).is_some())
+                .map(|l| l.name().to_owned())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let avoid_owned: Vec<(String, Unfit)> =
+            lock(&self.avoid).get(uid).cloned().unwrap_or_default();
+        let copy_pods: Option<CopyPods> = copy.as_ref().and_then(|c| {
+            let link = self.link(recorded.as_deref()?)?;
+            link.view
+                .copy_pods(c.pointer("/metadata/uid").and_then(Value::as_str)?)
+        });
+        let move_due = copy.as_ref().is_some_and(|c| {
+            matches!(
+                moving::judge(
+                    user,
+                    c,
+                    copy_pods.as_ref(),
+                    self.settings.unschedulable,
+                    now
+                ),
+                moving::Verdict::Moves { .. }
+            )
+        });
+        // Leaving a draining worker is placing too: the others' namespaces and room are judged.
+        let drain_move = recorded
+            .as_deref()
+            .and_then(|r| self.link(r))
+            .is_some_and(|l| l.spec.draining)
+            && crate::copy::record::on_worker_drain(user)
+                == crate::copy::record::OnWorkerDrain::Redispatch;
+        let placing = move_due
+            || drain_move
+            || match recorded.as_deref().and_then(|r| self.link(r)) {
+                None => true,
+                Some(l) => !l.is_ready() || avoid_owned.iter().any(|(w, _)| w == l.name()),
+            };
+        Gathered {
+            recorded,
+            copy,
+            copies_on,
+            avoid_owned,
+            copy_pods,
+            placing,
+        }
     }
 
     /// The plan, made under the reservations' lock: the room of each worker judged for the

@@ -5,7 +5,9 @@
 //! worker is never used. What is accepted is reduced to its current context, so that the client
 //! is built from exactly what was judged. Pure.
 
-use kube::config::{Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
+use kube::config::{
+    AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
+};
 
 /// Why a kubeconfig is refused; `label()` is the metric's `reason`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +86,15 @@ fn refuse(reason: RefusalReason, message: impl Into<String>) -> Refusal {
 pub fn check(text: &str) -> Result<Kubeconfig, Refusal> {
     let config = Kubeconfig::from_yaml(text)
         .map_err(|e| refuse(RefusalReason::Unreadable, format!("not a kubeconfig: {e}")))?;
+    let (context_name, context) = current_context(&config)?;
+    let cluster = checked_cluster(&config, &context)?;
+    let user_name = context.user.clone().unwrap_or_default();
+    let user = checked_user(&config, &user_name)?;
+    Ok(reduced(context_name, context, cluster, user_name, user))
+}
+
+/// The context the kubeconfig uses: its current-context, or its only context.
+fn current_context(config: &Kubeconfig) -> Result<(String, Context), Refusal> {
     let context_name = config
         .current_context
         .clone()
@@ -108,6 +119,11 @@ pub fn check(text: &str) -> Result<Kubeconfig, Refusal> {
                 format!("its current-context {context_name:?} is not among its contexts"),
             )
         })?;
+    Ok((context_name, context))
+}
+
+/// The context's cluster: an https:// server, verified with a CA given inline.
+fn checked_cluster(config: &Kubeconfig, context: &Context) -> Result<Cluster, Refusal> {
     let cluster = config
         .clusters
         .iter()
@@ -147,7 +163,12 @@ pub fn check(text: &str) -> Result<Kubeconfig, Refusal> {
             "it names a certificate-authority file; give certificate-authority-data instead",
         ));
     }
-    let user_name = context.user.clone().unwrap_or_default();
+    Ok(cluster)
+}
+
+/// The context's user: credentials given inline, none that would run a program or read a
+/// file of jobwarden's container.
+fn checked_user(config: &Kubeconfig, user_name: &str) -> Result<AuthInfo, Refusal> {
     let user = config
         .auth_infos
         .iter()
@@ -201,7 +222,18 @@ pub fn check(text: &str) -> Result<Kubeconfig, Refusal> {
             "it holds no token and no client certificate with its key",
         ));
     }
-    Ok(Kubeconfig {
+    Ok(user)
+}
+
+/// The kubeconfig reduced to the context judged: kube is handed exactly what was checked.
+fn reduced(
+    context_name: String,
+    context: Context,
+    cluster: Cluster,
+    user_name: String,
+    user: AuthInfo,
+) -> Kubeconfig {
+    Kubeconfig {
         clusters: vec![NamedCluster {
             name: context.cluster.clone(),
             cluster: Some(cluster),
@@ -219,7 +251,7 @@ pub fn check(text: &str) -> Result<Kubeconfig, Refusal> {
         }],
         current_context: Some(context_name),
         ..Kubeconfig::default()
-    })
+    }
 }
 
 #[cfg(test)]
