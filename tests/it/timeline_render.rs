@@ -208,3 +208,138 @@ fn chromium_opens_a_picture_without_error_and_shows_it() {
     assert_not_blank("chromium's screenshot", &pixmap);
     let _ = std::fs::remove_dir_all(&profile);
 }
+
+/// A box: left, top, right, bottom.
+type Area = (f64, f64, f64, f64);
+
+fn number(node: roxmltree::Node, name: &str) -> f64 {
+    node.attribute(name)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+fn rect_area(node: roxmltree::Node) -> Area {
+    let (x, y) = (number(node, "x"), number(node, "y"));
+    (x, y, x + number(node, "width"), y + number(node, "height"))
+}
+
+fn overlap(a: Area, b: Area) -> bool {
+    a.0 < b.2 - 0.01 && b.0 < a.2 - 0.01 && a.1 < b.3 - 0.01 && b.1 < a.3 - 0.01
+}
+
+fn has_class(node: roxmltree::Node, class: &str) -> bool {
+    node.attribute("class")
+        .is_some_and(|c| c.split(' ').any(|w| w == class))
+}
+
+/// What is drawn over the lanes, each with its place in the document: the bars, with the mark
+/// at the end of a failure a rule matched and the arrow of a pod still running; the label
+/// boxes; the veils of the axis's breaks.
+fn covers(doc: &roxmltree::Document) -> Vec<(usize, Area)> {
+    let mut covers = Vec::new();
+    for (at, node) in doc.descendants().enumerate() {
+        if has_class(node, "bar") {
+            let (l, t, r, b) = rect_area(node);
+            let reach = if has_class(node, "running") { 6.0 } else { 0.0 };
+            covers.push((at, (l, t, r + reach, b)));
+            if node.attribute("data-rule").is_some() {
+                let (mid, half) = ((t + b) / 2.0, ((b - t) / 2.0).clamp(1.5, 5.5));
+                covers.push((at, (r - half, mid - half, r + half, mid + half)));
+            }
+        } else if has_class(node, "label-box")
+            || (node.has_tag_name("rect") && node.parent().is_some_and(|p| has_class(p, "break")))
+        {
+            covers.push((at, rect_area(node)));
+        }
+    }
+    covers
+}
+
+/// Every rule label of every example, laid out by resvg (or, without system fonts, measured as
+/// the picture measures it, 0.62 em a character): whole, or shortened with an ellipsis and its
+/// whole text as its `<title>`; inside its box; and under nothing drawn after it (a later bar,
+/// mark, label or break veil), so no label is cut to "Evicted: Igno" by the next attempt's bar.
+#[test]
+fn every_rule_label_is_whole_and_nothing_drawn_after_covers_it() {
+    let mut options = Options::default();
+    options.fontdb_mut().load_system_fonts();
+    let fonts = !options.fontdb.is_empty();
+    let mut checked = 0;
+    for path in pictures() {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let name = name.unwrap_or_default();
+        let svg = std::fs::read_to_string(&path).expect("the picture reads");
+        let doc = roxmltree::Document::parse(&svg).expect("the picture parses");
+        let tree = Tree::from_str(&svg, &options).expect("resvg reads it");
+        let covers = covers(&doc);
+        for (at, label) in doc.descendants().enumerate() {
+            if !has_class(label, "rule-label") {
+                continue;
+            }
+            let id = label.attribute("id").unwrap_or("");
+            let shown: String = label
+                .children()
+                .filter(|c| c.is_text())
+                .filter_map(|c| c.text())
+                .collect();
+            let title = label
+                .children()
+                .find(|c| c.has_tag_name("title"))
+                .and_then(|t| t.text());
+            // The bar it names: the `b`th of its lane, `jwt-rule-{lane}-{b}`.
+            let b: usize = id
+                .rsplit('-')
+                .next()
+                .and_then(|b| b.parse().ok())
+                .unwrap_or(0);
+            let lane = label.parent().expect("a label is in its lane");
+            let rule = lane
+                .children()
+                .filter(|n| has_class(*n, "bar"))
+                .nth(b)
+                .and_then(|bar| bar.attribute("data-rule"))
+                .unwrap_or_else(|| panic!("{name}: {id} names no bar's rule"));
+            match title {
+                None => assert_eq!(shown, rule, "{name}: {id} is not the rule's whole label"),
+                Some(whole) => {
+                    assert_eq!(whole, rule, "{name}: {id}'s title");
+                    let kept = shown.strip_suffix('…').unwrap_or_else(|| {
+                        panic!("{name}: {id} {shown:?} is shortened without an ellipsis")
+                    });
+                    assert!(rule.starts_with(kept), "{name}: {id} {shown:?}");
+                }
+            }
+            let size = number(label, "font-size");
+            let area = match bounds(&tree, id).filter(|_| fonts) {
+                Some(r) => (
+                    r.left() as f64,
+                    r.top() as f64,
+                    r.right() as f64,
+                    r.bottom() as f64,
+                ),
+                None => {
+                    let (x, y) = (number(label, "x"), number(label, "y"));
+                    let width = shown.chars().count() as f64 * size * 0.62;
+                    (x, y - size * 0.8, x + width, y + size * 0.2)
+                }
+            };
+            let own = label
+                .prev_sibling_element()
+                .filter(|n| has_class(*n, "label-box"))
+                .map(rect_area)
+                .unwrap_or_else(|| panic!("{name}: {id} has no box"));
+            assert!(
+                own.0 <= area.0 && area.2 <= own.2 && own.1 <= area.1 && area.3 <= own.3,
+                "{name}: {id} {shown:?} at {area:?} runs out of its box {own:?}"
+            );
+            for (_, cover) in covers.iter().filter(|(c, _)| *c > at) {
+                assert!(
+                    !overlap(area, *cover),
+                    "{name}: {id} {shown:?} at {area:?} is under {cover:?}, drawn after it"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 8, "only {checked} rule labels checked");
+}

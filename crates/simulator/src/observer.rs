@@ -225,14 +225,7 @@ impl Observer {
     fn pod_changed(&mut self, pod: &Value, change: Change, at: u64) {
         let meta = &pod["metadata"];
         let uid = meta["uid"].as_str().unwrap_or("").to_owned();
-        if !self.book.pods.contains_key(&uid) {
-            let name = meta["name"].as_str().unwrap_or("");
-            let index = meta["annotations"][COMPLETION_INDEX_KEY]
-                .as_str()
-                .and_then(parse_index);
-            let created = self.book.book(&uid, name, index, at);
-            self.step(at, Happening::PodCreated(created));
-        }
+        self.book_if_new(meta, &uid, at);
         let finishing = self.finishing();
         let lingering = self.lingering();
         let phase = pod["status"]["phase"].as_str().unwrap_or("Pending");
@@ -269,17 +262,12 @@ impl Observer {
             );
         }
         if newly_deleted {
-            let by = if by_scenario {
-                Deleter::Scenario
-            } else if timed_out.is_some() {
-                Deleter::ControllerStartTimedOut
-            } else if lingering.is_some() {
-                Deleter::ControllerLingeringEnded
-            } else if finishing {
-                Deleter::ControllerJobFinishing
-            } else {
-                Deleter::ControllerExcess
-            };
+            let by = deleter(
+                by_scenario,
+                timed_out.is_some(),
+                lingering.is_some(),
+                finishing,
+            );
             self.step(
                 at,
                 Happening::PodDeleted(PodDeleted {
@@ -289,29 +277,56 @@ impl Observer {
             );
         }
         if newly_ended {
-            // With `ContinueWithRecreations` the failure policies still judge the lingering pods.
-            let judged = !finishing || lingering == Some(WhenAchieved::ContinueWithRecreations);
-            let policy = if phase == "Failed" && judged {
-                self.policy_result(pod)
-            } else {
-                None
-            };
-            self.step(
-                at,
-                Happening::PodEnded(PodEnded {
-                    pod: label,
-                    phase: phase.to_owned(),
-                    exit_codes: exit_codes(pod),
-                    conditions: pod_conditions(pod),
-                    killed: deleting,
-                    pod_failure_policy: policy,
-                    after_success_criteria: lingering
-                        .filter(|_| !deleting)
-                        .map(|w| w.as_str().to_owned()),
-                    start_timed_out: timed_out,
-                }),
-            );
+            self.tell_ended(pod, label, at, finishing, lingering);
         }
+    }
+
+    /// A pod seen for the first time is booked (its scripted fate chosen) and told created.
+    fn book_if_new(&mut self, meta: &Value, uid: &str, at: u64) {
+        if self.book.pods.contains_key(uid) {
+            return;
+        }
+        let name = meta["name"].as_str().unwrap_or("");
+        let index = meta["annotations"][COMPLETION_INDEX_KEY]
+            .as_str()
+            .and_then(parse_index);
+        let created = self.book.book(uid, name, index, at);
+        self.step(at, Happening::PodCreated(created));
+    }
+
+    /// A pod that has just ended: how, and the pod failure policy rule its failure matched.
+    fn tell_ended(
+        &mut self,
+        pod: &Value,
+        label: PodLabel,
+        at: u64,
+        finishing: bool,
+        lingering: Option<WhenAchieved>,
+    ) {
+        let phase = pod["status"]["phase"].as_str().unwrap_or("Pending");
+        let deleting = pod["metadata"].get("deletionTimestamp").is_some();
+        // With `ContinueWithRecreations` the failure policies still judge the lingering pods.
+        let judged = !finishing || lingering == Some(WhenAchieved::ContinueWithRecreations);
+        let policy = if phase == "Failed" && judged {
+            self.policy_result(pod)
+        } else {
+            None
+        };
+        self.step(
+            at,
+            Happening::PodEnded(PodEnded {
+                pod: label,
+                phase: phase.to_owned(),
+                exit_codes: exit_codes(pod),
+                conditions: pod_conditions(pod),
+                killed: deleting,
+                pod_failure_policy: policy,
+                after_success_criteria: lingering
+                    .filter(|_| !deleting)
+                    .map(|w| w.as_str().to_owned()),
+                start_timed_out: start_timed_out(pod),
+            }),
+        );
     }
 
     /// The failed pods whose replacements a back-off told now, ending at `until` (the
@@ -411,6 +426,21 @@ fn exit_codes(pod: &Value) -> Vec<ExitCode> {
     let mut codes = read("containerStatuses", false);
     codes.extend(read("initContainerStatuses", true));
     codes
+}
+
+/// Who deleted a pod: the scenario, or the controller and why.
+fn deleter(by_scenario: bool, timed_out: bool, lingering: bool, finishing: bool) -> Deleter {
+    if by_scenario {
+        Deleter::Scenario
+    } else if timed_out {
+        Deleter::ControllerStartTimedOut
+    } else if lingering {
+        Deleter::ControllerLingeringEnded
+    } else if finishing {
+        Deleter::ControllerJobFinishing
+    } else {
+        Deleter::ControllerExcess
+    }
 }
 
 /// The first container the kubelet reports waiting with a reason the start timeout counts.

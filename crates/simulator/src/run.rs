@@ -114,29 +114,13 @@ pub fn simulate(
     let runner = runner(job)?;
     let cluster = Arc::new(InMemoryCluster::new(CLOCK_START));
     cluster.with(|s| s.keep_history = false);
-    let created = cluster
-        .write(|s| s.create_job(as_created(job)))
-        .map_err(|e| match e {
-            ApiError::Conflict => SimulationError::Invalid(
-                "metadata.name: Required value: name or generateName is required".to_owned(),
-            ),
-            other => SimulationError::Invalid(other.to_string()),
-        })?;
+    let created = create(&cluster, job)?;
     let parsed = JobObject::parse(&created).map_err(|e| SimulationError::Invalid(e.to_string()))?;
     scenario
         .check_against(&shape(&parsed))
         .map_err(SimulationError::Scenario)?;
     let (namespace, name) = meta_key(&created);
-    let policy = PolicyView {
-        policy: parsed.spec.pod_failure_policy.clone(),
-        rule_names: effective_names(&parsed),
-        when_achieved: match (&parsed.spec.success_policy, runner.controller) {
-            (Some(policy), Controller::Jobwarden) => (0..policy.rules.len())
-                .map(|rule| success_rule_settings::when_achieved(&parsed, rule))
-                .collect(),
-            _ => Vec::new(),
-        },
-    };
+    let policy = policy_view(&parsed, runner.controller);
     let indexed = parsed.is_indexed();
     let suspended = parsed.is_suspended();
     let completions = parsed.spec.completions;
@@ -162,50 +146,7 @@ pub fn simulate(
         name: name.clone(),
         last_error: None,
     };
-
-    let mut now: u64 = 0;
-    let mut moments: usize = 0;
-    let mut waits_told: Vec<(WaitCause, u64)> = Vec::new();
-    let stopped: Option<String> = loop {
-        let requeue = match run.moment(now, &mut kubelet, &mut observer) {
-            Ok(r) => r,
-            Err(why) => break Some(why),
-        };
-        if observer.finished() && !run.pods_hold_finalizers() {
-            break None;
-        }
-        let never_starting = observer.book.never_starting();
-        let wake = requeue.map(|w| wait_until(now, w)).filter(|w| *w > now);
-        if let Some(until) = wake {
-            tell_wait(&mut observer, &mut waits_told, now, until);
-        }
-        let next = [observer.book.next_end(now), wake]
-            .into_iter()
-            .flatten()
-            .min();
-        let Some(next) = next else {
-            break Some(nothing_more(
-                suspended,
-                observer.book.running_for_ever(),
-                never_starting,
-            ));
-        };
-        if next > limits.max_time.as_secs() {
-            break Some(format!(
-                "the next thing that could happen is at {}, after the limit of {} (--max-time)",
-                seconds::format(next),
-                seconds::format(limits.max_time.as_secs())
-            ));
-        }
-        moments += 1;
-        if moments > limits.max_steps {
-            break Some(format!(
-                "the clock moved {} times (the limit, --max-steps)",
-                limits.max_steps
-            ));
-        }
-        now = next;
-    };
+    let (stopped, now) = run.play(&mut kubelet, &mut observer, limits, suspended);
 
     let final_status = cluster
         .with(|s| s.job(&namespace, &name))
@@ -227,6 +168,33 @@ pub fn simulate(
         end,
         final_status,
     })
+}
+
+/// The Job created in the in-memory API server, as it stored it.
+fn create(cluster: &InMemoryCluster, job: &Value) -> Result<Value, SimulationError> {
+    cluster
+        .write(|s| s.create_job(as_created(job)))
+        .map_err(|e| match e {
+            ApiError::Conflict => SimulationError::Invalid(
+                "metadata.name: Required value: name or generateName is required".to_owned(),
+            ),
+            other => SimulationError::Invalid(other.to_string()),
+        })
+}
+
+/// What the observer must know of the Job's policies to tell which rule a pod matched and
+/// when a success policy is achieved.
+fn policy_view(parsed: &JobObject<'_>, controller: Controller) -> PolicyView {
+    PolicyView {
+        policy: parsed.spec.pod_failure_policy.clone(),
+        rule_names: effective_names(parsed),
+        when_achieved: match (&parsed.spec.success_policy, controller) {
+            (Some(policy), Controller::Jobwarden) => (0..policy.rules.len())
+                .map(|rule| success_rule_settings::when_achieved(parsed, rule))
+                .collect(),
+            _ => Vec::new(),
+        },
+    }
 }
 
 /// The instant `now` seconds after the clock started.
@@ -325,6 +293,62 @@ struct Run<'c> {
 }
 
 impl Run<'_> {
+    /// The moments one after another, the clock jumping to the next at which anything can
+    /// happen, until the Job is finished or nothing more can; why it stopped (`None`: it
+    /// finished) and the second it stopped at.
+    fn play(
+        &mut self,
+        kubelet: &mut Kubelet,
+        observer: &mut Observer,
+        limits: &Limits,
+        suspended: bool,
+    ) -> (Option<String>, u64) {
+        let mut now: u64 = 0;
+        let mut moments: usize = 0;
+        let mut waits_told: Vec<(WaitCause, u64)> = Vec::new();
+        let stopped: Option<String> = loop {
+            let requeue = match self.moment(now, kubelet, observer) {
+                Ok(r) => r,
+                Err(why) => break Some(why),
+            };
+            if observer.finished() && !self.pods_hold_finalizers() {
+                break None;
+            }
+            let never_starting = observer.book.never_starting();
+            let wake = requeue.map(|w| wait_until(now, w)).filter(|w| *w > now);
+            if let Some(until) = wake {
+                tell_wait(observer, &mut waits_told, now, until);
+            }
+            let next = [observer.book.next_end(now), wake]
+                .into_iter()
+                .flatten()
+                .min();
+            let Some(next) = next else {
+                break Some(nothing_more(
+                    suspended,
+                    observer.book.running_for_ever(),
+                    never_starting,
+                ));
+            };
+            if next > limits.max_time.as_secs() {
+                break Some(format!(
+                    "the next thing that could happen is at {}, after the limit of {} (--max-time)",
+                    seconds::format(next),
+                    seconds::format(limits.max_time.as_secs())
+                ));
+            }
+            moments += 1;
+            if moments > limits.max_steps {
+                break Some(format!(
+                    "the clock moved {} times (the limit, --max-steps)",
+                    limits.max_steps
+                ));
+            }
+            now = next;
+        };
+        (stopped, now)
+    }
+
     /// Everything that happens at second `now`: kubelet and controller take turns until
     /// neither writes. Returns the wait the controller asked for last, or why the moment
     /// would not settle.

@@ -112,75 +112,78 @@ pub(crate) fn line(what: &Happening) -> String {
             w.reason
         ),
         Happening::PodEnded(e) => ended(e),
-        Happening::PodDeleted(d) => {
-            let by = match d.by {
-                Deleter::Scenario => "deleted (the scenario)",
-                Deleter::ControllerJobFinishing => {
-                    "deleted by the controller: the Job is finishing"
-                }
-                Deleter::ControllerExcess => {
-                    "deleted by the controller: more pods run than the Job wants"
-                }
-                Deleter::ControllerStartTimedOut => {
-                    "deleted by the controller: it did not start in time"
-                }
-                Deleter::ControllerLingeringEnded => {
-                    "deleted by the controller: the success criteria were met, and a deadline, a suspension or a failure policy ends the pods left running"
-                }
-            };
-            format!("{} {by}", pod(&d.pod))
-        }
+        Happening::PodDeleted(d) => format!("{} {}", pod(&d.pod), deleted_by(d.by)),
         Happening::Status(c) => counters(c),
-        Happening::Condition(c) => {
-            let mut s = format!(
-                "condition {}={}, reason {}: {}",
-                c.type_, c.status, c.reason, c.message
-            );
-            if let Some(w) = &c.pods_carry_on {
-                let _ = write!(
-                    s,
-                    " (whenCriterionAchieved {w}: the pods still running carry on)"
-                );
-            }
-            s
-        }
-        Happening::Waiting(w) => match w.cause {
-            WaitCause::BackOff => {
-                let whose = match w.pods.as_slice() {
-                    [] => "a failed pod's replacement waits".to_owned(),
-                    [one] => format!("the replacement of {} waits", pod(one)),
-                    several => {
-                        // A thousand indexes failing at once make one line, not a page.
-                        let mut named: Vec<String> = several.iter().take(3).map(pod).collect();
-                        if several.len() > 3 {
-                            named.push(format!("and {} more", several.len() - 3));
-                        }
-                        format!("the replacements of {} wait", named.join(", "))
-                    }
-                };
-                format!(
-                    "back-off: {whose} until {} ({})",
-                    seconds::format(w.until),
-                    seconds::format(w.seconds)
-                )
-            }
-            WaitCause::StartTimeout => format!(
-                "start timeout: a pod that cannot start is failed at {} (in {})",
-                seconds::format(w.until),
-                seconds::format(w.seconds)
-            ),
-            WaitCause::ActiveDeadline => format!(
-                "activeDeadlineSeconds falls at {} (in {})",
-                seconds::format(w.until),
-                seconds::format(w.seconds)
-            ),
-        },
+        Happening::Condition(c) => condition(c),
+        Happening::Waiting(w) => waiting(w),
         Happening::ControllerError(e) => {
             format!(
                 "the controller's sync failed, it tries again: {}",
                 e.message
             )
         }
+    }
+}
+
+/// Who deleted a pod, and why.
+fn deleted_by(by: Deleter) -> &'static str {
+    match by {
+        Deleter::Scenario => "deleted (the scenario)",
+        Deleter::ControllerJobFinishing => "deleted by the controller: the Job is finishing",
+        Deleter::ControllerExcess => "deleted by the controller: more pods run than the Job wants",
+        Deleter::ControllerStartTimedOut => "deleted by the controller: it did not start in time",
+        Deleter::ControllerLingeringEnded => {
+            "deleted by the controller: the success criteria were met, and a deadline, a suspension or a failure policy ends the pods left running"
+        }
+    }
+}
+
+fn condition(c: &JobCondition) -> String {
+    let mut s = format!(
+        "condition {}={}, reason {}: {}",
+        c.type_, c.status, c.reason, c.message
+    );
+    if let Some(w) = &c.pods_carry_on {
+        let _ = write!(
+            s,
+            " (whenCriterionAchieved {w}: the pods still running carry on)"
+        );
+    }
+    s
+}
+
+/// A wait the controller asked for: a back-off, a start timeout, an active deadline.
+fn waiting(w: &Waiting) -> String {
+    match w.cause {
+        WaitCause::BackOff => {
+            let whose = match w.pods.as_slice() {
+                [] => "a failed pod's replacement waits".to_owned(),
+                [one] => format!("the replacement of {} waits", pod(one)),
+                several => {
+                    // A thousand indexes failing at once make one line, not a page.
+                    let mut named: Vec<String> = several.iter().take(3).map(pod).collect();
+                    if several.len() > 3 {
+                        named.push(format!("and {} more", several.len() - 3));
+                    }
+                    format!("the replacements of {} wait", named.join(", "))
+                }
+            };
+            format!(
+                "back-off: {whose} until {} ({})",
+                seconds::format(w.until),
+                seconds::format(w.seconds)
+            )
+        }
+        WaitCause::StartTimeout => format!(
+            "start timeout: a pod that cannot start is failed at {} (in {})",
+            seconds::format(w.until),
+            seconds::format(w.seconds)
+        ),
+        WaitCause::ActiveDeadline => format!(
+            "activeDeadlineSeconds falls at {} (in {})",
+            seconds::format(w.until),
+            seconds::format(w.seconds)
+        ),
     }
 }
 

@@ -33,87 +33,12 @@ pub fn timeline(story: &Story) -> Timeline {
             )
         };
         match &step.what {
-            Happening::PodCreated(c) => b.bar(Bar {
-                pod: c.pod.name.clone(),
-                index: c.pod.index,
-                attempt: c.pod.attempt,
-                number: Some(c.pod.number),
-                start: step.at,
-                end: None,
-                outcome: Outcome::Running,
-                rule: None,
-                story: vec![told()],
-            }),
-            Happening::PodWaiting(w) => {
-                if let Some(bar) = b.bar_of(&w.pod.name) {
-                    bar.story.push(told());
-                }
-            }
-            Happening::PodDeleted(d) => {
-                if let Some(bar) = b.bar_of(&d.pod.name) {
-                    bar.story.push(told());
-                    // Ended here unless its end is told later (then that end counts).
-                    if bar.end.is_none() {
-                        bar.end = Some(step.at);
-                        bar.outcome = Outcome::Deleted;
-                    }
-                }
-            }
-            Happening::PodEnded(e) => {
-                if let Some(bar) = b.bar_of(&e.pod.name) {
-                    bar.story.push(told());
-                    bar.end = Some(step.at);
-                    bar.outcome = outcome(e);
-                    if let Some(PolicyResult::Matched(m)) = &e.pod_failure_policy {
-                        bar.rule = Some(RuleMark::new(m.rule, m.name.as_deref(), &m.action));
-                    }
-                }
-            }
-            Happening::Waiting(w) => match w.cause {
-                WaitCause::BackOff => {
-                    for pod in &w.pods {
-                        b.backoff(&pod.name, step.at, w.until, told());
-                    }
-                }
-                // A deadline is drawn where it fell, if it fell within the story.
-                WaitCause::ActiveDeadline if w.until <= story.end.at => b.moment(Moment {
-                    at: w.until,
-                    kind: MomentKind::ActiveDeadline,
-                    label: "activeDeadlineSeconds".to_owned(),
-                    story: told(),
-                }),
-                WaitCause::ActiveDeadline | WaitCause::StartTimeout => {}
-            },
+            Happening::Waiting(w) => waited(&mut b, w, step.at, story.end.at, told),
             Happening::Condition(c) => {
-                let kind = match (c.type_.as_str(), c.status.as_str()) {
-                    (SUCCESS_CRITERIA_MET, "True") => Some(MomentKind::SuccessCriteriaMet),
-                    (FAILURE_TARGET, "True") => Some(MomentKind::FailureTarget),
-                    (COMPLETE, "True") => Some(MomentKind::Complete),
-                    (FAILED, "True") => Some(MomentKind::Failed),
-                    (SUSPENDED, "True") => {
-                        suspended = true;
-                        Some(MomentKind::Suspended)
-                    }
-                    (SUSPENDED, _) if suspended => {
-                        suspended = false;
-                        Some(MomentKind::Resumed)
-                    }
-                    _ => None,
-                };
-                if let Some(kind) = kind {
-                    let label = match kind {
-                        MomentKind::Resumed => "Resumed".to_owned(),
-                        _ => format!("{}: {}", c.type_, c.reason),
-                    };
-                    b.moment(Moment {
-                        at: step.at,
-                        kind,
-                        label,
-                        story: told(),
-                    });
-                }
+                condition(&mut b, c, step.at, &mut suspended, told);
             }
             Happening::Status(_) | Happening::ControllerError(_) => {}
+            pod => pod_step(&mut b, pod, step.at, told),
         }
     }
     if let Some(why) = &story.end.stopped {
@@ -124,6 +49,116 @@ pub fn timeline(story: &Story) -> Timeline {
             story: format!("the story stops before the Job finished: {why}"),
         });
     }
+    b.build(
+        format!("Job {}/{}", story.job.namespace, story.job.name),
+        text::ending_line(&story.end),
+        notes(story),
+        story.end.at,
+    )
+}
+
+/// A step of a pod's life at second `at`: a bar begun, or its story and end told.
+fn pod_step(b: &mut Builder, what: &Happening, at: u64, told: impl Fn() -> String) {
+    match what {
+        Happening::PodCreated(c) => b.bar(Bar {
+            pod: c.pod.name.clone(),
+            index: c.pod.index,
+            attempt: c.pod.attempt,
+            number: Some(c.pod.number),
+            start: at,
+            end: None,
+            outcome: Outcome::Running,
+            rule: None,
+            story: vec![told()],
+        }),
+        Happening::PodWaiting(w) => {
+            if let Some(bar) = b.bar_of(&w.pod.name) {
+                bar.story.push(told());
+            }
+        }
+        Happening::PodDeleted(d) => {
+            if let Some(bar) = b.bar_of(&d.pod.name) {
+                bar.story.push(told());
+                // Ended here unless its end is told later (then that end counts).
+                if bar.end.is_none() {
+                    bar.end = Some(at);
+                    bar.outcome = Outcome::Deleted;
+                }
+            }
+        }
+        Happening::PodEnded(e) => {
+            if let Some(bar) = b.bar_of(&e.pod.name) {
+                bar.story.push(told());
+                bar.end = Some(at);
+                bar.outcome = outcome(e);
+                if let Some(PolicyResult::Matched(m)) = &e.pod_failure_policy {
+                    bar.rule = Some(RuleMark::new(m.rule, m.name.as_deref(), &m.action));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A wait told at second `at`: back-offs after the pods they hold, and a deadline where it
+/// fell, if it fell within the story (which ended at `end`).
+fn waited(b: &mut Builder, w: &Waiting, at: u64, end: u64, told: impl Fn() -> String) {
+    match w.cause {
+        WaitCause::BackOff => {
+            for pod in &w.pods {
+                b.backoff(&pod.name, at, w.until, told());
+            }
+        }
+        WaitCause::ActiveDeadline if w.until <= end => b.moment(Moment {
+            at: w.until,
+            kind: MomentKind::ActiveDeadline,
+            label: "activeDeadlineSeconds".to_owned(),
+            story: told(),
+        }),
+        WaitCause::ActiveDeadline | WaitCause::StartTimeout => {}
+    }
+}
+
+/// A condition told at second `at`, a line across the lanes when it is one the picture
+/// shows; `suspended` follows the Job's suspension, so that its end is drawn as a resumption.
+fn condition(
+    b: &mut Builder,
+    c: &JobCondition,
+    at: u64,
+    suspended: &mut bool,
+    told: impl Fn() -> String,
+) {
+    let kind = match (c.type_.as_str(), c.status.as_str()) {
+        (SUCCESS_CRITERIA_MET, "True") => Some(MomentKind::SuccessCriteriaMet),
+        (FAILURE_TARGET, "True") => Some(MomentKind::FailureTarget),
+        (COMPLETE, "True") => Some(MomentKind::Complete),
+        (FAILED, "True") => Some(MomentKind::Failed),
+        (SUSPENDED, "True") => {
+            *suspended = true;
+            Some(MomentKind::Suspended)
+        }
+        (SUSPENDED, _) if *suspended => {
+            *suspended = false;
+            Some(MomentKind::Resumed)
+        }
+        _ => None,
+    };
+    if let Some(kind) = kind {
+        let label = match kind {
+            MomentKind::Resumed => "Resumed".to_owned(),
+            _ => format!("{}: {}", c.type_, c.reason),
+        };
+        b.moment(Moment {
+            at,
+            kind,
+            label,
+            story: told(),
+        });
+    }
+}
+
+/// The notes under the title: who runs the Job, the scenario, how times are counted.
+fn notes(story: &Story) -> Vec<String> {
     let mut notes: Vec<String> = text::who_runs_it(story)
         .lines()
         .map(str::to_owned)
@@ -138,12 +173,7 @@ pub fn timeline(story: &Story) -> Timeline {
     }
     notes.push(scenario);
     notes.push(text::TIMES.to_owned());
-    b.build(
-        format!("Job {}/{}", story.job.namespace, story.job.name),
-        text::ending_line(&story.end),
-        notes,
-        story.end.at,
-    )
+    notes
 }
 
 /// How an ended pod is drawn, from what its end step says.

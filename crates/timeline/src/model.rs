@@ -261,23 +261,14 @@ impl Builder {
             backoffs,
             moments,
         } = self;
-        let bars_left_out = bars.len().saturating_sub(MAX_BARS);
+        let mut bars_left_out = bars.len().saturating_sub(MAX_BARS);
         bars.truncate(MAX_BARS);
         let end = bars
             .iter()
             .flat_map(|b| [Some(b.start), b.end])
             .flatten()
             .fold(told, u64::max);
-        let (mut moments, ahead): (Vec<Moment>, Vec<Moment>) =
-            moments.into_iter().partition(|m| m.at <= end);
-        notes.extend(ahead.iter().map(|m| {
-            format!(
-                "Still ahead when the story was told: {} at {}.",
-                m.label,
-                seconds::format(m.at)
-            )
-        }));
-        moments.sort_by_key(|m| (m.at, m.kind));
+        let moments = moments_until(moments, end, &mut notes);
         let (lane_kind, mut lanes, lane_of, mut lanes_left_out) = match completions {
             Some(n) => {
                 let (lanes, lane_of, left_out) = index_lanes(n, &bars);
@@ -288,16 +279,7 @@ impl Builder {
                 (LaneKind::Slot, lanes, lane_of, 0)
             }
         };
-        for backoff in backoffs {
-            let lane = bars
-                .iter()
-                .rposition(|b| b.pod == backoff.pod)
-                .and_then(|i| lane_of.get(i).copied().flatten());
-            if let Some(lane) = lane.and_then(|l| lanes.get_mut(l)) {
-                lane.backoffs.push(backoff);
-            }
-        }
-        let mut bars_left_out = bars_left_out;
+        place_backoffs(&mut lanes, backoffs, &bars, &lane_of);
         for (bar, lane) in bars.into_iter().zip(lane_of) {
             match lane.and_then(|l| lanes.get_mut(l)) {
                 Some(lane) => lane.bars.push(bar),
@@ -305,21 +287,7 @@ impl Builder {
             }
         }
         for lane in &mut lanes {
-            lane.bars.sort_by_key(|b| (b.start, b.end));
-            // A replacement made before the back-off's end (a controller that did not wait)
-            // ends the wait there.
-            for backoff in &mut lane.backoffs {
-                let next = lane
-                    .bars
-                    .iter()
-                    .filter(|b| b.pod != backoff.pod && b.start >= backoff.from)
-                    .map(|b| b.start)
-                    .min();
-                if let Some(next) = next {
-                    backoff.until = backoff.until.min(next);
-                }
-            }
-            lane.backoffs.retain(|b| b.until > b.from);
+            settle(lane);
         }
         if lanes.len() > MAX_LANES {
             lanes_left_out += lanes.len() - MAX_LANES;
@@ -342,6 +310,58 @@ impl Builder {
             bars_left_out,
         }
     }
+}
+
+/// The moments up to `end`, in time order; those still ahead become notes.
+fn moments_until(moments: Vec<Moment>, end: u64, notes: &mut Vec<String>) -> Vec<Moment> {
+    let (mut moments, ahead): (Vec<Moment>, Vec<Moment>) =
+        moments.into_iter().partition(|m| m.at <= end);
+    notes.extend(ahead.iter().map(|m| {
+        format!(
+            "Still ahead when the story was told: {} at {}.",
+            m.label,
+            seconds::format(m.at)
+        )
+    }));
+    moments.sort_by_key(|m| (m.at, m.kind));
+    moments
+}
+
+/// Each back-off into the lane of the last bar of the pod whose replacement it holds.
+fn place_backoffs(
+    lanes: &mut [Lane],
+    backoffs: Vec<BackOff>,
+    bars: &[Bar],
+    lane_of: &[Option<usize>],
+) {
+    for backoff in backoffs {
+        let lane = bars
+            .iter()
+            .rposition(|b| b.pod == backoff.pod)
+            .and_then(|i| lane_of.get(i).copied().flatten());
+        if let Some(lane) = lane.and_then(|l| lanes.get_mut(l)) {
+            lane.backoffs.push(backoff);
+        }
+    }
+}
+
+/// A lane's bars in the order they started, and its back-offs cut where a replacement came.
+fn settle(lane: &mut Lane) {
+    lane.bars.sort_by_key(|b| (b.start, b.end));
+    // A replacement made before the back-off's end (a controller that did not wait)
+    // ends the wait there.
+    for backoff in &mut lane.backoffs {
+        let next = lane
+            .bars
+            .iter()
+            .filter(|b| b.pod != backoff.pod && b.start >= backoff.from)
+            .map(|b| b.start)
+            .min();
+        if let Some(next) = next {
+            backoff.until = backoff.until.min(next);
+        }
+    }
+    lane.backoffs.retain(|b| b.until > b.from);
 }
 
 fn lane(label: String) -> Lane {

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use jobwarden_rules::seconds;
 
-use crate::axis::Axis;
-use crate::lanes::{self, Geometry};
+use crate::axis::{Axis, Segment};
+use crate::lanes::{self, Geometry, Label};
 use crate::model::{LaneKind, Moment, Outcome, Timeline};
 use crate::style::{self, FONT, fit, text_width};
 use crate::xml::{Value, Writer};
@@ -27,32 +27,96 @@ const AXIS_BELOW_FROM: usize = 20;
 
 /// The timeline as one SVG document.
 pub fn svg(t: &Timeline) -> String {
+    let header = match t.lane_kind {
+        LaneKind::Index => "index",
+        LaneKind::Slot => "pod",
+    };
+    let (x0, x1) = plot_span(t, header);
+    let axis = time_axis(t, x0, x1);
+    let height = lane_height(t.lanes.len());
+    let mut geometry = Geometry {
+        label_x: MARGIN,
+        x0,
+        x1,
+        height,
+        label_every: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
+            .into_iter()
+            .find(|k| *k as f64 * height >= LABEL_SPACING)
+            .unwrap_or(1000),
+        told_x: axis.x(t.told),
+        tops: Vec::new(),
+    };
+    // Lanes at full height have room to grow: a rule label with none beside its mark is
+    // raised above the lane's bars. The lanes of a large Job share a fixed room instead.
+    let labels = lanes::place_labels(&t.lanes, &axis, &geometry, height >= LANE_HEIGHT);
+    let frame = Frame::new(t, &axis, &mut geometry, &labels);
+
     let mut w = Writer::new();
-    let lane_count = t.lanes.len().max(1);
-    let height = if lane_count <= (LANES_ROOM / LANE_HEIGHT) as usize {
+    open_document(&mut w, t, frame.total);
+    heading(&mut w, t, &frame);
+    // Bands, then the grid, then what happened, then the breaks' veils over it.
+    let (top, bottom) = (geometry.top(), geometry.bottom());
+    lanes::bands(&mut w, &t.lanes, &geometry);
+    draw_grid(&mut w, &axis, top, bottom);
+    lanes::draw(&mut w, &t.lanes, t.lane_kind, &axis, &geometry, &labels);
+    text_anchored(
+        &mut w,
+        MARGIN,
+        frame.axis_y - 6.0,
+        SMALL,
+        "start",
+        "#333333",
+        header,
+    );
+    draw_axis(&mut w, &axis, frame.axis_y, top, bottom, frame.axis_below);
+    draw_moments(
+        &mut w,
+        &t.moments,
+        &frame.moment_rows,
+        frame.moments_y,
+        bottom,
+    );
+    if frame.left_out {
+        let note = format!(
+            "Not drawn: {} more lanes and {} more pods (the picture's limits: {} lanes, {} pods).",
+            t.lanes_left_out,
+            t.bars_left_out,
+            crate::model::MAX_LANES,
+            crate::model::MAX_BARS
+        );
+        let y = frame.total - MARGIN - 4.0;
+        text(&mut w, MARGIN, y, 12.0, "normal", &note);
+    }
+    w.close("svg");
+    w.finish()
+}
+
+/// One lane's height: [`LANE_HEIGHT`], or a share of [`LANES_ROOM`] when there are many.
+fn lane_height(lanes: usize) -> f64 {
+    let lane_count = lanes.max(1);
+    if lane_count <= (LANES_ROOM / LANE_HEIGHT) as usize {
         LANE_HEIGHT
     } else {
         (LANES_ROOM / lane_count as f64)
             .floor()
             .max(MIN_LANE_HEIGHT)
-    };
-    let label_every = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
-        .into_iter()
-        .find(|k| *k as f64 * height >= LABEL_SPACING)
-        .unwrap_or(1000);
-    let header = match t.lane_kind {
-        LaneKind::Index => "index",
-        LaneKind::Slot => "pod",
-    };
+    }
+}
+
+/// Where the plot starts and ends: right of the lane labels' column (`header` its heading),
+/// left of the margin.
+fn plot_span(t: &Timeline, header: &str) -> (f64, f64) {
     let label_column = t
         .lanes
         .iter()
         .map(|l| text_width(&l.label, SMALL))
         .fold(text_width(header, SMALL), f64::max)
         .min(120.0);
-    let x0 = MARGIN + label_column + 16.0;
-    let x1 = WIDTH - MARGIN - 8.0;
+    (MARGIN + label_column + 16.0, WIDTH - MARGIN - 8.0)
+}
 
+/// The time axis from `x0` to `x1`: every second anything starts or ends is a stop.
+fn time_axis(t: &Timeline, x0: f64, x1: f64) -> Axis {
     let mut stops: Vec<u64> = vec![t.end, t.told];
     for lane in &t.lanes {
         for b in &lane.bars {
@@ -67,44 +131,83 @@ pub fn svg(t: &Timeline) -> String {
     // The axis ends at `end`: a back-off still running is drawn up to it (the axis clamps
     // what lies beyond), never seconds of empty future.
     stops.retain(|s| *s <= t.end);
-    let axis = Axis::new(stops, x0, x1, |skipped| {
+    Axis::new(stops, x0, x1, |skipped| {
         text_width(&seconds::format(skipped), SMALL) + 16.0
-    });
+    })
+}
 
-    // Top to bottom: title, ending, notes, legend, moment labels, axis, lanes, axis, notes.
-    let mut y = MARGIN;
-    let title_y = y + 14.0;
-    y += 22.0;
-    let ending_y = y + 12.0;
-    y += 18.0;
-    let notes_y = y + 11.0;
-    y += 16.0 * t.notes.len() as f64 + 6.0;
-    let legend = legend_items(t, axis.breaks().next().is_some());
-    let legend_rows = legend_layout(&legend, WIDTH - 2.0 * MARGIN);
-    let legend_y = y;
-    y += 18.0 * legend_rows.len() as f64 + 8.0;
-    let moment_rows = moment_rows(&t.moments, &axis, x1);
-    let moments_y = y;
-    y += 14.0
-        * moment_rows
-            .iter()
-            .map(|(_, row, _)| row + 1)
-            .max()
-            .unwrap_or(0) as f64;
-    let axis_y = y + 16.0;
-    let top = axis_y + 4.0;
-    let bottom = top + height * t.lanes.len() as f64;
-    let axis_below = t.lanes.len() > AXIS_BELOW_FROM;
-    let mut total = bottom + 8.0;
-    if axis_below {
-        total += 18.0;
-    }
-    let left_out = t.lanes_left_out > 0 || t.bars_left_out > 0;
-    if left_out {
-        total += 16.0;
-    }
-    total += MARGIN;
+/// Where everything goes, top to bottom: title, ending, notes, legend, moment labels, axis,
+/// lanes, axis, notes.
+struct Frame {
+    title_y: f64,
+    ending_y: f64,
+    notes_y: f64,
+    legend: Vec<(Key, String)>,
+    legend_rows: Vec<Vec<(usize, f64)>>,
+    legend_y: f64,
+    moment_rows: Vec<(f64, usize, bool)>,
+    moments_y: f64,
+    axis_y: f64,
+    axis_below: bool,
+    left_out: bool,
+    total: f64,
+}
 
+impl Frame {
+    /// The frame around the lanes, which it stacks in `geometry` (each lane as tall as the
+    /// labels raised in it need).
+    fn new(t: &Timeline, axis: &Axis, geometry: &mut Geometry, labels: &[Vec<Label>]) -> Frame {
+        let mut y = MARGIN;
+        let title_y = y + 14.0;
+        y += 22.0;
+        let ending_y = y + 12.0;
+        y += 18.0;
+        let notes_y = y + 11.0;
+        y += 16.0 * t.notes.len() as f64 + 6.0;
+        let legend = legend_items(t, axis.breaks().next().is_some());
+        let legend_rows = legend_layout(&legend, WIDTH - 2.0 * MARGIN);
+        let legend_y = y;
+        y += 18.0 * legend_rows.len() as f64 + 8.0;
+        let moment_rows = moment_rows(&t.moments, axis, geometry.x1);
+        let moments_y = y;
+        y += 14.0
+            * moment_rows
+                .iter()
+                .map(|(_, row, _)| row + 1)
+                .max()
+                .unwrap_or(0) as f64;
+        let axis_y = y + 16.0;
+        geometry.stack(axis_y + 4.0, labels);
+        let axis_below = t.lanes.len() > AXIS_BELOW_FROM;
+        let mut total = geometry.bottom() + 8.0;
+        if axis_below {
+            total += 18.0;
+        }
+        let left_out = t.lanes_left_out > 0 || t.bars_left_out > 0;
+        if left_out {
+            total += 16.0;
+        }
+        total += MARGIN;
+        Frame {
+            title_y,
+            ending_y,
+            notes_y,
+            legend,
+            legend_rows,
+            legend_y,
+            moment_rows,
+            moments_y,
+            axis_y,
+            axis_below,
+            left_out,
+            total,
+        }
+    }
+}
+
+/// `<svg>` opened, its title and description for a screen reader, the patterns, the white
+/// ground.
+fn open_document(w: &mut Writer, t: &Timeline, total: f64) {
     let title = format!("{}: {}", t.title, t.ending);
     w.open(
         "svg",
@@ -121,7 +224,7 @@ pub fn svg(t: &Timeline) -> String {
     );
     w.text("title", &[("id", "jwt-title".into())], &title);
     w.text("desc", &[("id", "jwt-desc".into())], &description(t));
-    style::defs(&mut w);
+    style::defs(w);
     w.empty(
         "rect",
         &[
@@ -130,19 +233,23 @@ pub fn svg(t: &Timeline) -> String {
             ("fill", "#FFFFFF".into()),
         ],
     );
+}
+
+/// The title, how the Job ended, the notes and the legend.
+fn heading(w: &mut Writer, t: &Timeline, frame: &Frame) {
     let wide = WIDTH - 2.0 * MARGIN;
     text(
-        &mut w,
+        w,
         MARGIN,
-        title_y,
+        frame.title_y,
         16.0,
         "bold",
         &fit(&t.title, wide, 16.0),
     );
     text(
-        &mut w,
+        w,
         MARGIN,
-        ending_y,
+        frame.ending_y,
         13.0,
         "normal",
         &fit(&t.ending, wide, 13.0),
@@ -150,53 +257,15 @@ pub fn svg(t: &Timeline) -> String {
     for (i, note) in t.notes.iter().enumerate() {
         let line = fit(note, wide, 12.0);
         text(
-            &mut w,
+            w,
             MARGIN,
-            notes_y + 16.0 * i as f64,
+            frame.notes_y + 16.0 * i as f64,
             12.0,
             "normal",
             &line,
         );
     }
-    draw_legend(&mut w, &legend, &legend_rows, legend_y);
-
-    let geometry = Geometry {
-        label_x: MARGIN,
-        x0,
-        x1,
-        top,
-        height,
-        label_every,
-        told_x: axis.x(t.told),
-    };
-    // Bands, then the grid, then what happened, then the breaks' veils over it.
-    lanes::bands(&mut w, &t.lanes, &geometry);
-    draw_grid(&mut w, &axis, top, bottom);
-    lanes::draw(&mut w, &t.lanes, t.lane_kind, &axis, &geometry);
-    text_anchored(
-        &mut w,
-        MARGIN,
-        axis_y - 6.0,
-        SMALL,
-        "start",
-        "#333333",
-        header,
-    );
-    draw_axis(&mut w, &axis, axis_y, top, bottom, axis_below);
-    draw_moments(&mut w, &t.moments, &moment_rows, moments_y, bottom);
-    if left_out {
-        let note = format!(
-            "Not drawn: {} more lanes and {} more pods (the picture's limits: {} lanes, {} pods).",
-            t.lanes_left_out,
-            t.bars_left_out,
-            crate::model::MAX_LANES,
-            crate::model::MAX_BARS
-        );
-        let y = total - MARGIN - 4.0;
-        text(&mut w, MARGIN, y, 12.0, "normal", &note);
-    }
-    w.close("svg");
-    w.finish()
+    draw_legend(w, &frame.legend, &frame.legend_rows, frame.legend_y);
 }
 
 fn text(w: &mut Writer, x: f64, y: f64, size: f64, weight: &str, s: &str) {
@@ -490,80 +559,12 @@ fn draw_grid(w: &mut Writer, axis: &Axis, top: f64, bottom: f64) {
 fn draw_axis(w: &mut Writer, axis: &Axis, y: f64, top: f64, bottom: f64, below: bool) {
     w.open("g", &[("class", "axis".into())]);
     // Breaks first: their labels take their place before the ticks'.
-    let mut taken: Vec<(f64, f64)> = Vec::new();
-    for s in axis.breaks() {
-        let label = seconds::format(s.to - s.from);
-        let mid = (s.x_from + s.x_to) / 2.0;
-        let half = text_width(&label, SMALL) / 2.0;
-        taken.push((mid - half, mid + half));
-        w.open("g", &[("class", "break".into())]);
-        w.text(
-            "title",
-            &[],
-            &format!(
-                "{} to {}: {} in which nothing started or ended, drawn narrow",
-                seconds::format(s.from),
-                seconds::format(s.to),
-                label
-            ),
-        );
-        w.empty(
-            "rect",
-            &[
-                ("x", (s.x_from + 2.0).into()),
-                ("y", (top - 2.0).into()),
-                ("width", (s.x_to - s.x_from - 4.0).max(1.0).into()),
-                ("height", (bottom - top + 4.0).into()),
-                ("fill", "#FFFFFF".into()),
-                ("fill-opacity", 0.8.into()),
-            ],
-        );
-        zigzag(w, s.x_from + 4.0, top - 2.0, bottom + 2.0);
-        zigzag(w, s.x_to - 4.0, top - 2.0, bottom + 2.0);
-        for ly in [Some(y - 6.0), below.then_some(bottom + 16.0)]
-            .into_iter()
-            .flatten()
-        {
-            w.text(
-                "text",
-                &[
-                    ("x", mid.into()),
-                    ("y", ly.into()),
-                    ("font-size", SMALL.into()),
-                    ("font-style", "italic".into()),
-                    ("text-anchor", "middle".into()),
-                    ("fill", "#666666".into()),
-                ],
-                &label,
-            );
-        }
-        w.close("g");
-    }
+    let mut taken: Vec<(f64, f64)> = axis
+        .breaks()
+        .map(|s| draw_break(w, s, y, top, bottom, below))
+        .collect();
     for (x, label) in axis.ticks() {
-        let half = text_width(&label, SMALL) / 2.0;
-        let span = (x - half - 4.0, x + half + 4.0);
-        let free = taken.iter().all(|(a, z)| span.1 <= *a || span.0 >= *z);
-        w.empty(
-            "line",
-            &[
-                ("x1", x.into()),
-                ("y1", (y - 4.0).into()),
-                ("x2", x.into()),
-                ("y2", y.into()),
-                ("stroke", "#333333".into()),
-                ("stroke-width", 1.0.into()),
-            ],
-        );
-        if !free {
-            continue;
-        }
-        taken.push(span);
-        for ly in [Some(y - 6.0), below.then_some(bottom + 16.0)]
-            .into_iter()
-            .flatten()
-        {
-            text_anchored(w, x, ly, SMALL, "middle", "#333333", &label);
-        }
+        draw_tick(w, x, &label, (y, bottom, below), &mut taken);
     }
     w.empty(
         "line",
@@ -577,4 +578,98 @@ fn draw_axis(w: &mut Writer, axis: &Axis, y: f64, top: f64, bottom: f64, below: 
         ],
     );
     w.close("g");
+}
+
+/// A compressed stretch of idle time: a veil over the lanes between two zigzags, and how long
+/// it is on the axis (above it at `y`, and below the lanes when `below`). Returns where its
+/// label is.
+fn draw_break(
+    w: &mut Writer,
+    s: &Segment,
+    y: f64,
+    top: f64,
+    bottom: f64,
+    below: bool,
+) -> (f64, f64) {
+    let label = seconds::format(s.to - s.from);
+    let mid = (s.x_from + s.x_to) / 2.0;
+    let half = text_width(&label, SMALL) / 2.0;
+    w.open("g", &[("class", "break".into())]);
+    w.text(
+        "title",
+        &[],
+        &format!(
+            "{} to {}: {} in which nothing started or ended, drawn narrow",
+            seconds::format(s.from),
+            seconds::format(s.to),
+            label
+        ),
+    );
+    w.empty(
+        "rect",
+        &[
+            ("x", (s.x_from + 2.0).into()),
+            ("y", (top - 2.0).into()),
+            ("width", (s.x_to - s.x_from - 4.0).max(1.0).into()),
+            ("height", (bottom - top + 4.0).into()),
+            ("fill", "#FFFFFF".into()),
+            ("fill-opacity", 0.8.into()),
+        ],
+    );
+    zigzag(w, s.x_from + 4.0, top - 2.0, bottom + 2.0);
+    zigzag(w, s.x_to - 4.0, top - 2.0, bottom + 2.0);
+    for ly in axis_label_ys(y, bottom, below) {
+        w.text(
+            "text",
+            &[
+                ("x", mid.into()),
+                ("y", ly.into()),
+                ("font-size", SMALL.into()),
+                ("font-style", "italic".into()),
+                ("text-anchor", "middle".into()),
+                ("fill", "#666666".into()),
+            ],
+            &label,
+        );
+    }
+    w.close("g");
+    (mid - half, mid + half)
+}
+
+/// A tick at `x` on the axis at `y`, and its label where no other label (`taken`) is.
+fn draw_tick(
+    w: &mut Writer,
+    x: f64,
+    label: &str,
+    (y, bottom, below): (f64, f64, bool),
+    taken: &mut Vec<(f64, f64)>,
+) {
+    let half = text_width(label, SMALL) / 2.0;
+    let span = (x - half - 4.0, x + half + 4.0);
+    let free = taken.iter().all(|(a, z)| span.1 <= *a || span.0 >= *z);
+    w.empty(
+        "line",
+        &[
+            ("x1", x.into()),
+            ("y1", (y - 4.0).into()),
+            ("x2", x.into()),
+            ("y2", y.into()),
+            ("stroke", "#333333".into()),
+            ("stroke-width", 1.0.into()),
+        ],
+    );
+    if !free {
+        return;
+    }
+    taken.push(span);
+    for ly in axis_label_ys(y, bottom, below) {
+        text_anchored(w, x, ly, SMALL, "middle", "#333333", label);
+    }
+}
+
+/// Where the axis's labels go: above the axis at `y`, and below the lanes when `below`.
+fn axis_label_ys(y: f64, bottom: f64, below: bool) -> impl Iterator<Item = f64> {
+    [Some(y - 6.0), below.then_some(bottom + 16.0)]
+        .into_iter()
+        .flatten()
 }

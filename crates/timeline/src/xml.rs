@@ -107,6 +107,19 @@ impl Writer {
         self.out.push_str(name);
         self.out.push_str(">\n");
     }
+
+    /// `<name attrs><title>title</title>text</name>`: text with its hover text (a shortened
+    /// label and its whole words).
+    pub fn text_titled(&mut self, name: &str, attrs: &[(&str, Value)], title: &str, text: &str) {
+        self.start_tag(name, attrs);
+        self.out.push_str("><title>");
+        escape_into(&mut self.out, title, false);
+        self.out.push_str("</title>");
+        escape_into(&mut self.out, text, false);
+        self.out.push_str("</");
+        self.out.push_str(name);
+        self.out.push_str(">\n");
+    }
 }
 
 /// Whether XML 1.0 allows `c` in a document (its `Char` production).

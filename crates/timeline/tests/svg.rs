@@ -361,3 +361,101 @@ fn a_rule_s_label_is_its_name_or_index_and_its_action() {
         assert_eq!(RuleMark::new(index, name, action).label(), label);
     }
 }
+
+/// A number attribute of an element.
+fn number(node: roxmltree::Node, name: &str) -> f64 {
+    node.attribute(name)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// The words a label shows: its text, without its `<title>`.
+fn shown(node: roxmltree::Node) -> String {
+    node.children()
+        .filter(|c| c.is_text())
+        .filter_map(|c| c.text())
+        .collect()
+}
+
+/// An evicted pod (index 2 of `examples/per-index-named-rules.yaml`'s story) replaced 10 s
+/// later: its label fits neither after its mark, before the replacement, nor inside its bar.
+/// Drawn over the replacement, it was cut to "Evicted: Igno" by it; now it is raised above
+/// the lane's bars, whole, and the lane grows to hold it.
+#[test]
+fn a_label_with_no_room_beside_its_mark_is_raised_above_its_lane_whole() {
+    let mut b = Builder::indexed(2);
+    let mut evicted = bar("job-0-a", 0, 1, 0, Some(12), Outcome::Disrupted);
+    evicted.rule = Some(RuleMark::new(2, Some("Evicted"), "Ignore"));
+    b.bar(evicted);
+    b.backoff("job-0-a", 12, 22, "back-off: 10s".into());
+    b.bar(bar("job-0-b", 0, 2, 22, Some(52), Outcome::Succeeded));
+    b.bar(bar("job-1-a", 1, 1, 0, Some(95), Outcome::Succeeded));
+    let out = svg(&b.build("Job a/b".into(), String::new(), Vec::new(), 95));
+    let doc = parse(&out);
+    let label = with_class(&doc, "rule-label")[0];
+    assert_eq!(label.text(), Some("Evicted: Ignore"));
+    let bars = with_class(&doc, "bar");
+    let (bar_top, replacement_x) = (number(bars[0], "y"), number(bars[1], "x"));
+    let label_box = label.prev_sibling_element().expect("the label's box");
+    // Above the bars, over the mark, reaching past the replacement's start: only raised does
+    // it clear the replacement.
+    let (box_x, box_y) = (number(label_box, "x"), number(label_box, "y"));
+    let box_bottom = box_y + number(label_box, "height");
+    assert!(box_bottom <= bar_top, "{box_bottom} > {bar_top}");
+    assert!(box_x + number(label_box, "width") > replacement_x);
+    // Within its lane's band, which is taller than the next lane's by the raised row.
+    let band = |i: usize| {
+        let id = format!("jwt-lane-{i}");
+        let band = doc
+            .descendants()
+            .find(|n| n.attribute("id") == Some(id.as_str()))
+            .expect("the band");
+        (number(band, "y"), number(band, "height"))
+    };
+    let ((top, height), (next_top, next_height)) = (band(0), band(1));
+    assert!(top <= box_y && box_bottom <= top + height);
+    assert!(height > next_height && next_top == top + height);
+}
+
+/// Forty lanes share the picture's room and cannot grow: a label with no room beside its mark
+/// is shortened with an ellipsis into what room there is, before the next bar, and carries its
+/// whole text as its `<title>`.
+#[test]
+fn in_lanes_that_cannot_grow_a_label_with_no_room_is_shortened_its_whole_text_its_title() {
+    let mut b = Builder::indexed(40);
+    let mut failed = bar("job-0-a", 0, 1, 0, Some(10), Outcome::Failed);
+    failed.rule = Some(RuleMark::new(0, Some("AVeryLongRuleName"), "FailIndex"));
+    b.bar(failed);
+    b.bar(bar("job-0-b", 0, 2, 20, Some(100), Outcome::Succeeded));
+    // Something ends every few seconds, so that no stretch of the axis is idle.
+    for i in 1..40 {
+        let end = 5 + 95 * u64::from(i as u32) / 39;
+        b.bar(bar(
+            &format!("job-{i}-a"),
+            i,
+            1,
+            0,
+            Some(end),
+            Outcome::Succeeded,
+        ));
+    }
+    let out = svg(&b.build("Job a/b".into(), String::new(), Vec::new(), 100));
+    let doc = parse(&out);
+    let labels = with_class(&doc, "rule-label");
+    assert_eq!(labels.len(), 1);
+    let whole = "AVeryLongRuleName: FailIndex";
+    assert_eq!(title_of(labels[0]), whole);
+    let text = shown(labels[0]);
+    let kept = text.strip_suffix('…').expect("shortened with an ellipsis");
+    assert!(
+        kept.chars().count() >= 3 && whole.starts_with(kept),
+        "{text}"
+    );
+    let label_box = labels[0].prev_sibling_element().expect("the label's box");
+    let replacement = with_class(&doc, "bar")[1];
+    assert_eq!(replacement.attribute("data-pod"), Some("job-0-b"));
+    assert!(
+        number(label_box, "x") + number(label_box, "width") < number(replacement, "x"),
+        "the label's box reaches the next bar"
+    );
+}

@@ -90,29 +90,30 @@ pub fn parse_outcome(text: &str) -> Result<PodScript, String> {
                 .to_owned(),
         );
     }
-    let mut kind: Option<Kind> = None;
-    let mut default_exit: Option<i32> = None;
-    let mut exit_codes: Vec<(String, i32)> = Vec::new();
-    let mut conditions: Vec<(String, String)> = Vec::new();
-    let mut after: Option<Duration> = None;
-    let mut waiting: Option<String> = None;
+    let mut items = Items::default();
     for item in text.split(',').map(str::trim) {
-        let waiting_reason = match item.split_once(':') {
-            Some(("waiting", reason)) => Some(reason.trim()),
-            _ if item == "pull-error" => Some(PULL_ERROR_REASON),
-            _ => None,
-        };
-        if let Some(reason) = waiting_reason {
-            if !NOT_STARTED_REASONS.contains(&reason) {
-                return Err(format!(
-                    "{item:?}: a pod that never starts waits with one of {}",
-                    NOT_STARTED_REASONS.join(", ")
-                ));
-            }
-            waiting = Some(reason.to_owned());
-        }
+        items.read(text, item)?;
+    }
+    items.script()
+}
+
+/// An outcome's items as read so far.
+#[derive(Default)]
+struct Items {
+    kind: Option<Kind>,
+    default_exit: Option<i32>,
+    exit_codes: Vec<(String, i32)>,
+    conditions: Vec<(String, String)>,
+    after: Option<Duration>,
+    waiting: Option<String>,
+}
+
+impl Items {
+    /// One comma-separated `item` of the outcome `text`: its kind word, or one of its details.
+    fn read(&mut self, text: &str, item: &str) -> Result<(), String> {
+        let waiting_reason = self.waiting_reason(item)?;
         let this = match item {
-            _ if waiting_reason.is_some() => Some(Kind::NeverStarts),
+            _ if waiting_reason => Some(Kind::NeverStarts),
             "succeeded" => Some(Kind::Succeeded),
             "failed" => Some(Kind::Failed),
             "running" => Some(Kind::Running),
@@ -121,145 +122,185 @@ pub fn parse_outcome(text: &str) -> Result<PodScript, String> {
             _ => None,
         };
         if let Some(this) = this {
-            if let Some(before) = kind {
+            if let Some(before) = self.kind {
                 return Err(format!(
                     "says both {} and {}: an outcome has one of succeeded, failed, running, deleted, disrupted, pull-error, waiting:REASON",
                     before.word(),
                     this.word()
                 ));
             }
-            kind = Some(this);
-            continue;
+            self.kind = Some(this);
+            return Ok(());
         }
         match item.split_once(':') {
-            Some(("exit", spec)) => match spec.split_once('=') {
-                None => {
-                    if default_exit.is_some() {
-                        return Err(format!("{item:?}: a second exit code for every container"));
-                    }
-                    default_exit = Some(exit_code(spec)?);
-                }
-                Some((name, code)) => {
-                    let name = container_name(name)?;
-                    if exit_codes.iter().any(|(n, _)| *n == name) {
-                        return Err(format!(
-                            "{item:?}: container {name:?} is given two exit codes"
-                        ));
-                    }
-                    exit_codes.push((name, exit_code(code)?));
-                }
-            },
-            Some(("condition", spec)) => {
-                let (type_, status) = match spec.split_once('=') {
-                    Some((t, s)) => (t.trim(), s.trim()),
-                    None => (spec.trim(), "True"),
-                };
-                let type_ = condition_type(type_)?;
-                if !matches!(status, "True" | "False" | "Unknown") {
-                    return Err(format!(
-                        "{item:?}: a condition's status is True, False or Unknown"
-                    ));
-                }
-                if conditions.iter().any(|(t, _)| *t == type_) {
-                    return Err(format!("{item:?}: condition {type_} is given twice"));
-                }
-                conditions.push((type_, status.to_owned()));
-            }
+            Some(("exit", spec)) => self.exit(item, spec),
+            Some(("condition", spec)) => self.condition(item, spec),
             Some(("after", spec)) => {
-                if after.is_some() {
+                if self.after.is_some() {
                     return Err(format!("{item:?}: a second after:"));
                 }
-                after = Some(seconds::parse(spec).map_err(|e| format!("after: {e}"))?);
+                self.after = Some(seconds::parse(spec).map_err(|e| format!("after: {e}"))?);
+                Ok(())
             }
-            _ if item.is_empty() => {
-                return Err(format!("{text:?}: an empty item between commas"));
-            }
-            _ => {
-                return Err(format!(
-                    "{item:?} is not an outcome item (succeeded, failed, running, deleted, disrupted, pull-error, waiting:REASON, exit:CODE, exit:CONTAINER=CODE, condition:TYPE[=STATUS], after:DURATION)"
-                ));
-            }
+            _ if item.is_empty() => Err(format!("{text:?}: an empty item between commas")),
+            _ => Err(format!(
+                "{item:?} is not an outcome item (succeeded, failed, running, deleted, disrupted, pull-error, waiting:REASON, exit:CODE, exit:CONTAINER=CODE, condition:TYPE[=STATUS], after:DURATION)"
+            )),
         }
     }
-    let has_codes = default_exit.is_some() || !exit_codes.is_empty();
-    let after_or_default = after.unwrap_or(DEFAULT_AFTER);
-    let ends = |default_exit: i32, mut conditions: Vec<(String, String)>| {
-        conditions.sort();
-        PodScript {
+
+    /// `pull-error` or `waiting:REASON`, kept; whether `item` is one.
+    fn waiting_reason(&mut self, item: &str) -> Result<bool, String> {
+        let reason = match item.split_once(':') {
+            Some(("waiting", reason)) => reason.trim(),
+            _ if item == "pull-error" => PULL_ERROR_REASON,
+            _ => return Ok(false),
+        };
+        if !NOT_STARTED_REASONS.contains(&reason) {
+            return Err(format!(
+                "{item:?}: a pod that never starts waits with one of {}",
+                NOT_STARTED_REASONS.join(", ")
+            ));
+        }
+        self.waiting = Some(reason.to_owned());
+        Ok(true)
+    }
+
+    /// `exit:CODE` or `exit:CONTAINER=CODE`.
+    fn exit(&mut self, item: &str, spec: &str) -> Result<(), String> {
+        match spec.split_once('=') {
+            None => {
+                if self.default_exit.is_some() {
+                    return Err(format!("{item:?}: a second exit code for every container"));
+                }
+                self.default_exit = Some(exit_code(spec)?);
+            }
+            Some((name, code)) => {
+                let name = container_name(name)?;
+                if self.exit_codes.iter().any(|(n, _)| *n == name) {
+                    return Err(format!(
+                        "{item:?}: container {name:?} is given two exit codes"
+                    ));
+                }
+                self.exit_codes.push((name, exit_code(code)?));
+            }
+        }
+        Ok(())
+    }
+
+    /// `condition:TYPE[=STATUS]`.
+    fn condition(&mut self, item: &str, spec: &str) -> Result<(), String> {
+        let (type_, status) = match spec.split_once('=') {
+            Some((t, s)) => (t.trim(), s.trim()),
+            None => (spec.trim(), "True"),
+        };
+        let type_ = condition_type(type_)?;
+        if !matches!(status, "True" | "False" | "Unknown") {
+            return Err(format!(
+                "{item:?}: a condition's status is True, False or Unknown"
+            ));
+        }
+        if self.conditions.iter().any(|(t, _)| *t == type_) {
+            return Err(format!("{item:?}: condition {type_} is given twice"));
+        }
+        self.conditions.push((type_, status.to_owned()));
+        Ok(())
+    }
+
+    fn has_codes(&self) -> bool {
+        self.default_exit.is_some() || !self.exit_codes.is_empty()
+    }
+
+    /// The pod's script, once every item is read: the kind word and the details it takes.
+    fn script(self) -> Result<PodScript, String> {
+        let has_codes = self.has_codes();
+        match self.kind {
+            Some(Kind::Running) => {
+                if has_codes || !self.conditions.is_empty() || self.after.is_some() {
+                    return Err(
+                        "running never ends on its own: it takes no exit:, condition: or after:"
+                            .to_owned(),
+                    );
+                }
+                Ok(PodScript {
+                    fate: Outcome::Run,
+                    after: Duration::ZERO,
+                })
+            }
+            Some(Kind::NeverStarts) => {
+                if has_codes || !self.conditions.is_empty() || self.after.is_some() {
+                    return Err(
+                        "a pod that never starts never ends on its own: pull-error and waiting: take no exit:, condition: or after:"
+                            .to_owned(),
+                    );
+                }
+                Ok(PodScript {
+                    fate: Outcome::NeverStart {
+                        reason: self.waiting.unwrap_or_else(|| PULL_ERROR_REASON.to_owned()),
+                    },
+                    after: Duration::ZERO,
+                })
+            }
+            Some(Kind::Deleted) => {
+                if has_codes || !self.conditions.is_empty() {
+                    return Err(
+                        "deleted pods are killed by the kubelet (exit code 143): deleted takes only after:"
+                            .to_owned(),
+                    );
+                }
+                Ok(PodScript {
+                    fate: Outcome::Delete,
+                    after: self.after.unwrap_or(DEFAULT_AFTER),
+                })
+            }
+            kind => self.ends(kind),
+        }
+    }
+
+    /// The script of a pod that ends with exit codes: succeeded, failed, disrupted, or exit
+    /// codes alone.
+    fn ends(mut self, kind: Option<Kind>) -> Result<PodScript, String> {
+        let default = match kind {
+            Some(Kind::Succeeded) => {
+                if self.has_codes() {
+                    return Err(
+                        "succeeded means every container exits 0: drop the exit: items, or say failed"
+                            .to_owned(),
+                    );
+                }
+                0
+            }
+            Some(Kind::Failed) => {
+                let default = self.default_exit.unwrap_or(1);
+                if default == 0 && self.exit_codes.iter().all(|(_, c)| *c == 0) {
+                    return Err("failed, yet every container exits 0".to_owned());
+                }
+                default
+            }
+            Some(Kind::Disrupted) => {
+                if !self.conditions.iter().any(|(t, _)| t == DISRUPTION_TARGET) {
+                    self.conditions
+                        .push((DISRUPTION_TARGET.to_owned(), "True".to_owned()));
+                }
+                self.default_exit.unwrap_or(KILLED_EXIT_CODE)
+            }
+            None if self.has_codes() => self.default_exit.unwrap_or(0),
+            _ => {
+                return Err(
+                    "say how the pod ends: succeeded, failed, exit:CODE, disrupted, deleted or running"
+                        .to_owned(),
+                );
+            }
+        };
+        self.conditions.sort();
+        Ok(PodScript {
             fate: Outcome::End {
-                default: default_exit,
-                codes: exit_codes.clone(),
-                conditions,
+                default,
+                codes: self.exit_codes,
+                conditions: self.conditions,
             },
-            after: after_or_default,
-        }
-    };
-    match kind {
-        Some(Kind::Running) => {
-            if has_codes || !conditions.is_empty() || after.is_some() {
-                return Err(
-                    "running never ends on its own: it takes no exit:, condition: or after:"
-                        .to_owned(),
-                );
-            }
-            Ok(PodScript {
-                fate: Outcome::Run,
-                after: Duration::ZERO,
-            })
-        }
-        Some(Kind::NeverStarts) => {
-            if has_codes || !conditions.is_empty() || after.is_some() {
-                return Err(
-                    "a pod that never starts never ends on its own: pull-error and waiting: take no exit:, condition: or after:"
-                        .to_owned(),
-                );
-            }
-            Ok(PodScript {
-                fate: Outcome::NeverStart {
-                    reason: waiting.unwrap_or_else(|| PULL_ERROR_REASON.to_owned()),
-                },
-                after: Duration::ZERO,
-            })
-        }
-        Some(Kind::Deleted) => {
-            if has_codes || !conditions.is_empty() {
-                return Err(
-                    "deleted pods are killed by the kubelet (exit code 143): deleted takes only after:"
-                        .to_owned(),
-                );
-            }
-            Ok(PodScript {
-                fate: Outcome::Delete,
-                after: after_or_default,
-            })
-        }
-        Some(Kind::Succeeded) => {
-            if has_codes {
-                return Err(
-                    "succeeded means every container exits 0: drop the exit: items, or say failed"
-                        .to_owned(),
-                );
-            }
-            Ok(ends(0, conditions))
-        }
-        Some(Kind::Failed) => {
-            let default = default_exit.unwrap_or(1);
-            if default == 0 && exit_codes.iter().all(|(_, c)| *c == 0) {
-                return Err("failed, yet every container exits 0".to_owned());
-            }
-            Ok(ends(default, conditions))
-        }
-        Some(Kind::Disrupted) => {
-            if !conditions.iter().any(|(t, _)| t == DISRUPTION_TARGET) {
-                conditions.push((DISRUPTION_TARGET.to_owned(), "True".to_owned()));
-            }
-            Ok(ends(default_exit.unwrap_or(KILLED_EXIT_CODE), conditions))
-        }
-        None if has_codes => Ok(ends(default_exit.unwrap_or(0), conditions)),
-        None => Err(
-            "say how the pod ends: succeeded, failed, exit:CODE, disrupted, deleted or running"
-                .to_owned(),
-        ),
+            after: self.after.unwrap_or(DEFAULT_AFTER),
+        })
     }
 }
 
