@@ -18,13 +18,13 @@ use std::fmt;
 use base64::Engine as _;
 use jobwarden_rules::field::invalid_message;
 use jobwarden_rules::{
-    FieldError, JOB_KIND_GROUP, defaults, dispatch_annotations, pod_timing, rule_names,
+    FieldError, JOB_KIND_GROUP, JobObject, defaults, dispatch_annotations, pod_timing, rule_names,
     success_rule_settings,
 };
 use serde::Deserialize as _;
 use serde_json::Value;
 
-use job_view::Raw;
+use job_view::{Raw, RawFromTree};
 use json_tree::Item;
 use patch::SpecPatch;
 pub use policy::Policy;
@@ -162,6 +162,15 @@ impl Decision {
             ..Decision::allow()
         }
     }
+
+    fn verdict(&self) -> Verdict {
+        match (&self.denial, &self.patch, self.ignored) {
+            (Some(status), _, _) => Verdict::Denied { code: status.code },
+            (None, Some(_), _) => Verdict::Patched,
+            (None, None, true) => Verdict::Ignored,
+            (None, None, false) => Verdict::Allowed,
+        }
+    }
 }
 
 impl Reviewer {
@@ -205,6 +214,25 @@ impl Reviewer {
                 == Some(true),
             verdict: Verdict::Allowed,
         };
+        let (kind, decision) = self.decide_request(webhook, request, ctx);
+        summary.kind = kind;
+        summary.verdict = decision.verdict();
+        let allowed = decision.denial.is_none();
+        Ok(Reviewed {
+            body: encode(uid, decision),
+            allowed,
+            summary,
+        })
+    }
+
+    /// Reads the request as a typed [`Request`] and decides it; the `resource/subresource`
+    /// it names, for the summary (empty when it does not read, and is denied).
+    fn decide_request(
+        &self,
+        webhook: Webhook,
+        request: Option<Item<'_, '_>>,
+        ctx: &Context<'_>,
+    ) -> (String, Decision) {
         // The tree reads as a `serde_json::Value` would; should it ever refuse what a `Value`
         // reads, the `Value` decides, so the request is read, or refused in the words of
         // serde_json, as it always was.
@@ -212,9 +240,9 @@ impl Reviewer {
             Some(Ok(typed)) => Ok(typed),
             _ => Request::deserialize(request.map_or(Value::Null, |r| r.to_value())),
         };
-        let decision = match typed {
+        match typed {
             Ok(typed) => {
-                summary.kind = format!(
+                let kind = format!(
                     "{}/{}",
                     typed.resource.resource,
                     typed.sub_resource.as_deref().unwrap_or("")
@@ -225,42 +253,15 @@ impl Reviewer {
                     new: request.and_then(|r| r.get_set("object")),
                     old: request.and_then(|r| r.get_set("oldObject")),
                 };
-                self.decide(webhook, &typed, objects, ctx)
+                (kind, self.decide(webhook, &typed, objects, ctx))
             }
-            Err(e) => Decision::deny(bad_request(format!(
-                "cannot read the AdmissionReview request: {e}"
-            ))),
-        };
-        summary.verdict = match (&decision.denial, &decision.patch, decision.ignored) {
-            (Some(status), _, _) => Verdict::Denied { code: status.code },
-            (None, Some(_), _) => Verdict::Patched,
-            (None, None, true) => Verdict::Ignored,
-            (None, None, false) => Verdict::Allowed,
-        };
-        let allowed = decision.denial.is_none();
-        let out = ReviewOut {
-            api_version: wire::API_VERSION,
-            kind: wire::KIND,
-            response: Response {
-                uid,
-                allowed,
-                status: decision.denial,
-                patch_type: decision.patch.as_ref().map(|_| "JSONPatch"),
-                patch: decision
-                    .patch
-                    .map(|p| base64::engine::general_purpose::STANDARD.encode(p)),
-                warnings: decision.warnings,
-            },
-        };
-        let mut body = Vec::with_capacity(256);
-        // Writing plain structs and strings into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut body, &out);
-        body.push(b'\n');
-        Ok(Reviewed {
-            body,
-            allowed,
-            summary,
-        })
+            Err(e) => (
+                String::new(),
+                Decision::deny(bad_request(format!(
+                    "cannot read the AdmissionReview request: {e}"
+                ))),
+            ),
+        }
     }
 
     fn decide(
@@ -410,17 +411,9 @@ impl Reviewer {
             Ok(decoded) => decoded,
             Err(e) => return Decision::deny(bad_request(format!("object: {e}"))),
         };
-        let (old_raw, old) = match (creating, objects.old) {
-            (true, _) => (None, None),
-            (false, Some(old)) => match job_view::decode(old, raw) {
-                Ok((raw, views)) => (Some(raw), Some(views)),
-                Err(e) => return Decision::deny(bad_request(format!("oldObject: {e}"))),
-            },
-            (false, None) => {
-                return Decision::deny(bad_request(
-                    "request.oldObject is required for UPDATE".to_owned(),
-                ));
-            }
+        let (old_raw, old) = match decode_old(creating, objects.old, raw) {
+            Ok(decoded) => decoded,
+            Err(message) => return Decision::deny(bad_request(message)),
         };
         let new = new.with_raw(&new_raw);
         let old = old
@@ -442,23 +435,22 @@ impl Reviewer {
             return Decision::allow();
         }
         if let Some(forbidden) = self.policy.check(&request.user_info, &new, old.as_ref()) {
-            return Decision::deny(Status {
-                metadata: Empty {},
-                status: "Failure",
-                message: format!("jobs.batch {name:?} is forbidden: {}", forbidden.0),
-                reason: "Forbidden",
-                details: Some(StatusDetails {
-                    name: name.to_owned(),
-                    group: "batch",
-                    kind: "jobs",
-                    causes: Vec::new(),
-                }),
-                code: 403,
-            });
+            return Decision::deny(forbidden_by_policy(name, &forbidden.0));
         }
-        let mut warnings = self.policy.warnings(&new, old.as_ref());
-        if old.is_none()
-            && rule_names::names_any_rule(&new)
+        Decision {
+            warnings: self.warnings(&new, old.as_ref()),
+            ..Decision::allow()
+        }
+    }
+
+    /// The policy's warnings; on create also those of jobwarden's annotations that only its
+    /// controllers honour, when the Job is not theirs.
+    fn warnings(&self, new: &JobObject<'_>, old: Option<&JobObject<'_>>) -> Vec<String> {
+        let mut warnings = self.policy.warnings(new, old);
+        if old.is_some() {
+            return warnings;
+        }
+        if rule_names::names_any_rule(new)
             && new.spec.managed_by.as_deref() != Some(self.policy.controller_name.as_str())
         {
             warnings.push(format!(
@@ -467,22 +459,74 @@ impl Reviewer {
                 self.policy.controller_name
             ));
         }
-        if old.is_none() {
-            warnings.extend(success_rule_settings::warnings(
-                &new,
-                &self.policy.controller_name,
-            ));
-            warnings.extend(pod_timing::warnings(&new, &self.policy.controller_name));
-            warnings.extend(dispatch_annotations::warnings(
-                &new,
-                &self.policy.dispatch.controller_name,
-            ));
-        }
-        Decision {
-            warnings,
-            ..Decision::allow()
-        }
+        warnings.extend(success_rule_settings::warnings(
+            new,
+            &self.policy.controller_name,
+        ));
+        warnings.extend(pod_timing::warnings(new, &self.policy.controller_name));
+        warnings.extend(dispatch_annotations::warnings(
+            new,
+            &self.policy.dispatch.controller_name,
+        ));
+        warnings
     }
+}
+
+/// The stored Job of an UPDATE, decoded as the new one is (none on CREATE); why the request
+/// is bad when it is missing or does not decode.
+fn decode_old<'t, 'a>(
+    creating: bool,
+    old: Option<Item<'t, 'a>>,
+    raw: Raw,
+) -> Result<(Option<RawFromTree<'t, 'a>>, Option<job_view::Views>), String> {
+    match (creating, old) {
+        (true, _) => Ok((None, None)),
+        (false, Some(old)) => match job_view::decode(old, raw) {
+            Ok((raw, views)) => Ok((Some(raw), Some(views))),
+            Err(e) => Err(format!("oldObject: {e}")),
+        },
+        (false, None) => Err("request.oldObject is required for UPDATE".to_owned()),
+    }
+}
+
+/// A 403 denial: the policy forbids the Job (as kube-apiserver words an authorization refusal).
+fn forbidden_by_policy(name: &str, why: &str) -> Status {
+    Status {
+        metadata: Empty {},
+        status: "Failure",
+        message: format!("jobs.batch {name:?} is forbidden: {why}"),
+        reason: "Forbidden",
+        details: Some(StatusDetails {
+            name: name.to_owned(),
+            group: "batch",
+            kind: "jobs",
+            causes: Vec::new(),
+        }),
+        code: 403,
+    }
+}
+
+/// The AdmissionReview answering `uid`: the response body's bytes, ending in a newline.
+fn encode(uid: &str, decision: Decision) -> Vec<u8> {
+    let out = ReviewOut {
+        api_version: wire::API_VERSION,
+        kind: wire::KIND,
+        response: Response {
+            uid,
+            allowed: decision.denial.is_none(),
+            status: decision.denial,
+            patch_type: decision.patch.as_ref().map(|_| "JSONPatch"),
+            patch: decision
+                .patch
+                .map(|p| base64::engine::general_purpose::STANDARD.encode(p)),
+            warnings: decision.warnings,
+        },
+    };
+    let mut body = Vec::with_capacity(256);
+    // Writing plain structs and strings into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut body, &out);
+    body.push(b'\n');
+    body
 }
 
 /// The string member `key` of an object; empty when absent or not a string.

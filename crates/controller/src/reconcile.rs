@@ -84,62 +84,19 @@ pub async fn run_loop<A: ClusterApi + 'static>(
     on_synced: impl FnOnce(Store<CachedJob>) + Send + 'static,
 ) {
     let (store, writer) = reflector::store::<CachedJob>();
-    // Handed over when the reflector passes on the first `InitDone` (it has applied it to the
-    // store by then), not from a task awaiting `Store::wait_until_ready`: in kube-runtime 5
-    // that future wakes only the last of the tasks awaiting it at once (one futures oneshot
-    // receiver, one waker slot), and the applier awaits it too, so such a task slept forever
-    // and the in-process audit never had a cache to read.
-    let mut on_synced = Some(on_synced);
-    let (orphan_tx, mut orphan_rx) = mpsc::unbounded_channel::<OrphanCandidate>();
-
-    let job_wakes = {
-        let (ctl, store, orphans) = (controller.clone(), store.clone(), orphan_tx.clone());
-        let mut generations: HashMap<String, i64> = HashMap::new();
-        reflector::reflector(writer, sources.jobs).map(move |event| {
-            let wakes = match event {
-                Ok(e) => {
-                    if matches!(e, watcher::Event::InitDone)
-                        && let Some(hand_over) = on_synced.take()
-                    {
-                        hand_over(store.clone());
-                    }
-                    job_event(&ctl, &store, &mut generations, &orphans, &e)
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "Job watch");
-                    Vec::new()
-                }
-            };
-            futures::stream::iter(wakes)
-        })
-    };
-    let pod_wakes = {
-        let (ctl, store, orphans) = (controller.clone(), store.clone(), orphan_tx);
-        sources.pods.map(move |event| {
-            let wakes = match event {
-                Ok(e) => {
-                    let observations = ctl.observe_pods(&e);
-                    pod_wakes(&ctl, &store, &orphans, observations)
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "pod watch");
-                    Vec::new()
-                }
-            };
-            futures::stream::iter(wakes)
-        })
-    };
-    let wakes = futures::stream::select(job_wakes.flatten(), pod_wakes.flatten());
+    let (orphan_tx, orphan_rx) = mpsc::unbounded_channel::<OrphanCandidate>();
+    let job_wakes = job_watch_wakes(
+        controller.clone(),
+        (store.clone(), writer),
+        sources.jobs,
+        orphan_tx.clone(),
+        on_synced,
+    );
+    let pod_wakes = pod_watch_wakes(controller.clone(), store.clone(), sources.pods, orphan_tx);
+    let wakes = futures::stream::select(job_wakes, pod_wakes);
     let wakes = hold_until(wakes, controller.pods().wait_synced());
     let queue = until(batched(wakes, config.batch_period), stop).map(Ok::<_, Infallible>);
-
-    let orphan_ctl = controller.clone();
-    let orphan_store = store.clone();
-    let orphans = tokio::spawn(async move {
-        while let Some(candidate) = orphan_rx.recv().await {
-            release_orphan(&orphan_ctl, &orphan_store, candidate).await;
-        }
-    });
+    let orphans = spawn_orphan_releases(controller.clone(), store.clone(), orphan_rx);
 
     // The event writer (with background delivery) runs beside the syncs, and writes what is
     // left once they have stopped, within the caller's bounded drain.
@@ -164,24 +121,7 @@ pub async fn run_loop<A: ClusterApi + 'static>(
                 ))
             })
         },
-        |job: Arc<CachedJob>, error: &SyncError, _ctx: Arc<Ctx<A>>| {
-            if error.is_conflict() {
-                tracing::debug!(
-                    job = job.name(),
-                    namespace = job.namespace(),
-                    "conflict; the newer Job is on its way"
-                );
-                Action::requeue(RETRY_CONFLICT)
-            } else {
-                tracing::warn!(
-                    job = job.name(),
-                    namespace = job.namespace(),
-                    error = error_chain(error),
-                    "sync failed; retrying"
-                );
-                Action::requeue(RETRY)
-            }
-        },
+        |job: Arc<CachedJob>, error: &SyncError, _ctx: Arc<Ctx<A>>| retry_after(&job, error),
         ctx,
         store,
         queue,
@@ -197,6 +137,99 @@ pub async fn run_loop<A: ClusterApi + 'static>(
     });
     futures::join!(applying, events);
     orphans.abort();
+}
+
+/// The Job watch, feeding the Job cache (`writer`'s store), as the Jobs it wakes. `on_synced`
+/// is handed the store when the reflector passes on the first `InitDone` (it has applied it to
+/// the store by then), not from a task awaiting `Store::wait_until_ready`: in kube-runtime 5
+/// that future wakes only the last of the tasks awaiting it at once (one futures oneshot
+/// receiver, one waker slot), and the applier awaits it too, so such a task slept forever
+/// and the in-process audit never had a cache to read.
+fn job_watch_wakes<A: ClusterApi + 'static>(
+    ctl: Arc<JobController<A>>,
+    (store, writer): (Store<CachedJob>, reflector::store::Writer<CachedJob>),
+    jobs: EventStream<CachedJob>,
+    orphans: mpsc::UnboundedSender<OrphanCandidate>,
+    on_synced: impl FnOnce(Store<CachedJob>) + Send + 'static,
+) -> impl Stream<Item = Wake> + Send + 'static {
+    let mut on_synced = Some(on_synced);
+    let mut generations: HashMap<String, i64> = HashMap::new();
+    reflector::reflector(writer, jobs)
+        .map(move |event| {
+            let wakes = match event {
+                Ok(e) => {
+                    if matches!(e, watcher::Event::InitDone)
+                        && let Some(hand_over) = on_synced.take()
+                    {
+                        hand_over(store.clone());
+                    }
+                    job_event(&ctl, &store, &mut generations, &orphans, &e)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "Job watch");
+                    Vec::new()
+                }
+            };
+            futures::stream::iter(wakes)
+        })
+        .flatten()
+}
+
+/// The pod watch, feeding the pod cache, as the Jobs it wakes.
+fn pod_watch_wakes<A: ClusterApi + 'static>(
+    ctl: Arc<JobController<A>>,
+    store: Store<CachedJob>,
+    pods: EventStream<Pod>,
+    orphans: mpsc::UnboundedSender<OrphanCandidate>,
+) -> impl Stream<Item = Wake> + Send + 'static {
+    pods.map(move |event| {
+        let wakes = match event {
+            Ok(e) => {
+                let observations = ctl.observe_pods(&e);
+                pod_wakes(&ctl, &store, &orphans, observations)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "pod watch");
+                Vec::new()
+            }
+        };
+        futures::stream::iter(wakes)
+    })
+    .flatten()
+}
+
+/// The release worker: orphans found by the watches are released one at a time, apart from
+/// the syncs.
+fn spawn_orphan_releases<A: ClusterApi + 'static>(
+    ctl: Arc<JobController<A>>,
+    store: Store<CachedJob>,
+    mut candidates: mpsc::UnboundedReceiver<OrphanCandidate>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Some(candidate) = candidates.recv().await {
+            release_orphan(&ctl, &store, candidate).await;
+        }
+    })
+}
+
+/// When a failed sync is tried again: soon after a conflict, as the newer Job is on its way.
+fn retry_after(job: &CachedJob, error: &SyncError) -> Action {
+    if error.is_conflict() {
+        tracing::debug!(
+            job = job.name(),
+            namespace = job.namespace(),
+            "conflict; the newer Job is on its way"
+        );
+        Action::requeue(RETRY_CONFLICT)
+    } else {
+        tracing::warn!(
+            job = job.name(),
+            namespace = job.namespace(),
+            error = error_chain(error),
+            "sync failed; retrying"
+        );
+        Action::requeue(RETRY)
+    }
 }
 
 fn job_ref(job: &CachedJob) -> ObjectRef<CachedJob> {

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::batch::v1::JobSpec;
+
 use super::field::{BadValue, FieldError, FieldPath};
 use super::well_known::{
     CONTROLLER_UID_LABEL, JOB_NAME_LABEL, LEGACY_CONTROLLER_UID_LABEL, LEGACY_JOB_NAME_LABEL,
@@ -208,94 +210,123 @@ fn validate_counts_and_modes(job: &JobObject<'_>, spec_path: &FieldPath) -> Erro
 
 fn validate_completion_mode(job: &JobObject<'_>, spec_path: &FieldPath) -> ErrorList {
     let s = &job.spec;
-    let mut errs = ErrorList::new();
-    let invalid = |field: &str, value: i32, detail: &str| {
-        FieldError::invalid(&spec_path.child(field), BadValue::Int(value.into()), detail)
-    };
     match s.completion_mode.as_deref() {
         Some("Indexed") => {
-            if s.completions.is_none() {
-                errs.push(FieldError::required(
-                    &spec_path.child("completions"),
-                    "when completion mode is Indexed",
-                ));
-            }
-            if let Some(p) = s.parallelism.filter(|p| *p > MAX_INDEXED_PARALLELISM) {
-                errs.push(invalid(
-                    "parallelism",
-                    p,
-                    "must be less than or equal to 100000 when completion mode is Indexed",
-                ));
-            }
-            if let (Some(c), Some(m)) = (s.completions, s.max_failed_indexes)
-                && m > c
-            {
-                errs.push(invalid(
-                    "maxFailedIndexes",
-                    m,
-                    "must be less than or equal to completions",
-                ));
-            }
-            if let Some(m) = s.max_failed_indexes.filter(|m| *m > MAX_FAILED_INDEXES) {
-                errs.push(invalid(
-                    "maxFailedIndexes",
-                    m,
-                    "must be less than or equal to 100000",
-                ));
-            }
-            let high = "when completions are above 100000 and used with backoff limit per index";
-            if s.completions.is_some_and(|c| c > COMPLETIONS_SOFT_LIMIT)
-                && s.backoff_limit_per_index.is_some()
-            {
-                if s.max_failed_indexes.is_none() {
-                    errs.push(FieldError::required(
-                        &spec_path.child("maxFailedIndexes"),
-                        "must be specified when completions is above 100000",
-                    ));
-                }
-                if let Some(p) = s
-                    .parallelism
-                    .filter(|p| *p > PARALLELISM_LIMIT_FOR_HIGH_COMPLETIONS)
-                {
-                    errs.push(invalid(
-                        "parallelism",
-                        p,
-                        &format!("must be less than or equal to 10000 {high}"),
-                    ));
-                }
-                if let Some(m) = s
-                    .max_failed_indexes
-                    .filter(|m| *m > MAX_FAILED_INDEXES_FOR_HIGH_COMPLETIONS)
-                {
-                    errs.push(invalid(
-                        "maxFailedIndexes",
-                        m,
-                        &format!("must be less than or equal to 10000 {high}"),
-                    ));
-                }
-            }
+            let mut errs = indexed_limits(s, spec_path);
+            errs.extend(indexed_high_completions_limits(s, spec_path));
+            errs
         }
-        None | Some("NonIndexed") => {
-            if let Some(b) = s.backoff_limit_per_index {
-                errs.push(invalid(
-                    "backoffLimitPerIndex",
-                    b,
-                    "requires indexed completion mode",
-                ));
-            }
-            if let Some(m) = s.max_failed_indexes {
-                errs.push(invalid(
-                    "maxFailedIndexes",
-                    m,
-                    "requires indexed completion mode",
-                ));
-            }
-        }
-        Some(other) => errs.push(FieldError::not_supported(
+        None | Some("NonIndexed") => non_indexed_without_per_index_fields(s, spec_path),
+        Some(other) => vec![FieldError::not_supported(
             &spec_path.child("completionMode"),
             BadValue::json_str(other),
             &["NonIndexed", "Indexed"],
-        )),
+        )],
+    }
+}
+
+/// `spec.<field>` is invalid with the integer it holds.
+fn invalid_int(spec_path: &FieldPath, field: &str, value: i32, detail: &str) -> FieldError {
+    FieldError::invalid(&spec_path.child(field), BadValue::Int(value.into()), detail)
+}
+
+/// An Indexed Job needs `completions`, and its parallelism and failed-index budget are capped.
+fn indexed_limits(s: &JobSpec, spec_path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if s.completions.is_none() {
+        errs.push(FieldError::required(
+            &spec_path.child("completions"),
+            "when completion mode is Indexed",
+        ));
+    }
+    if let Some(p) = s.parallelism.filter(|p| *p > MAX_INDEXED_PARALLELISM) {
+        errs.push(invalid_int(
+            spec_path,
+            "parallelism",
+            p,
+            "must be less than or equal to 100000 when completion mode is Indexed",
+        ));
+    }
+    if let (Some(c), Some(m)) = (s.completions, s.max_failed_indexes)
+        && m > c
+    {
+        errs.push(invalid_int(
+            spec_path,
+            "maxFailedIndexes",
+            m,
+            "must be less than or equal to completions",
+        ));
+    }
+    if let Some(m) = s.max_failed_indexes.filter(|m| *m > MAX_FAILED_INDEXES) {
+        errs.push(invalid_int(
+            spec_path,
+            "maxFailedIndexes",
+            m,
+            "must be less than or equal to 100000",
+        ));
+    }
+    errs
+}
+
+/// Above 100000 completions with a per-index backoff limit, upstream asks for a
+/// `maxFailedIndexes` and tighter caps, bounding the size of `status.failedIndexes`.
+fn indexed_high_completions_limits(s: &JobSpec, spec_path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if !(s.completions.is_some_and(|c| c > COMPLETIONS_SOFT_LIMIT)
+        && s.backoff_limit_per_index.is_some())
+    {
+        return errs;
+    }
+    let high = "when completions are above 100000 and used with backoff limit per index";
+    if s.max_failed_indexes.is_none() {
+        errs.push(FieldError::required(
+            &spec_path.child("maxFailedIndexes"),
+            "must be specified when completions is above 100000",
+        ));
+    }
+    if let Some(p) = s
+        .parallelism
+        .filter(|p| *p > PARALLELISM_LIMIT_FOR_HIGH_COMPLETIONS)
+    {
+        errs.push(invalid_int(
+            spec_path,
+            "parallelism",
+            p,
+            &format!("must be less than or equal to 10000 {high}"),
+        ));
+    }
+    if let Some(m) = s
+        .max_failed_indexes
+        .filter(|m| *m > MAX_FAILED_INDEXES_FOR_HIGH_COMPLETIONS)
+    {
+        errs.push(invalid_int(
+            spec_path,
+            "maxFailedIndexes",
+            m,
+            &format!("must be less than or equal to 10000 {high}"),
+        ));
+    }
+    errs
+}
+
+/// The per-index fields mean nothing without indexes.
+fn non_indexed_without_per_index_fields(s: &JobSpec, spec_path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if let Some(b) = s.backoff_limit_per_index {
+        errs.push(invalid_int(
+            spec_path,
+            "backoffLimitPerIndex",
+            b,
+            "requires indexed completion mode",
+        ));
+    }
+    if let Some(m) = s.max_failed_indexes {
+        errs.push(invalid_int(
+            spec_path,
+            "maxFailedIndexes",
+            m,
+            "requires indexed completion mode",
+        ));
     }
     errs
 }

@@ -4,7 +4,10 @@
 
 use std::collections::HashSet;
 
-use k8s_openapi::api::batch::v1::{PodFailurePolicyOnExitCodesRequirement, PodFailurePolicyRule};
+use k8s_openapi::api::batch::v1::{
+    PodFailurePolicyOnExitCodesRequirement, PodFailurePolicyOnPodConditionsPattern,
+    PodFailurePolicyRule,
+};
 use serde_json::Value;
 
 use super::field::{BadValue, FieldError, FieldPath};
@@ -69,27 +72,7 @@ fn validate_rule(
     path: &FieldPath,
     containers: &HashSet<&str>,
 ) -> ErrorList {
-    let mut errs = ErrorList::new();
-    let action_path = path.child("action");
-    match rule.action.as_str() {
-        "" => errs.push(FieldError::required(
-            &action_path,
-            format!("valid values: {}", go_quoted_list(&ACTIONS)),
-        )),
-        "FailIndex" if job.spec.backoff_limit_per_index.is_none() => {
-            errs.push(FieldError::invalid(
-                &action_path,
-                BadValue::json_str(&rule.action),
-                "requires the backoffLimitPerIndex to be set",
-            ))
-        }
-        action if !ACTIONS.contains(&action) => errs.push(FieldError::not_supported(
-            &action_path,
-            BadValue::json_str(action),
-            &ACTIONS,
-        )),
-        _ => {}
-    }
+    let mut errs = validate_action(job, &rule.action, &path.child("action"));
     if let Some(on_exit_codes) = &rule.on_exit_codes {
         let raw_values = raw_rule.and_then(|r| super::member(r, &["onExitCodes", "values"]));
         errs.extend(validate_on_exit_codes(
@@ -101,53 +84,100 @@ fn validate_rule(
     }
     let patterns = rule.on_pod_conditions.as_deref().unwrap_or_default();
     if !patterns.is_empty() {
-        let conditions_path = path.child("onPodConditions");
-        if patterns.len() > MAX_POD_CONDITION_PATTERNS {
-            errs.push(FieldError::too_many(
-                &conditions_path,
-                patterns.len(),
-                MAX_POD_CONDITION_PATTERNS,
+        errs.extend(validate_on_pod_conditions(
+            patterns,
+            &path.child("onPodConditions"),
+        ));
+    }
+    errs.extend(validate_requirement_kind(
+        rule.on_exit_codes.is_some(),
+        !patterns.is_empty(),
+        path,
+    ));
+    errs
+}
+
+/// The action is one of [`ACTIONS`]; `FailIndex` needs a per-index backoff limit.
+fn validate_action(job: &JobObject<'_>, action: &str, action_path: &FieldPath) -> ErrorList {
+    match action {
+        "" => vec![FieldError::required(
+            action_path,
+            format!("valid values: {}", go_quoted_list(&ACTIONS)),
+        )],
+        "FailIndex" if job.spec.backoff_limit_per_index.is_none() => vec![FieldError::invalid(
+            action_path,
+            BadValue::json_str(action),
+            "requires the backoffLimitPerIndex to be set",
+        )],
+        action if !ACTIONS.contains(&action) => vec![FieldError::not_supported(
+            action_path,
+            BadValue::json_str(action),
+            &ACTIONS,
+        )],
+        _ => ErrorList::new(),
+    }
+}
+
+/// `onPodConditions`: at most [`MAX_POD_CONDITION_PATTERNS`], each a qualified condition type
+/// and one of [`CONDITION_STATUSES`].
+fn validate_on_pod_conditions(
+    patterns: &[PodFailurePolicyOnPodConditionsPattern],
+    conditions_path: &FieldPath,
+) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if patterns.len() > MAX_POD_CONDITION_PATTERNS {
+        errs.push(FieldError::too_many(
+            conditions_path,
+            patterns.len(),
+            MAX_POD_CONDITION_PATTERNS,
+        ));
+    }
+    for (j, pattern) in patterns.iter().enumerate() {
+        let pattern_path = conditions_path.index(j);
+        let type_path = pattern_path.child("type");
+        for msg in names::qualified_name(&pattern.type_) {
+            errs.push(FieldError::invalid(
+                &type_path,
+                BadValue::Str(pattern.type_.clone()),
+                msg,
             ));
         }
-        for (j, pattern) in patterns.iter().enumerate() {
-            let pattern_path = conditions_path.index(j);
-            let type_path = pattern_path.child("type");
-            for msg in names::qualified_name(&pattern.type_) {
-                errs.push(FieldError::invalid(
-                    &type_path,
-                    BadValue::Str(pattern.type_.clone()),
-                    msg,
-                ));
-            }
-            let status_path = pattern_path.child("status");
-            match pattern.status.as_deref().unwrap_or("") {
-                "" => errs.push(FieldError::required(
-                    &status_path,
-                    format!("valid values: {}", go_quoted_list(&CONDITION_STATUSES)),
-                )),
-                s if !CONDITION_STATUSES.contains(&s) => errs.push(FieldError::not_supported(
-                    &status_path,
-                    BadValue::json_str(s),
-                    &CONDITION_STATUSES,
-                )),
-                _ => {}
-            }
+        let status_path = pattern_path.child("status");
+        match pattern.status.as_deref().unwrap_or("") {
+            "" => errs.push(FieldError::required(
+                &status_path,
+                format!("valid values: {}", go_quoted_list(&CONDITION_STATUSES)),
+            )),
+            s if !CONDITION_STATUSES.contains(&s) => errs.push(FieldError::not_supported(
+                &status_path,
+                BadValue::json_str(s),
+                &CONDITION_STATUSES,
+            )),
+            _ => {}
         }
     }
-    match (rule.on_exit_codes.is_some(), patterns.is_empty()) {
-        (true, false) => errs.push(FieldError::invalid(
+    errs
+}
+
+/// A rule matches on exit codes or on pod conditions: exactly one of the two.
+fn validate_requirement_kind(
+    has_exit_codes: bool,
+    has_pod_conditions: bool,
+    path: &FieldPath,
+) -> ErrorList {
+    match (has_exit_codes, has_pod_conditions) {
+        (true, true) => vec![FieldError::invalid(
             path,
             BadValue::Omit,
             "specifying both OnExitCodes and OnPodConditions is not supported",
-        )),
-        (false, true) => errs.push(FieldError::invalid(
+        )],
+        (false, false) => vec![FieldError::invalid(
             path,
             BadValue::Omit,
             "specifying one of OnExitCodes and OnPodConditions is required",
-        )),
-        _ => {}
+        )],
+        _ => ErrorList::new(),
     }
-    errs
 }
 
 fn validate_on_exit_codes(

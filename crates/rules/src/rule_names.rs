@@ -88,31 +88,59 @@ pub fn names_any_rule(job: &JobObject<'_>) -> bool {
 }
 
 pub fn validate(job: &JobObject<'_>) -> ErrorList {
-    let mut errs = ErrorList::new();
-    let annotation = job.annotation(ANNOTATION);
     let rule_count = job.spec.pod_failure_policy.as_ref().map(|p| p.rules.len());
-    let mut from_annotation = Vec::new();
-    if let Some(text) = annotation {
-        match (parse_annotation(text), rule_count) {
-            (Err(()), _) => errs.push(FieldError::invalid(
-                &ANNOTATIONS.key(ANNOTATION),
-                BadValue::Str(text.to_owned()),
-                "must be a JSON array of strings or nulls, one per spec.podFailurePolicy.rules entry",
-            )),
-            (Ok(_), None) => errs.push(FieldError::forbidden(
-                &ANNOTATIONS.key(ANNOTATION),
-                "may only be set on a Job with spec.podFailurePolicy",
-            )),
-            (Ok(names), Some(count)) if names.len() > count => {
-                errs.push(FieldError::too_many(&ANNOTATIONS.key(ANNOTATION), names.len(), count));
-            }
-            (Ok(names), Some(_)) => from_annotation = names,
-        }
-    }
+    let (mut errs, from_annotation) = match job.annotation(ANNOTATION) {
+        Some(text) => validate_annotation(text, rule_count),
+        None => (ErrorList::new(), Vec::new()),
+    };
     let Some(count) = rule_count else {
         return errs;
     };
-    let rules = raw_rules(job);
+    let (field_errs, names) = names_in_force(&from_annotation, raw_rules(job), count);
+    errs.extend(field_errs);
+    for (i, name) in names.iter().enumerate() {
+        if let Some(name) = name {
+            errs.extend(validate_name(name, i, &names[..i], count));
+        }
+    }
+    errs
+}
+
+/// The annotation parses and fits the policy's rules; its names (empty when it does not).
+fn validate_annotation(text: &str, rule_count: Option<usize>) -> (ErrorList, Vec<Option<String>>) {
+    let path = ANNOTATIONS.key(ANNOTATION);
+    match (parse_annotation(text), rule_count) {
+        (Err(()), _) => (
+            vec![FieldError::invalid(
+                &path,
+                BadValue::Str(text.to_owned()),
+                "must be a JSON array of strings or nulls, one per spec.podFailurePolicy.rules entry",
+            )],
+            Vec::new(),
+        ),
+        (Ok(_), None) => (
+            vec![FieldError::forbidden(
+                &path,
+                "may only be set on a Job with spec.podFailurePolicy",
+            )],
+            Vec::new(),
+        ),
+        (Ok(names), Some(count)) if names.len() > count => (
+            vec![FieldError::too_many(&path, names.len(), count)],
+            Vec::new(),
+        ),
+        (Ok(names), Some(_)) => (ErrorList::new(), names),
+    }
+}
+
+/// Each rule's name, from the annotation or else its own `name` field, one per rule; the
+/// errors of `name` fields that are not strings or disagree with the annotation.
+fn names_in_force(
+    from_annotation: &[Option<String>],
+    rules: &[Value],
+    count: usize,
+) -> (ErrorList, Vec<Option<String>>) {
+    let mut errs = ErrorList::new();
     let mut names: Vec<Option<String>> = Vec::with_capacity(count);
     for i in 0..count {
         let rule = RULES.index(i);
@@ -142,34 +170,35 @@ pub fn validate(job: &JobObject<'_>) -> ErrorList {
         }
         names.push(annotated.or(field));
     }
-    for (i, name) in names.iter().enumerate() {
-        let Some(name) = name else { continue };
-        let rule = RULES.index(i);
-        let path = rule.child("name");
-        let reason = format!("{REASON_PREFIX}{name}");
-        for msg in names::condition_reason(&reason) {
-            errs.push(FieldError::invalid(
-                &path,
-                BadValue::Str(name.clone()),
-                format!("must make a valid condition reason {reason:?}: {msg}"),
-            ));
-        }
-        if names[..i]
-            .iter()
-            .any(|earlier| earlier.as_ref() == Some(name))
-        {
-            errs.push(FieldError::duplicate(&path, BadValue::Str(name.clone())));
-        }
-        if let Some(n) = as_index(name)
-            && n != i
-            && n < count
-        {
-            errs.push(FieldError::invalid(
-                &path,
-                BadValue::Str(name.clone()),
-                format!("must not be the index of another rule (rules[{n}]), whose unnamed reason is {REASON_PREFIX}{n}"),
-            ));
-        }
+    (errs, names)
+}
+
+/// Rule `i`'s name makes a valid reason, is not an earlier rule's name, and is not another
+/// rule's index (whose unnamed reason it would then share).
+fn validate_name(name: &str, i: usize, earlier: &[Option<String>], count: usize) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let rule = RULES.index(i);
+    let path = rule.child("name");
+    let reason = format!("{REASON_PREFIX}{name}");
+    for msg in names::condition_reason(&reason) {
+        errs.push(FieldError::invalid(
+            &path,
+            BadValue::Str(name.to_owned()),
+            format!("must make a valid condition reason {reason:?}: {msg}"),
+        ));
+    }
+    if earlier.iter().any(|e| e.as_deref() == Some(name)) {
+        errs.push(FieldError::duplicate(&path, BadValue::Str(name.to_owned())));
+    }
+    if let Some(n) = as_index(name)
+        && n != i
+        && n < count
+    {
+        errs.push(FieldError::invalid(
+            &path,
+            BadValue::Str(name.to_owned()),
+            format!("must not be the index of another rule (rules[{n}]), whose unnamed reason is {REASON_PREFIX}{n}"),
+        ));
     }
     errs
 }

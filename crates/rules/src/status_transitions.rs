@@ -116,10 +116,50 @@ pub fn validate(new: &JobObject<'_>, old: &JobObject<'_>) -> ErrorList {
     errs
 }
 
-/// `validateJobStatus`: the new status on its own, under the options.
+/// The `True` conditions the status checks read, looked up once.
+struct TrueConditions {
+    complete: bool,
+    failed: bool,
+    failure_target: bool,
+    success_criteria_met: bool,
+}
+
+impl TrueConditions {
+    fn of(s: &JobStatus) -> Self {
+        TrueConditions {
+            complete: has_true_condition(s, COMPLETE),
+            failed: has_true_condition(s, FAILED),
+            failure_target: has_true_condition(s, FAILURE_TARGET),
+            success_criteria_met: has_true_condition(s, SUCCESS_CRITERIA_MET),
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.complete || self.failed
+    }
+}
+
+/// `validateJobStatus`: the new status on its own, under the options. Each part below is one
+/// concern; they run in upstream's order, so the errors come out in upstream's order.
 fn validate_status(job: &JobObject<'_>, opts: &Options) -> ErrorList {
     let path = FieldPath::new("status");
     let s = &job.status;
+    let conditions = TrueConditions::of(s);
+    let mut errs = counters_not_negative(s, &path);
+    errs.extend(uncounted_uids(s, &path.child("uncountedTerminatedPods")));
+    errs.extend(conflicting_conditions(&conditions, opts, &path));
+    errs.extend(completion_time(s, &conditions, opts, &path));
+    errs.extend(missing_prerequisite_conditions(&conditions, opts, &path));
+    errs.extend(finished_job_leftovers(job, &conditions, opts, &path));
+    errs.extend(index_lists_parse(job, opts, &path));
+    errs.extend(index_lists_allowed(job, opts, &path));
+    errs.extend(pod_counts(s, &conditions, opts, &path));
+    errs.extend(success_criteria_met_scope(job, &conditions, &path));
+    errs
+}
+
+/// The counters may not be negative; `ready` and `terminating` are checked only when set.
+fn counters_not_negative(s: &JobStatus, path: &FieldPath) -> ErrorList {
     let mut errs = ErrorList::new();
     for (name, value) in [
         ("active", Some(s.active.unwrap_or(0))),
@@ -132,8 +172,13 @@ fn validate_status(job: &JobObject<'_>, opts: &Options) -> ErrorList {
             errs.push(FieldError::negative(&path.child(name), v.into()));
         }
     }
+    errs
+}
+
+/// Every UID in `uncountedTerminatedPods` is non-empty and appears once across both lists.
+fn uncounted_uids(s: &JobStatus, uncounted_path: &FieldPath) -> ErrorList {
     let uncounted = s.uncounted_terminated_pods.as_ref();
-    let uncounted_path = path.child("uncountedTerminatedPods");
+    let mut errs = ErrorList::new();
     let mut seen = std::collections::HashSet::new();
     for (list_name, list) in [
         ("succeeded", uncounted.and_then(|u| u.succeeded.as_deref())),
@@ -153,26 +198,45 @@ fn validate_status(job: &JobObject<'_>, opts: &Options) -> ErrorList {
             }
         }
     }
+    errs
+}
 
-    let is = |t: &str| has_true_condition(s, t);
-    let complete = is(COMPLETE);
-    let failed = is(FAILED);
-    let finished = complete || failed;
-    let conditions = path.child("conditions");
-    let condition_error = |detail: &str| FieldError::invalid(&conditions, BadValue::Omit, detail);
-    let completion_path = path.child("completionTime");
+/// An error on `status.conditions` as a whole: upstream names no value.
+fn condition_error(path: &FieldPath, detail: &str) -> FieldError {
+    FieldError::invalid(&path.child("conditions"), BadValue::Omit, detail)
+}
 
-    if opts.reject_complete_job_with_failed_condition && complete && failed {
+/// RejectCompleteJobWithFailedCondition, RejectCompleteJobWithFailureTargetCondition.
+fn conflicting_conditions(c: &TrueConditions, opts: &Options, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if opts.reject_complete_job_with_failed_condition && c.complete && c.failed {
         errs.push(condition_error(
+            path,
             "cannot set Complete=True and Failed=true conditions",
         ));
     }
-    if opts.reject_complete_job_with_failure_target_condition && complete && is(FAILURE_TARGET) {
+    if opts.reject_complete_job_with_failure_target_condition && c.complete && c.failure_target {
         errs.push(condition_error(
+            path,
             "cannot set Complete=True and FailureTarget=true conditions",
         ));
     }
-    if opts.reject_not_complete_job_with_completion_time && s.completion_time.is_some() && !complete
+    errs
+}
+
+/// RejectNotCompleteJobWithCompletionTime, RejectCompleteJobWithoutCompletionTime,
+/// RejectCompletionTimeBeforeStartTime.
+fn completion_time(
+    s: &JobStatus,
+    c: &TrueConditions,
+    opts: &Options,
+    path: &FieldPath,
+) -> ErrorList {
+    let completion_path = path.child("completionTime");
+    let mut errs = ErrorList::new();
+    if opts.reject_not_complete_job_with_completion_time
+        && s.completion_time.is_some()
+        && !c.complete
     {
         errs.push(FieldError::invalid(
             &completion_path,
@@ -180,7 +244,8 @@ fn validate_status(job: &JobObject<'_>, opts: &Options) -> ErrorList {
             "cannot set completionTime when there is no Complete=True condition",
         ));
     }
-    if opts.reject_complete_job_without_completion_time && complete && s.completion_time.is_none() {
+    if opts.reject_complete_job_without_completion_time && c.complete && s.completion_time.is_none()
+    {
         errs.push(FieldError::required(
             &completion_path,
             "completionTime is required for Complete jobs",
@@ -199,19 +264,46 @@ fn validate_status(job: &JobObject<'_>, opts: &Options) -> ErrorList {
             "must be equal to or after `startTime`",
         ));
     }
-    if opts.reject_failed_job_without_failure_target && failed && !is(FAILURE_TARGET) {
+    errs
+}
+
+/// RejectFailedJobWithoutFailureTarget, RejectCompleteJobWithoutSuccessCriteriaMet: a terminal
+/// condition needs the interim condition the controller sets first.
+fn missing_prerequisite_conditions(
+    c: &TrueConditions,
+    opts: &Options,
+    path: &FieldPath,
+) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if opts.reject_failed_job_without_failure_target && c.failed && !c.failure_target {
         errs.push(condition_error(
+            path,
             "cannot set Failed=True condition without the FailureTarget=true condition",
         ));
     }
     if opts.reject_complete_job_without_success_criteria_met
-        && complete
-        && !is(SUCCESS_CRITERIA_MET)
+        && c.complete
+        && !c.success_criteria_met
     {
         errs.push(condition_error(
+            path,
             "cannot set Complete=True condition without the SuccessCriteriaMet=true condition",
         ));
     }
+    errs
+}
+
+/// RejectFinishedJobWithActivePods, RejectFinishedJobWithoutStartTime,
+/// RejectFinishedJobWithUncountedTerminatedPods.
+fn finished_job_leftovers(
+    job: &JobObject<'_>,
+    c: &TrueConditions,
+    opts: &Options,
+    path: &FieldPath,
+) -> ErrorList {
+    let s = &job.status;
+    let finished = c.finished();
+    let mut errs = ErrorList::new();
     let active = s.active.unwrap_or(0);
     if opts.reject_finished_job_with_active_pods && active > 0 && finished {
         errs.push(FieldError::invalid(
@@ -226,19 +318,27 @@ fn validate_status(job: &JobObject<'_>, opts: &Options) -> ErrorList {
             "startTime is required for finished job",
         ));
     }
-    let uncounted_any = uncounted.is_some_and(|u| {
+    let uncounted_any = s.uncounted_terminated_pods.as_ref().is_some_and(|u| {
         !u.succeeded.as_deref().unwrap_or_default().is_empty()
             || !u.failed.as_deref().unwrap_or_default().is_empty()
     });
     if opts.reject_finished_job_with_uncounted_terminated_pods && finished && uncounted_any {
         errs.push(FieldError::invalid(
-            &uncounted_path,
+            &path.child("uncountedTerminatedPods"),
             BadValue::Json(go_json::uncounted_terminated_pods(
                 job.raw().pointer("/status/uncountedTerminatedPods"),
             )),
             "must be empty for finished job",
         ));
     }
+    errs
+}
+
+/// RejectInvalidCompletedIndexes, RejectInvalidFailedIndexes: the lists parse and stay below
+/// `completions`.
+fn index_lists_parse(job: &JobObject<'_>, opts: &Options, path: &FieldPath) -> ErrorList {
+    let s = &job.status;
+    let mut errs = ErrorList::new();
     let completed_indexes = s.completed_indexes.as_deref().unwrap_or("");
     if opts.reject_invalid_completed_indexes
         && let Some(completions) = job.spec.completions
@@ -264,6 +364,15 @@ fn validate_status(job: &JobObject<'_>, opts: &Options) -> ErrorList {
             format!("error parsing failedIndexes: {e}"),
         ));
     }
+    errs
+}
+
+/// RejectCompletedIndexesForNonIndexedJob, RejectFailedIndexesForNoBackoffLimitPerIndex,
+/// RejectFailedIndexesOverlappingCompleted: where the lists may be set at all.
+fn index_lists_allowed(job: &JobObject<'_>, opts: &Options, path: &FieldPath) -> ErrorList {
+    let s = &job.status;
+    let mut errs = ErrorList::new();
+    let completed_indexes = s.completed_indexes.as_deref().unwrap_or("");
     if opts.reject_completed_indexes_for_non_indexed_job
         && !completed_indexes.is_empty()
         && !job.is_indexed()
@@ -295,9 +404,15 @@ fn validate_status(job: &JobObject<'_>, opts: &Options) -> ErrorList {
             format!("failedIndexes and completedIndexes overlap at index: {index}"),
         ));
     }
+    errs
+}
+
+/// RejectFinishedJobWithTerminatingPods, RejectMoreReadyThanActivePods.
+fn pod_counts(s: &JobStatus, c: &TrueConditions, opts: &Options, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
     if opts.reject_finished_job_with_terminating_pods
         && let Some(terminating) = s.terminating.filter(|t| *t > 0)
-        && finished
+        && c.finished()
     {
         errs.push(FieldError::invalid(
             &path.child("terminating"),
@@ -305,6 +420,7 @@ fn validate_status(job: &JobObject<'_>, opts: &Options) -> ErrorList {
             "terminating>0 is invalid for finished job",
         ));
     }
+    let active = s.active.unwrap_or(0);
     if opts.reject_more_ready_than_active_pods
         && let Some(ready) = s.ready.filter(|r| *r > active)
     {
@@ -314,21 +430,34 @@ fn validate_status(job: &JobObject<'_>, opts: &Options) -> ErrorList {
             "cannot set more ready pods than active",
         ));
     }
-    // Upstream's two SuccessCriteriaMet scope checks (NonIndexed Jobs, Jobs without a success
-    // policy) are gated by AllowForSuccessCriteriaMetInExtendedScope, always true in v1.36.
-    let criteria_met = is(SUCCESS_CRITERIA_MET);
-    if criteria_met && failed {
+    errs
+}
+
+/// SuccessCriteriaMet excludes the failure conditions, and a Job with a success policy
+/// completes only through it. Upstream's two SuccessCriteriaMet scope checks (NonIndexed Jobs,
+/// Jobs without a success policy) are gated by AllowForSuccessCriteriaMetInExtendedScope,
+/// always true in v1.36.
+fn success_criteria_met_scope(
+    job: &JobObject<'_>,
+    c: &TrueConditions,
+    path: &FieldPath,
+) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if c.success_criteria_met && c.failed {
         errs.push(condition_error(
+            path,
             "cannot set SuccessCriteriaMet=True and Failed=true conditions",
         ));
     }
-    if criteria_met && is(FAILURE_TARGET) {
+    if c.success_criteria_met && c.failure_target {
         errs.push(condition_error(
+            path,
             "cannot set SuccessCriteriaMet=True and FailureTarget=true conditions",
         ));
     }
-    if job.spec.success_policy.is_some() && !criteria_met && complete {
+    if job.spec.success_policy.is_some() && !c.success_criteria_met && c.complete {
         errs.push(condition_error(
+            path,
             "cannot set Complete=True for Job with SuccessPolicy unless SuccessCriteriaMet=True",
         ));
     }

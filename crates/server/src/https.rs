@@ -5,6 +5,7 @@
 //! A client that speaks plain HTTP to this port is told so in plain HTTP.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -12,11 +13,12 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 use tokio_util::sync::CancellationToken;
@@ -35,84 +37,25 @@ pub(crate) async fn serve(
     stop_accepting: CancellationToken,
     drain_timeout: Duration,
 ) {
-    let builder = Arc::new(limits.connection_builder());
-    let service = TowerToHyperService::new(app);
     let connections = TaskTracker::new();
     let drain = CancellationToken::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections as usize));
-    loop {
-        // Take a connection slot before accepting, so that at the limit new connections wait
-        // in the kernel's backlog instead of costing a task and a handshake each.
-        let slot = tokio::select! {
-            _ = stop_accepting.cancelled() => break,
-            slot = slots.clone().acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break,
-            },
-        };
-        let (stream, peer) = tokio::select! {
-            _ = stop_accepting.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    // Usually out of file descriptors: pause rather than spin on the error.
-                    tracing::warn!(%error, "accepting a connection failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-        };
+    let connection = Connection {
+        tls,
+        builder: Arc::new(limits.connection_builder()),
+        service: TowerToHyperService::new(app),
+        drain: drain.clone(),
+        handshake_timeout: limits.tls_handshake_timeout,
+        idle_timeout: limits.header_timeout,
+    };
+    while let Some((slot, stream, peer)) = next_connection(&listener, &slots, &stop_accepting).await
+    {
         // Admission answers are small; do not let Nagle hold them back.
         let _ = stream.set_nodelay(true);
-        let tls = tls.clone();
-        let builder = builder.clone();
-        let service = service.clone();
-        let drain = drain.clone();
-        let handshake_timeout = limits.tls_handshake_timeout;
-        let idle_timeout = limits.header_timeout;
+        let connection = connection.clone();
         connections.spawn(async move {
             let _slot = slot;
-            let stream = match tokio::time::timeout(handshake_timeout, accept(&tls, stream)).await {
-                Ok(Ok(Some(stream))) => stream,
-                Ok(Ok(None)) => {
-                    tracing::debug!(%peer, "plain HTTP on the TLS port; told to use HTTPS");
-                    return;
-                }
-                Ok(Err(error)) => {
-                    tracing::debug!(%peer, %error, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => {
-                    tracing::debug!(%peer, "TLS handshake timed out");
-                    return;
-                }
-            };
-            let activity = Arc::new(Activity::new());
-            let service = Tracked {
-                inner: service,
-                activity: activity.clone(),
-            };
-            let connection = builder.serve_connection(TokioIo::new(stream), service);
-            let mut connection = std::pin::pin!(connection);
-            let mut closing = false;
-            let result = loop {
-                tokio::select! {
-                    result = connection.as_mut() => break result,
-                    _ = drain.cancelled(), if !closing => {
-                        closing = true;
-                        connection.as_mut().graceful_shutdown();
-                    }
-                    _ = activity.idle_for(idle_timeout), if !closing => {
-                        tracing::debug!(%peer, "closing a connection idle for {idle_timeout:?}");
-                        closing = true;
-                        connection.as_mut().graceful_shutdown();
-                    }
-                }
-            };
-            if let Err(error) = result {
-                // Clients dropping connections is routine; nothing for an operator to do.
-                tracing::debug!(%peer, %error, "connection ended with an error");
-            }
+            connection.serve(stream, peer).await;
         });
     }
     drop(listener);
@@ -122,6 +65,104 @@ pub(crate) async fn serve(
         _ = connections.wait() => tracing::info!("all admission connections closed"),
         _ = tokio::time::sleep(drain_timeout) => {
             tracing::warn!(?drain_timeout, "shutdown timeout reached with requests still open");
+        }
+    }
+}
+
+/// The next connection with the slot it holds; `None` once the listener is to stop. The slot
+/// is taken before accepting, so that at the limit new connections wait in the kernel's
+/// backlog instead of costing a task and a handshake each.
+async fn next_connection(
+    listener: &TcpListener,
+    slots: &Arc<Semaphore>,
+    stop_accepting: &CancellationToken,
+) -> Option<(OwnedSemaphorePermit, TcpStream, SocketAddr)> {
+    loop {
+        let slot = tokio::select! {
+            _ = stop_accepting.cancelled() => return None,
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => return None,
+            },
+        };
+        tokio::select! {
+            _ = stop_accepting.cancelled() => return None,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => return Some((slot, stream, peer)),
+                Err(error) => {
+                    // Usually out of file descriptors: pause rather than spin on the error.
+                    tracing::warn!(%error, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+        }
+    }
+}
+
+/// What every connection is served with.
+#[derive(Clone)]
+struct Connection {
+    tls: TlsAcceptor,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    service: TowerToHyperService<Router>,
+    /// Cancelled when the listener stops: open connections close gracefully.
+    drain: CancellationToken,
+    handshake_timeout: Duration,
+    idle_timeout: Duration,
+}
+
+impl Connection {
+    /// One connection: the TLS handshake, then HTTP until the client closes it, it idles for
+    /// the idle timeout, or the drain closes it gracefully.
+    async fn serve(self, stream: TcpStream, peer: SocketAddr) {
+        let Some(stream) = self.handshake(stream, peer).await else {
+            return;
+        };
+        let idle_timeout = self.idle_timeout;
+        let activity = Arc::new(Activity::new());
+        let service = Tracked {
+            inner: self.service,
+            activity: activity.clone(),
+        };
+        let connection = self.builder.serve_connection(TokioIo::new(stream), service);
+        let mut connection = std::pin::pin!(connection);
+        let mut closing = false;
+        let result = loop {
+            tokio::select! {
+                result = connection.as_mut() => break result,
+                _ = self.drain.cancelled(), if !closing => {
+                    closing = true;
+                    connection.as_mut().graceful_shutdown();
+                }
+                _ = activity.idle_for(idle_timeout), if !closing => {
+                    tracing::debug!(%peer, "closing a connection idle for {idle_timeout:?}");
+                    closing = true;
+                    connection.as_mut().graceful_shutdown();
+                }
+            }
+        };
+        if let Err(error) = result {
+            // Clients dropping connections is routine; nothing for an operator to do.
+            tracing::debug!(%peer, %error, "connection ended with an error");
+        }
+    }
+
+    /// The TLS handshake within its timeout; `None` (logged) when there is no TLS stream.
+    async fn handshake(&self, stream: TcpStream, peer: SocketAddr) -> Option<TlsStream<TcpStream>> {
+        match tokio::time::timeout(self.handshake_timeout, accept(&self.tls, stream)).await {
+            Ok(Ok(Some(stream))) => Some(stream),
+            Ok(Ok(None)) => {
+                tracing::debug!(%peer, "plain HTTP on the TLS port; told to use HTTPS");
+                None
+            }
+            Ok(Err(error)) => {
+                tracing::debug!(%peer, %error, "TLS handshake failed");
+                None
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "TLS handshake timed out");
+                None
+            }
         }
     }
 }

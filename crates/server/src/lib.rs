@@ -36,6 +36,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use prometheus_client::registry::Registry;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::error_chain::error_chain;
@@ -132,48 +133,58 @@ pub async fn run(
     }
 
     let shutdown = server.shutdown_token();
-    tokio::spawn({
-        let shutdown = shutdown.clone();
-        let controller_stop = controller_stop.clone();
-        async move {
-            let signal = shutdown::signal().await;
-            tracing::info!(signal, "stopping");
-            // The reconcile loop stops at once so its Lease passes to another replica while
-            // this one drains its webhook requests.
-            controller_stop.cancel();
-            shutdown.cancel();
-        }
-    });
-
-    let controller_task = controller_future.map(|future| {
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            let result = future.await;
-            if let Err(error) = &result {
-                tracing::error!(
-                    error = error_chain(&**error),
-                    "the reconcile loop failed; stopping"
-                );
-                shutdown.cancel();
-            }
-            result.map_err(ServeError::ControllerFailed)
-        })
-    });
+    stop_on_signal(shutdown.clone(), controller_stop.clone());
+    let controller_task = controller_future.map(|future| spawn_controller(future, shutdown));
 
     let served = server.wait().await;
     controller_stop.cancel();
     let controlled = match controller_task {
         None => Ok(()),
-        Some(task) => match tokio::time::timeout(CONTROLLER_STOP_TIMEOUT, task).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(join)) => Err(ServeError::ControllerPanicked(join)),
-            Err(_) => {
-                tracing::warn!("the reconcile loop did not stop in time");
-                Ok(())
-            }
-        },
+        Some(task) => wait_for_controller(task).await,
     };
     served.and(controlled)
+}
+
+/// On SIGTERM or SIGINT: the reconcile loop stops at once so its Lease passes to another
+/// replica while this one drains its webhook requests.
+fn stop_on_signal(shutdown: CancellationToken, controller_stop: CancellationToken) {
+    tokio::spawn(async move {
+        let signal = shutdown::signal().await;
+        tracing::info!(signal, "stopping");
+        controller_stop.cancel();
+        shutdown.cancel();
+    });
+}
+
+/// Runs the reconcile loop beside the webhook; if it fails, the server is stopped too.
+fn spawn_controller(
+    future: BoxFuture<Result<(), ControllerError>>,
+    shutdown: CancellationToken,
+) -> JoinHandle<Result<(), ServeError>> {
+    tokio::spawn(async move {
+        let result = future.await;
+        if let Err(error) = &result {
+            tracing::error!(
+                error = error_chain(&**error),
+                "the reconcile loop failed; stopping"
+            );
+            shutdown.cancel();
+        }
+        result.map_err(ServeError::ControllerFailed)
+    })
+}
+
+/// The reconcile loop's result, once it has stopped (or after [`CONTROLLER_STOP_TIMEOUT`],
+/// when it is left behind).
+async fn wait_for_controller(task: JoinHandle<Result<(), ServeError>>) -> Result<(), ServeError> {
+    match tokio::time::timeout(CONTROLLER_STOP_TIMEOUT, task).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(join)) => Err(ServeError::ControllerPanicked(join)),
+        Err(_) => {
+            tracing::warn!("the reconcile loop did not stop in time");
+            Ok(())
+        }
+    }
 }
 
 /// Settings from the command line; with `--dev`, also the certificate made for it.

@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::Router;
 use jobwarden_admission::{Policy, Reviewer};
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
@@ -104,13 +105,7 @@ pub async fn start(
     mut registry: Registry,
     client: Option<kube::Client>,
 ) -> Result<RunningServer, ServeError> {
-    let limits = &settings.limits;
-    if limits.max_buffered_body_bytes < limits.max_body_bytes {
-        return Err(ServeError::BudgetBelowBodyLimit {
-            buffered: limits.max_buffered_body_bytes,
-            body: limits.max_body_bytes,
-        });
-    }
+    check_body_budget(&settings.limits)?;
     let metrics = Arc::new(Metrics::register(&mut registry));
     let metrics_mode = MetricsMode::choose(settings.metrics_secure, client.is_some());
     let access = ops::gate(metrics_mode, client.as_ref(), &mut registry);
@@ -126,12 +121,7 @@ pub async fn start(
 
     let (store, reloader) = load_certificate(&settings.tls, &metrics, background.clone()).await?;
     health.set_certificate_loaded();
-    let tls_config =
-        tls_reload::server_config(store.clone()).map_err(|source| ServeError::Tls {
-            flag: "--listen",
-            source,
-        })?;
-    let acceptor = TlsAcceptor::from(Arc::new(tls_config));
+    let acceptor = tls_acceptor(&store)?;
 
     let (listener, https_addr) = listen::bind_flag(settings.listen, "--listen")?;
     let (metrics_listener, metrics_addr) =
@@ -140,31 +130,12 @@ pub async fn start(
     let reloads = reloader.counts.subscribe();
     tokio::spawn(reloader.run());
 
-    let namespaces = match (&client, needs_namespaces) {
-        (Some(client), true) => Some(NamespaceLabels::start(
-            client.clone(),
-            health.clone(),
-            background.clone(),
-        )),
-        _ => None,
-    };
-
-    let body_budget = BodyBudget::new(
-        settings.limits.max_buffered_body_bytes,
-        metrics.body_bytes(),
-    );
-    let reviewers = follow_policy(&settings, background.clone());
-    let app = routes::router(
-        AdmissionState {
-            reviewers,
-            metrics,
-            namespaces,
-            max_body_bytes: settings.limits.max_body_bytes,
-            body_budget,
-            request_timeout: settings.limits.request_timeout,
-        },
-        &settings.limits,
-    );
+    // Namespace labels are watched only when a selector reads them.
+    let namespaces = client
+        .as_ref()
+        .filter(|_| needs_namespaces)
+        .map(|client| NamespaceLabels::start(client.clone(), health.clone(), background.clone()));
+    let app = admission_app(&settings, metrics, namespaces, background.clone());
 
     let ops = health::router(health.clone(), registry, access);
     let ops_certificate = (metrics_mode == MetricsMode::Secure).then(|| store.clone());
@@ -178,7 +149,7 @@ pub async fn start(
     metrics_mode.log();
 
     let stop_accepting = CancellationToken::new();
-    let mut https_task = tokio::spawn(https::serve(
+    let https_task = tokio::spawn(https::serve(
         listener,
         acceptor,
         app,
@@ -190,11 +161,95 @@ pub async fn start(
     tracing::info!(%https_addr, %metrics_addr, "jobwarden webhook serving");
 
     let shutdown = CancellationToken::new();
-    let signal = shutdown.clone();
-    let delay = settings.shutdown_delay;
-    let task = tokio::spawn(async move {
+    let drain = Drain {
+        health,
+        background,
+        stop_accepting,
+        delay: settings.shutdown_delay,
+    };
+    let task = tokio::spawn(drain.after(shutdown.clone(), https_task, ops_task));
+
+    Ok(RunningServer {
+        https_addr,
+        metrics_addr,
+        shutdown,
+        reloads,
+        task,
+    })
+}
+
+/// The handshakes of the HTTPS listener, reading the certificate `store` holds at the time.
+fn tls_acceptor(store: &Arc<CertStore>) -> Result<TlsAcceptor, ServeError> {
+    let tls_config =
+        tls_reload::server_config(store.clone()).map_err(|source| ServeError::Tls {
+            flag: "--listen",
+            source,
+        })?;
+    Ok(TlsAcceptor::from(Arc::new(tls_config)))
+}
+
+/// Every request's body must fit in the budget shared by the requests being read.
+fn check_body_budget(limits: &Limits) -> Result<(), ServeError> {
+    if limits.max_buffered_body_bytes < limits.max_body_bytes {
+        return Err(ServeError::BudgetBelowBodyLimit {
+            buffered: limits.max_buffered_body_bytes,
+            body: limits.max_body_bytes,
+        });
+    }
+    Ok(())
+}
+
+/// The admission routes, answering under the running policy within the body limits.
+fn admission_app(
+    settings: &Settings,
+    metrics: Arc<Metrics>,
+    namespaces: Option<NamespaceLabels>,
+    background: CancellationToken,
+) -> Router {
+    let body_budget = BodyBudget::new(
+        settings.limits.max_buffered_body_bytes,
+        metrics.body_bytes(),
+    );
+    let reviewers = follow_policy(settings, background);
+    routes::router(
+        AdmissionState {
+            reviewers,
+            metrics,
+            namespaces,
+            max_body_bytes: settings.limits.max_body_bytes,
+            body_budget,
+            request_timeout: settings.limits.request_timeout,
+        },
+        &settings.limits,
+    )
+}
+
+/// What the drain sequence stops, and the delay before it closes the HTTPS listener.
+struct Drain {
+    health: Arc<Health>,
+    background: CancellationToken,
+    stop_accepting: CancellationToken,
+    delay: Duration,
+}
+
+impl Drain {
+    /// Waits for `shutdown`, then drains: readiness turns false, the delay passes, the HTTPS
+    /// listener closes and finishes its open requests, then the background tasks and the
+    /// operations listener stop. The HTTPS listener ending first is an error.
+    async fn after(
+        self,
+        shutdown: CancellationToken,
+        mut https_task: JoinHandle<()>,
+        ops_task: JoinHandle<()>,
+    ) -> Result<(), ServeError> {
+        let Drain {
+            health,
+            background,
+            stop_accepting,
+            delay,
+        } = self;
         let early_end = tokio::select! {
-            _ = signal.cancelled() => None,
+            _ = shutdown.cancelled() => None,
             ended = &mut https_task => Some(ended),
         };
         if let Some(ended) = early_end {
@@ -219,15 +274,7 @@ pub async fn start(
         drained.map_err(ServeError::ListenerPanicked)?;
         tracing::info!("jobwarden webhook stopped");
         Ok(())
-    });
-
-    Ok(RunningServer {
-        https_addr,
-        metrics_addr,
-        shutdown,
-        reloads,
-        task,
-    })
+    }
 }
 
 /// The reviewer of the running policy: a new one each time the policy changes, so a review

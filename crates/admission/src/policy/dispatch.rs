@@ -129,24 +129,7 @@ impl Dispatch {
 
     /// What serde cannot see; each problem begins with its path in the file.
     pub fn problems(&self, job_controller_name: &str) -> Vec<String> {
-        let mut problems = Vec::new();
-        let name = &self.controller_name;
-        if name.trim().is_empty() {
-            problems.push("dispatch.controllerName must not be empty".to_owned());
-        } else if name == job_controller_name {
-            problems.push(format!(
-                "dispatch.controllerName: {name:?} is the Job controller's name; the dispatcher needs one of its own"
-            ));
-        } else {
-            problems.extend(
-                jobwarden_rules::managed_by::validate(
-                    Some(name),
-                    &jobwarden_rules::FieldPath::new("dispatch.controllerName"),
-                )
-                .iter()
-                .map(ToString::to_string),
-            );
-        }
+        let mut problems = self.controller_name_problems(job_controller_name);
         if !self.origin.is_empty() {
             let errs = names::label_value(&self.origin);
             if !errs.is_empty() {
@@ -174,41 +157,74 @@ impl Dispatch {
                 problems.push(format!("{at}.name: {:?} names two workers", worker.name));
             }
             seen.push(&worker.name);
-            match worker.source() {
-                None => problems.push(format!(
-                    "{at}: name exactly one of kubeconfigSecret, kubeconfigFile and local: true"
-                )),
-                Some(WorkerSource::Secret(secret)) => {
-                    let errs = names::dns1123_subdomain(secret);
-                    if !errs.is_empty() {
-                        problems.push(format!(
-                            "{at}.kubeconfigSecret: {secret:?} is not a Secret name: {}",
-                            errs.join("; ")
-                        ));
-                    }
-                }
-                Some(WorkerSource::File(file)) => {
-                    if !file.starts_with('/') {
-                        problems.push(format!(
-                            "{at}.kubeconfigFile: {file:?} must be an absolute path"
-                        ));
-                    }
-                }
-                Some(WorkerSource::Local) => locals += 1,
+            if let Some(WorkerSource::Local) = worker.source() {
+                locals += 1;
             }
-            if let Some(sel) = &worker.namespaces.selector {
-                problems.extend(
-                    jobwarden_rules::selector::validate(
-                        sel,
-                        &jobwarden_rules::FieldPath::new(&format!("{at}.namespaces.selector")),
-                    )
-                    .iter()
-                    .map(ToString::to_string),
-                );
-            }
+            problems.extend(worker.problems(&at));
         }
         if locals > 1 {
             problems.push("dispatch.workers: at most one worker may be local".to_owned());
+        }
+        problems
+    }
+
+    /// `controllerName` is set, is not the Job controller's, and is a valid `managedBy`.
+    fn controller_name_problems(&self, job_controller_name: &str) -> Vec<String> {
+        let name = &self.controller_name;
+        if name.trim().is_empty() {
+            vec!["dispatch.controllerName must not be empty".to_owned()]
+        } else if name == job_controller_name {
+            vec![format!(
+                "dispatch.controllerName: {name:?} is the Job controller's name; the dispatcher needs one of its own"
+            )]
+        } else {
+            jobwarden_rules::managed_by::validate(
+                Some(name),
+                &jobwarden_rules::FieldPath::new("dispatch.controllerName"),
+            )
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+        }
+    }
+}
+
+impl Worker {
+    /// One worker's own settings, `at` its path (`dispatch.workers[i]`): where its kubeconfig
+    /// comes from, and its namespace selector. Its name is checked with the others'.
+    fn problems(&self, at: &str) -> Vec<String> {
+        let mut problems = Vec::new();
+        match self.source() {
+            None => problems.push(format!(
+                "{at}: name exactly one of kubeconfigSecret, kubeconfigFile and local: true"
+            )),
+            Some(WorkerSource::Secret(secret)) => {
+                let errs = names::dns1123_subdomain(secret);
+                if !errs.is_empty() {
+                    problems.push(format!(
+                        "{at}.kubeconfigSecret: {secret:?} is not a Secret name: {}",
+                        errs.join("; ")
+                    ));
+                }
+            }
+            Some(WorkerSource::File(file)) => {
+                if !file.starts_with('/') {
+                    problems.push(format!(
+                        "{at}.kubeconfigFile: {file:?} must be an absolute path"
+                    ));
+                }
+            }
+            Some(WorkerSource::Local) => {}
+        }
+        if let Some(sel) = &self.namespaces.selector {
+            problems.extend(
+                jobwarden_rules::selector::validate(
+                    sel,
+                    &jobwarden_rules::FieldPath::new(&format!("{at}.namespaces.selector")),
+                )
+                .iter()
+                .map(ToString::to_string),
+            );
         }
         problems
     }

@@ -92,13 +92,8 @@ pub(super) fn manage_job(
         m.delete(active, DeleteReason::Suspended);
         return m;
     }
-    let parallelism = i64::from(facts.job.spec.parallelism.unwrap_or(1).max(0));
     let active_len = active.len() as i64;
-    let want = match facts.completions {
-        None if finished.succeeded > 0 => active_len,
-        None => parallelism,
-        Some(c) => (i64::from(c) - finished.succeeded).min(parallelism).max(0),
-    };
+    let want = wanted(facts, finished, active_len);
     let mut to_delete = active_pods_for_removal(facts, active, (active_len - want).max(0));
     to_delete.truncate(facts.config.max_pod_changes_per_sync);
     if !to_delete.is_empty() {
@@ -136,44 +131,87 @@ pub(super) fn manage_job(
     let mut indexes =
         indexes_to_create(facts, active, &terminating, finished, failed_indexes, diff);
     if facts.per_index_limit.is_some() {
-        // Upstream's `getPodCreationInfoForIndependentIndexes`: create the indexes whose
-        // back-off is over; when none is, look again when the first one's ends.
-        let wait = |i: &Option<i32>| {
-            let replaced = i.and_then(|i| awaiting.get(&i).copied());
-            per_index::remaining(
-                replaced,
-                facts.now,
-                facts.backoff.initial,
-                facts.backoff.max,
-            )
-        };
-        let soonest = indexes.iter().map(wait).min();
-        indexes.retain(|i| wait(i).is_zero());
+        let soonest = keep_indexes_past_backoff(facts, awaiting, &mut indexes);
         if indexes.is_empty() {
             m.requeue = soonest.filter(|w| !w.is_zero());
             m.waiting = m.requeue.is_some();
             return m;
         }
     }
-    let reason = if finished.failed == 0 && terminating.is_empty() {
+    let reason = create_reason(facts, finished, &terminating);
+    m.create_pods(facts, awaiting, indexes, reason);
+    m
+}
+
+/// How many pods should be active: `parallelism`, bounded by the completions still missing.
+/// Without `completions`, once one pod succeeded no new pod is started.
+fn wanted(facts: &JobFacts<'_>, finished: &Finished<'_>, active_len: i64) -> i64 {
+    let parallelism = i64::from(facts.job.spec.parallelism.unwrap_or(1).max(0));
+    match facts.completions {
+        None if finished.succeeded > 0 => active_len,
+        None => parallelism,
+        Some(c) => (i64::from(c) - finished.succeeded).min(parallelism).max(0),
+    }
+}
+
+/// Upstream's `getPodCreationInfoForIndependentIndexes`: keeps the indexes whose back-off is
+/// over; the soonest any of them ends (to look again then, when none is over).
+fn keep_indexes_past_backoff(
+    facts: &JobFacts<'_>,
+    awaiting: &BTreeMap<i32, &PodView<'_>>,
+    indexes: &mut Vec<Option<i32>>,
+) -> Option<Duration> {
+    let wait = |i: &Option<i32>| {
+        let replaced = i.and_then(|i| awaiting.get(&i).copied());
+        per_index::remaining(
+            replaced,
+            facts.now,
+            facts.backoff.initial,
+            facts.backoff.max,
+        )
+    };
+    let soonest = indexes.iter().map(wait).min();
+    indexes.retain(|i| wait(i).is_zero());
+    soonest
+}
+
+/// Why pods are created: the first ones, or replacements (of which pods, per KEP-3939).
+fn create_reason(
+    facts: &JobFacts<'_>,
+    finished: &Finished<'_>,
+    terminating: &[&PodView<'_>],
+) -> CreateReason {
+    if finished.failed == 0 && terminating.is_empty() {
         CreateReason::New
     } else if facts.only_replace_failed {
         CreateReason::RecreateFailed
     } else {
         CreateReason::RecreateTerminatingOrFailed
-    };
-    let identity = facts.identity();
-    let template = facts.job.raw_template();
-    for index in indexes {
-        let mut pod = build_pod(&identity, template, index);
-        if facts.per_index_limit.is_some() {
-            let replaced = index.and_then(|i| awaiting.get(&i).copied());
-            per_index::annotate(&mut pod, per_index::replacement_counts(replaced));
-        }
-        m.create.push(PodCreation { index, reason, pod });
-        m.active += 1;
     }
-    m
+}
+
+impl Managed {
+    /// A pod for each index (`None`: unindexed), carrying the failure counts of the pod it
+    /// replaces when each index has its own back-off limit.
+    fn create_pods(
+        &mut self,
+        facts: &JobFacts<'_>,
+        awaiting: &BTreeMap<i32, &PodView<'_>>,
+        indexes: Vec<Option<i32>>,
+        reason: CreateReason,
+    ) {
+        let identity = facts.identity();
+        let template = facts.job.raw_template();
+        for index in indexes {
+            let mut pod = build_pod(&identity, template, index);
+            if facts.per_index_limit.is_some() {
+                let replaced = index.and_then(|i| awaiting.get(&i).copied());
+                per_index::annotate(&mut pod, per_index::replacement_counts(replaced));
+            }
+            self.create.push(PodCreation { index, reason, pod });
+            self.active += 1;
+        }
+    }
 }
 
 /// `diff` pods to create: for an Indexed Job the lowest indexes nobody holds (succeeded,

@@ -34,6 +34,7 @@ use jobwarden_rules::JobObject;
 use jobwarden_rules::indexes::IndexSet;
 use jobwarden_rules::success_rule_settings::WhenAchieved;
 use jobwarden_rules::well_known::WORKER_ANNOTATION;
+use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
@@ -45,6 +46,7 @@ pub use types::{
 
 use crate::pods::CachedPod;
 use crate::pods::view::PodView;
+use backoff::BackoffRecord;
 use facts::{JobFacts, count};
 use finished_pods::Finished;
 use outcome::Finishing;
@@ -54,6 +56,16 @@ struct PodCounts {
     active: i32,
     ready: i32,
     terminating: i32,
+}
+
+impl PodCounts {
+    fn of(views: &[PodView<'_>], active: &[&PodView<'_>]) -> PodCounts {
+        PodCounts {
+            active: count(active.len()),
+            ready: count(active.iter().filter(|p| p.ready).count()),
+            terminating: count(views.iter().filter(|p| p.is_terminating()).count()),
+        }
+    }
 }
 
 pub fn plan(
@@ -76,16 +88,14 @@ pub fn plan(
     let Some(facts) = JobFacts::new(job, &views, now, config, in_flight) else {
         return unknown_completion_mode(job);
     };
-    let mut out = Plan::default();
-    let mut status = facts.stored().clone();
-    let mut conds = status.conditions.clone().unwrap_or_default();
+    let mut d = Draft::new(&facts);
 
     // What finished since the last write, and the back-off as it stands with it.
     let finished = finished_pods::count(&facts);
     let backoff = finished.backoff(&facts);
-    out.backoff = Some(backoff);
-    if status.start_time.is_none() && !facts.suspended {
-        status.start_time = Some(Time(facts.now));
+    d.out.backoff = Some(backoff);
+    if d.status.start_time.is_none() && !facts.suspended {
+        d.status.start_time = Some(Time(facts.now));
     }
     let mut failed_indexes = failed_indexes(&facts, &finished);
 
@@ -93,140 +103,249 @@ pub fn plan(
     let (mut finishing, deadline) = outcome::decide(
         &facts,
         &finished,
-        status.start_time.as_ref(),
+        d.status.start_time.as_ref(),
         failed_indexes.as_ref(),
     );
-    out.requeue(deadline);
+    d.out.requeue(deadline);
     // The pods a success rule let run on (KEP-3998's `whenCriterionAchieved`).
-    let continuing = finishing.as_ref().and_then(Finishing::continues);
-    if continuing == Some(WhenAchieved::Continue)
-        && let Some(failed) = failed_indexes.as_mut()
-    {
+    let continuing =
+        finishing.as_ref().and_then(Finishing::continues) == Some(WhenAchieved::Continue);
+    if continuing && let Some(failed) = failed_indexes.as_mut() {
         failed.union_with(&lingering::failed_indexes(&facts, &finished));
     }
     // Computed before any pod is created, as upstream: in the sync that creates the
     // replacement the failed pod still waits, and it is counted in the next. With `Continue`
     // nothing is replaced, so nothing waits.
-    let awaiting = if continuing == Some(WhenAchieved::Continue) {
+    let awaiting = if continuing {
         BTreeMap::new()
     } else {
         awaiting_replacement(&facts, &finished, failed_indexes.as_ref())
     };
-
-    // The active pods: all deleted for a finishing Job, left alone while a success rule lets
-    // them run on, else managed.
-    let active: Vec<&PodView> = views.iter().filter(|p| p.is_active()).collect();
-    let mut pods = PodCounts {
-        active: count(active.len()),
-        ready: count(active.iter().filter(|p| p.ready).count()),
-        terminating: count(views.iter().filter(|p| p.is_terminating()).count()),
+    let known = Known {
+        facts: &facts,
+        finished: &finished,
+        failed_indexes: failed_indexes.as_ref(),
+        awaiting: &awaiting,
+        backoff,
     };
-    // A replacement still to come after its back-off: the Job is not done.
-    let mut pods_to_come = false;
-    if let Some(f) = finishing.as_ref().filter(|f| f.terminates()) {
-        out.delete = manage::delete_active_pods(&facts, &active, f.lingering_ended.is_some());
+
+    let (pods, pods_to_come) = d.active_pods(&known, &views, &mut finishing, continuing);
+
+    // Finished pods into the status; their finalizers go once it is written.
+    // Pods a success rule lets run on are counted as any running Job's are.
+    let uncounted = d.track_finished_pods(&known, finishing.as_ref().filter(|f| f.terminates()));
+    // The interim condition, or once everything is counted, the terminal one.
+    if let Some(f) = &finishing {
+        d.enact(&facts, f, uncounted || pods_to_come, pods.terminating);
+    }
+    d.into_plan(&facts)
+}
+
+/// What the steps after the outcome read: the Job, what finished since the last write (and
+/// the back-off with it), the indexes failed for good and the failed pods whose replacement
+/// waits for its back-off.
+struct Known<'k, 'a> {
+    facts: &'k JobFacts<'a>,
+    finished: &'k Finished<'a>,
+    failed_indexes: Option<&'k IndexSet>,
+    awaiting: &'k BTreeMap<i32, &'a PodView<'a>>,
+    backoff: BackoffRecord,
+}
+
+/// One sync's decisions so far: the plan, and the status and conditions it is to write.
+struct Draft {
+    out: Plan,
+    status: JobStatus,
+    conds: Vec<JobCondition>,
+}
+
+impl Draft {
+    fn new(facts: &JobFacts<'_>) -> Draft {
+        let status = facts.stored().clone();
+        let conds = status.conditions.clone().unwrap_or_default();
+        Draft {
+            out: Plan::default(),
+            status,
+            conds,
+        }
+    }
+
+    /// The active pods: all deleted for a finishing Job, left alone while a success rule lets
+    /// them run on (`continuing`), else managed; a Job still without an outcome may reach one
+    /// here. The pod counts after, and whether a replacement is still to come after its
+    /// back-off (then the Job is not done).
+    fn active_pods(
+        &mut self,
+        known: &Known<'_, '_>,
+        views: &[PodView<'_>],
+        finishing: &mut Option<Finishing>,
+        continuing: bool,
+    ) -> (PodCounts, bool) {
+        let facts = known.facts;
+        let active: Vec<&PodView> = views.iter().filter(|p| p.is_active()).collect();
+        let mut pods = PodCounts::of(views, &active);
+        let mut pods_to_come = false;
+        if let Some(f) = finishing.as_ref().filter(|f| f.terminates()) {
+            self.delete_active_pods(facts, &active, f, &mut pods);
+        } else if !continuing {
+            let manages = !facts.deleting && facts.in_flight.pods_settled;
+            pods_to_come = self.manage_active_pods(known, &active, manages, &mut pods);
+            if finishing.is_none() {
+                *finishing = self.completions_reached_or_suspended(known, pods.active, manages);
+            }
+        }
+        self.set_pod_counts(&pods);
+        (pods, pods_to_come)
+    }
+
+    /// A finishing Job's active pods are all deleted, and count as terminating from now.
+    fn delete_active_pods(
+        &mut self,
+        facts: &JobFacts<'_>,
+        active: &[&PodView<'_>],
+        f: &Finishing,
+        pods: &mut PodCounts,
+    ) {
+        self.out.delete = manage::delete_active_pods(facts, active, f.lingering_ended.is_some());
         if let Some(why) = &f.lingering_ended
-            && !out.delete.is_empty()
+            && !self.out.delete.is_empty()
         {
-            out.events.push(lingering::ended_event(why));
+            self.out.events.push(lingering::ended_event(why));
         }
         pods.terminating += pods.active;
         pods.active = 0;
         pods.ready = 0;
-    } else if continuing != Some(WhenAchieved::Continue) {
-        let manages = !facts.deleting && facts.in_flight.pods_settled;
+    }
+
+    /// A running Job's active pods: those that did not start in time are failed and deleted,
+    /// else, when the controller `manages` them now, `manageJob` deletes or creates. Whether a
+    /// replacement is still to come after its back-off.
+    fn manage_active_pods(
+        &mut self,
+        known: &Known<'_, '_>,
+        active: &[&PodView<'_>],
+        manages: bool,
+        pods: &mut PodCounts,
+    ) -> bool {
+        let facts = known.facts;
         let timed_out = if manages && !facts.suspended {
-            start_timeout::check(&facts, &active)
+            start_timeout::check(facts, active)
         } else {
             start_timeout::TimedOut::default()
         };
         if timed_out.acts() {
             // Pods that did not start in time are failed and deleted; the next sync counts
             // them and replaces them after the back-off.
-            out.events.extend(timed_out.event());
-            out.fail = timed_out.fail;
-            out.delete = timed_out.delete;
-        } else if manages {
-            out.requeue(timed_out.requeue);
-            let m = manage::manage_job(
-                &facts,
-                &active,
-                &finished,
-                failed_indexes.as_ref(),
-                &awaiting,
-                &backoff,
-            );
-            pods.active = m.active;
-            pods.ready -= m.deleted_ready;
-            pods.terminating += m.deleted;
-            pods_to_come = m.waiting;
-            out.release(m.release);
-            out.delete = m.delete;
-            out.create = m.create;
-            out.requeue(m.requeue);
+            self.out.events.extend(timed_out.event());
+            self.out.fail = timed_out.fail;
+            self.out.delete = timed_out.delete;
+            return false;
         }
-        if finishing.is_none() {
-            finishing = outcome::completions_reached(&facts, finished.succeeded, pods.active);
-            if finishing.is_none()
-                && manages
-                && let Some(e) = suspend::update_condition(
-                    &facts,
-                    pods.active,
-                    &mut conds,
-                    &mut status.start_time,
-                )
-            {
-                out.events.push(e);
-            }
+        if !manages {
+            return false;
         }
+        self.out.requeue(timed_out.requeue);
+        let m = manage::manage_job(
+            facts,
+            active,
+            known.finished,
+            known.failed_indexes,
+            known.awaiting,
+            &known.backoff,
+        );
+        pods.active = m.active;
+        pods.ready -= m.deleted_ready;
+        pods.terminating += m.deleted;
+        self.out.release(m.release);
+        self.out.delete = m.delete;
+        self.out.create = m.create;
+        self.out.requeue(m.requeue);
+        m.waiting
     }
-    status.active = Some(pods.active);
-    status.ready = Some(pods.ready.max(0));
-    status.terminating = Some(pods.terminating);
 
-    // Finished pods into the status; their finalizers go once it is written.
-    // Pods a success rule lets run on are counted as any running Job's are.
-    let tracked = tracking::track(
-        &facts,
-        finishing.as_ref().filter(|f| f.terminates()),
-        &finished.prev_indexes,
-        &awaiting,
-    );
-    out.release(tracked.release.iter().cloned());
-    status::write_counters(
-        &facts,
-        &mut status,
-        &tracked,
-        &finished.succeeded_indexes,
-        failed_indexes.as_ref(),
-    );
+    /// A Job without an outcome yet may have reached its completions now; if not, and the
+    /// controller manages its pods, the Suspended condition follows `spec.suspend`.
+    fn completions_reached_or_suspended(
+        &mut self,
+        known: &Known<'_, '_>,
+        active: i32,
+        manages: bool,
+    ) -> Option<Finishing> {
+        let facts = known.facts;
+        let finishing = outcome::completions_reached(facts, known.finished.succeeded, active);
+        if finishing.is_none()
+            && manages
+            && let Some(e) = suspend::update_condition(
+                facts,
+                active,
+                &mut self.conds,
+                &mut self.status.start_time,
+            )
+        {
+            self.out.events.push(e);
+        }
+        finishing
+    }
 
-    // The interim condition, or once everything is counted, the terminal one.
-    if let Some(f) = &finishing {
+    fn set_pod_counts(&mut self, pods: &PodCounts) {
+        self.status.active = Some(pods.active);
+        self.status.ready = Some(pods.ready.max(0));
+        self.status.terminating = Some(pods.terminating);
+    }
+
+    /// The tracking step, and the counters it leaves written into the status; whether some
+    /// finished pod is not counted yet. `terminating`: the outcome, when it ends the pods.
+    fn track_finished_pods(
+        &mut self,
+        known: &Known<'_, '_>,
+        terminating: Option<&Finishing>,
+    ) -> bool {
+        let tracked = tracking::track(
+            known.facts,
+            terminating,
+            &known.finished.prev_indexes,
+            known.awaiting,
+        );
+        self.out.release(tracked.release.iter().cloned());
+        status::write_counters(
+            known.facts,
+            &mut self.status,
+            &tracked,
+            &known.finished.succeeded_indexes,
+            known.failed_indexes,
+        );
+        tracked.pods_uncounted()
+    }
+
+    /// Records the outcome: the interim condition, or the terminal one once nothing is pending.
+    fn enact(&mut self, facts: &JobFacts<'_>, f: &Finishing, pods_pending: bool, terminating: i32) {
         let enacted = finish::enact(
-            &facts,
+            facts,
             f,
-            tracked.pods_uncounted() || pods_to_come,
-            pods.terminating,
-            &mut conds,
-            &mut status,
+            pods_pending,
+            terminating,
+            &mut self.conds,
+            &mut self.status,
         );
         if enacted.interim_added {
-            out.requeue(Some(Duration::ZERO));
+            self.out.requeue(Some(Duration::ZERO));
         }
-        out.events.extend(enacted.events);
-        out.finished = enacted.finished;
+        self.out.events.extend(enacted.events);
+        self.out.finished = enacted.finished;
     }
 
-    status.conditions = Some(conds).filter(|c| !c.is_empty());
-    if !same_status(&status, facts.stored()) {
-        out.status = Some(status);
+    /// The plan, with a status write only when the status changed.
+    fn into_plan(mut self, facts: &JobFacts<'_>) -> Plan {
+        self.status.conditions = Some(self.conds).filter(|c| !c.is_empty());
+        if !same_status(&self.status, facts.stored()) {
+            self.out.status = Some(self.status);
+        }
+        if !self.out.remove_finalizers.is_empty() {
+            // The counters follow the finalizers; look again as soon as they are gone.
+            self.out.requeue(Some(Duration::ZERO));
+        }
+        self.out
     }
-    if !out.remove_finalizers.is_empty() {
-        // The counters follow the finalizers; look again as soon as they are gone.
-        out.requeue(Some(Duration::ZERO));
-    }
-    out
 }
 
 fn skip(why: Skip) -> Plan {

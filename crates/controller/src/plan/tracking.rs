@@ -42,11 +42,36 @@ pub(super) fn track(
     prev_indexes: &IndexSet,
     awaiting: &BTreeMap<i32, &PodView<'_>>,
 ) -> Tracked {
+    let mut t = count_released(facts);
+    let failing = finishing.is_some_and(|f| !f.success);
+    let mut candidates: Vec<&PodView> = facts.pods.iter().filter(|p| p.tracked).collect();
+    candidates.sort_by(|a, b| a.index.cmp(&b.index).then_with(|| a.name.cmp(&b.name)));
+    let mut new_indexes = 0usize;
+    for p in candidates {
+        if !can_remove_finalizer(facts, finishing.is_some(), awaiting, p) {
+            continue;
+        }
+        t.release.push(PodRef::of(p));
+        if t.list_uncounted(facts, p, failing, prev_indexes) {
+            new_indexes += 1;
+        }
+        if new_indexes + t.uncounted_succeeded.len() + t.uncounted_failed.len()
+            >= facts.config.max_uncounted_pods
+        {
+            t.reached_max = true;
+            break;
+        }
+    }
+    t
+}
+
+/// The stored uncounted lists, less the pods whose finalizer is gone: those are counted now,
+/// their UIDs moved into the counters. Nothing released yet.
+fn count_released(facts: &JobFacts<'_>) -> Tracked {
     let old = facts.stored();
     let uncounted = old.uncounted_terminated_pods.clone().unwrap_or_default();
     let mut uncounted_succeeded = uncounted.succeeded.unwrap_or_default();
     let mut uncounted_failed = uncounted.failed.unwrap_or_default();
-    // Pods whose finalizer is gone are counted now: their UIDs move into the counters.
     let with_finalizer: HashSet<&str> = facts
         .pods
         .iter()
@@ -65,59 +90,59 @@ pub(super) fn track(
         counted_failed += i64::from(!keep);
         keep
     });
-
-    let failing = finishing.is_some_and(|f| !f.success);
-    let mut candidates: Vec<&PodView> = facts.pods.iter().filter(|p| p.tracked).collect();
-    candidates.sort_by(|a, b| a.index.cmp(&b.index).then_with(|| a.name.cmp(&b.name)));
-    let mut release = Vec::new();
-    let mut new_indexes = 0usize;
-    let mut reached_max = false;
-    for p in candidates {
-        let considered_failed = p.is_failed(facts.only_replace_failed);
-        // Upstream's `canRemoveFinalizer`: a failed pod whose index awaits its replacement
-        // keeps the finalizer (and stays uncounted) until the replacement carries its failure
-        // count.
-        let awaits_replacement = awaiting.values().any(|a| a.uid == p.uid);
-        let removable = facts.deleting
-            || finishing.is_some()
-            || p.phase == Phase::Succeeded
-            || (considered_failed && !awaits_replacement);
-        if !removable {
-            continue;
-        }
-        release.push(PodRef::of(p));
-        let uid = p.uid.to_string();
-        if p.phase == Phase::Succeeded && !uncounted_failed.contains(&uid) {
-            if facts.indexed {
-                if p.index
-                    .is_some_and(|i| facts.valid_index(p) && !prev_indexes.contains(i))
-                {
-                    new_indexes += 1;
-                }
-            } else if !uncounted_succeeded.contains(&uid) {
-                uncounted_succeeded.push(uid);
-            }
-        } else if (considered_failed || failing)
-            && !uncounted_failed.contains(&uid)
-            && facts.valid_index(p)
-            // A failure an `Ignore` rule matched loses its finalizer but is never counted.
-            && p.counts_as_failure()
-        {
-            uncounted_failed.push(uid);
-        }
-        if new_indexes + uncounted_succeeded.len() + uncounted_failed.len()
-            >= facts.config.max_uncounted_pods
-        {
-            reached_max = true;
-            break;
-        }
-    }
     Tracked {
-        release,
+        release: Vec::new(),
         uncounted_succeeded,
         uncounted_failed,
         counted_succeeded,
         counted_failed,
-        reached_max,
+        reached_max: false,
+    }
+}
+
+/// Upstream's `canRemoveFinalizer`: a failed pod whose index awaits its replacement keeps the
+/// finalizer (and stays uncounted) until the replacement carries its failure count.
+fn can_remove_finalizer(
+    facts: &JobFacts<'_>,
+    finishing: bool,
+    awaiting: &BTreeMap<i32, &PodView<'_>>,
+    p: &PodView<'_>,
+) -> bool {
+    let awaits_replacement = awaiting.values().any(|a| a.uid == p.uid);
+    facts.deleting
+        || finishing
+        || p.phase == Phase::Succeeded
+        || (p.is_failed(facts.only_replace_failed) && !awaits_replacement)
+}
+
+impl Tracked {
+    /// Lists a released pod as uncounted, once; whether it is a success at an index new to
+    /// `completedIndexes` (an Indexed success is recorded there, not in the lists).
+    fn list_uncounted(
+        &mut self,
+        facts: &JobFacts<'_>,
+        p: &PodView<'_>,
+        failing: bool,
+        prev_indexes: &IndexSet,
+    ) -> bool {
+        let uid = p.uid.to_string();
+        if p.phase == Phase::Succeeded && !self.uncounted_failed.contains(&uid) {
+            if facts.indexed {
+                return p
+                    .index
+                    .is_some_and(|i| facts.valid_index(p) && !prev_indexes.contains(i));
+            }
+            if !self.uncounted_succeeded.contains(&uid) {
+                self.uncounted_succeeded.push(uid);
+            }
+        } else if (p.is_failed(facts.only_replace_failed) || failing)
+            && !self.uncounted_failed.contains(&uid)
+            && facts.valid_index(p)
+            // A failure an `Ignore` rule matched loses its finalizer but is never counted.
+            && p.counts_as_failure()
+        {
+            self.uncounted_failed.push(uid);
+        }
+        false
     }
 }

@@ -109,27 +109,63 @@ pub async fn apply<A: ClusterApi>(api: &A, stored: &Value, plan: &Plan) -> Appli
     create_pods(api, namespace, plan, &mut done).await;
 
     let not_created = plan.create.len().saturating_sub(done.created.len());
-    if let Some(status) = status_to_write(stored, plan, not_created) {
-        let patch = match status_patch(stored, &status) {
-            Ok(p) => p,
-            Err(e) => {
-                done.error = Some(e.into());
-                return done;
-            }
-        };
-        if let Some(patch) = patch {
-            if let Err(e) = check_status_patch(stored, &patch) {
-                tracing::error!(job = name, namespace, error = %e, "refusing to write a status that breaks the rules");
-                done.error = Some(e);
-                return done;
-            }
-            if let Err(e) = api.patch_job_status(namespace, name, &patch).await {
-                return done.failed("writing status", e);
-            }
-            done.status_written = true;
+    match write_status(api, stored, (namespace, name), plan, not_created).await {
+        Ok(written) => done.status_written = written,
+        Err(e) => {
+            done.error = Some(e);
+            return done;
         }
     }
+    if let Some(e) = remove_finalizers(api, namespace, plan, &mut done).await {
+        return done.failed("removing a finalizer", e);
+    }
+    // A pod that did not start in time is failed before it is deleted, so that the condition
+    // saying why is there for the pod failure policy to match.
+    if let Some(e) = fail_pods(api, namespace, plan, &mut done).await {
+        return done.failed("failing a pod that did not start", e);
+    }
+    if let Some(e) = delete_pods(api, namespace, plan, &mut done).await {
+        return done.failed("deleting a pod", e);
+    }
+    done
+}
 
+/// The status step: the planned status (adjusted for creations that fell short) as a patch,
+/// checked against the status rules before it is sent; whether a status was written (none is
+/// when nothing changes).
+async fn write_status<A: ClusterApi>(
+    api: &A,
+    stored: &Value,
+    (namespace, name): (&str, &str),
+    plan: &Plan,
+    not_created: usize,
+) -> Result<bool, ApplyError> {
+    let Some(status) = status_to_write(stored, plan, not_created) else {
+        return Ok(false);
+    };
+    let Some(patch) = status_patch(stored, &status)? else {
+        return Ok(false);
+    };
+    if let Err(e) = check_status_patch(stored, &patch) {
+        tracing::error!(job = name, namespace, error = %e, "refusing to write a status that breaks the rules");
+        return Err(e);
+    }
+    if let Err(source) = api.patch_job_status(namespace, name, &patch).await {
+        return Err(ApplyError::Api {
+            step: "writing status",
+            source,
+        });
+    }
+    Ok(true)
+}
+
+/// The finalizer step; the first error other than a pod already gone.
+async fn remove_finalizers<A: ClusterApi>(
+    api: &A,
+    namespace: &str,
+    plan: &Plan,
+    done: &mut Applied,
+) -> Option<ApiError> {
     let results = parallel(
         plan.remove_finalizers
             .iter()
@@ -137,22 +173,19 @@ pub async fn apply<A: ClusterApi>(api: &A, stored: &Value, plan: &Plan) -> Appli
             .collect(),
     )
     .await;
-    let mut first_error = None;
-    for (pod, r) in plan.remove_finalizers.iter().zip(results) {
-        match r {
-            // A pod already gone (or replaced by another of the same name) holds no finalizer.
-            Err(e) if !e.pod_is_gone() => {
-                first_error.get_or_insert(e);
-            }
-            _ => done.finalizers_removed.push(pod.clone()),
-        }
-    }
-    if let Some(e) = first_error {
-        return done.failed("removing a finalizer", e);
-    }
+    // A pod already gone (or replaced by another of the same name) holds no finalizer.
+    first_error(plan.remove_finalizers.iter().zip(results), |pod| {
+        done.finalizers_removed.push(pod.clone())
+    })
+}
 
-    // A pod that did not start in time is failed before it is deleted, so that the condition
-    // saying why is there for the pod failure policy to match.
+/// The step failing pods that did not start in time; the first error other than a pod gone.
+async fn fail_pods<A: ClusterApi>(
+    api: &A,
+    namespace: &str,
+    plan: &Plan,
+    done: &mut Applied,
+) -> Option<ApiError> {
     let results = parallel(
         plan.fail
             .iter()
@@ -160,18 +193,18 @@ pub async fn apply<A: ClusterApi>(api: &A, stored: &Value, plan: &Plan) -> Appli
             .collect(),
     )
     .await;
-    for (failure, r) in plan.fail.iter().zip(results) {
-        match r {
-            Err(e) if !e.pod_is_gone() => {
-                first_error.get_or_insert(e);
-            }
-            _ => done.failed_pods.push(failure.pod.clone()),
-        }
-    }
-    if let Some(e) = first_error {
-        return done.failed("failing a pod that did not start", e);
-    }
+    first_error(plan.fail.iter().zip(results), |failure| {
+        done.failed_pods.push(failure.pod.clone())
+    })
+}
 
+/// The deletion step; the first error other than a pod already gone.
+async fn delete_pods<A: ClusterApi>(
+    api: &A,
+    namespace: &str,
+    plan: &Plan,
+    done: &mut Applied,
+) -> Option<ApiError> {
     let pods: Vec<PodRef> = plan.delete.iter().map(|d| d.pod.clone()).collect();
     let results = parallel(
         pods.iter()
@@ -179,19 +212,27 @@ pub async fn apply<A: ClusterApi>(api: &A, stored: &Value, plan: &Plan) -> Appli
             .collect(),
     )
     .await;
-    for (pod, r) in pods.into_iter().zip(results) {
+    // A pod already gone (or replaced by another of the same name) is deleted.
+    first_error(pods.into_iter().zip(results), |pod| done.deleted.push(pod))
+}
+
+/// Each write's target handed to `succeeded` unless its write failed for a reason other than
+/// the pod being gone; the first such failure. Every result is looked at, so every write that
+/// was made is reported.
+fn first_error<T>(
+    results: impl Iterator<Item = (T, Result<(), ApiError>)>,
+    mut succeeded: impl FnMut(T),
+) -> Option<ApiError> {
+    let mut first = None;
+    for (target, r) in results {
         match r {
-            // A pod already gone (or replaced by another of the same name) is deleted.
             Err(e) if !e.pod_is_gone() => {
-                first_error.get_or_insert(e);
+                first.get_or_insert(e);
             }
-            _ => done.deleted.push(pod),
+            _ => succeeded(target),
         }
     }
-    if let Some(e) = first_error {
-        return done.failed("deleting a pod", e);
-    }
-    done
+    first
 }
 
 /// Upstream's slow start: batches of 1, 2, 4, …; a batch with a failure ends the burst.

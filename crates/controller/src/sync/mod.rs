@@ -21,7 +21,7 @@ mod pod_events;
 pub(crate) mod status_patch;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use jobwarden_rules::JobObject;
@@ -35,6 +35,7 @@ use crate::metrics::{
 };
 use crate::plan::backoff::BackoffRecord;
 use crate::plan::{Finish, InFlight, Plan, PlanConfig, plan};
+use crate::pods::CachedPod;
 use crate::pods::cache::{PodCache, PodObservation};
 use claiming::{Claiming, SelectorLists};
 use executor::{Applied, ApplyError};
@@ -272,33 +273,13 @@ impl<A: ClusterApi> JobController<A> {
         let uid = job.uid();
         let raw = job.value();
         let parsed = JobObject::parse(&raw).map_err(|e| SyncError::Decode(e.to_string()))?;
-        let in_flight = {
-            let mut m = self.memory();
-            let backoff = m.backoff.get(uid).copied();
-            let e = &mut m.expectations;
-            InFlight {
-                pods_settled: e.satisfied(uid, now),
-                removing_finalizers: e.removing_finalizers(uid),
-                deleting: e.deleting(uid),
-                backoff,
-            }
-        };
+        let in_flight = self.in_flight(uid, now);
         let job_ref = JobRef {
             namespace: job.namespace().to_owned(),
             name: job.name().to_owned(),
             uid: uid.to_owned(),
         };
-        let pods = if parsed.is_finished() {
-            // Upstream's syncJob returns before claiming pods for a finished Job.
-            self.pods.for_job(uid)
-        } else {
-            let claiming = Claiming {
-                api: &self.api,
-                cache: &self.pods,
-                lists: &self.selector_lists,
-            };
-            claiming.claim_pods(job, &parsed, &job_ref, now).await?
-        };
+        let pods = self.pods_of(job, &parsed, &job_ref, now).await?;
         let p = plan(&parsed, &pods, now, &self.config, &in_flight);
         self.expect(uid, &p, now);
         let applied = executor::apply(&self.api, &raw, &p).await;
@@ -310,28 +291,7 @@ impl<A: ClusterApi> JobController<A> {
         }
         self.count(&parsed, &p, &applied);
         let finished = parsed.is_finished() || (applied.status_written && p.finished.is_some());
-        {
-            let mut m = self.memory();
-            // Upstream's `updateBackoffRecord`: once the failures it counts are in the status.
-            if let Some(record) = p.backoff
-                && (applied.status_written || p.status.is_none())
-                && applied.error.is_none()
-            {
-                m.backoff.insert(uid.to_owned(), record);
-            }
-            let changed = if finished {
-                m.events.forget(uid);
-                m.backoff.remove(uid);
-                m.managed.remove(uid)
-            } else {
-                m.managed.insert(uid.to_owned())
-            };
-            if changed {
-                self.metrics
-                    .jobs_managed
-                    .set(i64::try_from(m.managed.len()).unwrap_or(i64::MAX));
-            }
-        }
+        self.remember(uid, &p, &applied, finished);
         let report = SyncReport {
             requeue_after: p.requeue_after,
             skipped: p.skipped.as_ref().map(|_| "plan skipped the Job"),
@@ -342,6 +302,74 @@ impl<A: ClusterApi> JobController<A> {
             events_recorded,
             finished: p.finished.clone().filter(|_| applied.status_written),
         };
+        self.report_or_error(report, applied)
+    }
+
+    /// What the controller remembers of the Job's writes in flight, for `plan`.
+    fn in_flight(&self, uid: &str, now: Timestamp) -> InFlight {
+        let mut m = self.memory();
+        let backoff = m.backoff.get(uid).copied();
+        let e = &mut m.expectations;
+        InFlight {
+            pods_settled: e.satisfied(uid, now),
+            removing_finalizers: e.removing_finalizers(uid),
+            deleting: e.deleting(uid),
+            backoff,
+        }
+    }
+
+    /// The Job's pods: claimed (adopted and released as its selector says), unless it is
+    /// finished, when upstream's syncJob returns before claiming pods.
+    async fn pods_of(
+        &self,
+        job: &CachedJob,
+        parsed: &JobObject<'_>,
+        job_ref: &JobRef,
+        now: Timestamp,
+    ) -> Result<Vec<Arc<CachedPod>>, SyncError> {
+        if parsed.is_finished() {
+            return Ok(self.pods.for_job(job.uid()));
+        }
+        let claiming = Claiming {
+            api: &self.api,
+            cache: &self.pods,
+            lists: &self.selector_lists,
+        };
+        Ok(claiming.claim_pods(job, parsed, job_ref, now).await?)
+    }
+
+    /// After the writes: the back-off record once its failures are stored, and whether the
+    /// Job is still managed (a finished one is forgotten).
+    fn remember(&self, uid: &str, p: &Plan, applied: &Applied, finished: bool) {
+        let mut m = self.memory();
+        // Upstream's `updateBackoffRecord`: once the failures it counts are in the status.
+        if let Some(record) = p.backoff
+            && (applied.status_written || p.status.is_none())
+            && applied.error.is_none()
+        {
+            m.backoff.insert(uid.to_owned(), record);
+        }
+        let changed = if finished {
+            m.events.forget(uid);
+            m.backoff.remove(uid);
+            m.managed.remove(uid)
+        } else {
+            m.managed.insert(uid.to_owned())
+        };
+        if changed {
+            self.metrics
+                .jobs_managed
+                .set(i64::try_from(m.managed.len()).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// The sync's result: the first failed write (a status the rules refused is counted), else
+    /// creations that fell short, else the report.
+    fn report_or_error(
+        &self,
+        report: SyncReport,
+        applied: Applied,
+    ) -> Result<SyncReport, SyncError> {
         match (applied.error, applied.create_error) {
             (Some(e), _) => {
                 if let ApplyError::InvalidStatus(_) = &e {

@@ -15,6 +15,8 @@ pub mod events;
 pub mod metrics;
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -409,25 +411,8 @@ where
     };
     let identity = settings.identity.as_str();
     loop {
-        // Standing by: a try every retry period, each given at most that long (a request
-        // hung on a dead connection must not hold back the next try).
-        loop {
-            let next_try = Instant::now() + jittered(settings.retry_period);
-            let attempt = tokio::time::timeout_at(next_try, elector.try_acquire_or_renew(false));
-            let mut wait_stop = stop_rx.clone();
-            tokio::select! {
-                acquired = attempt => {
-                    if acquired == Ok(Tried::Holds) {
-                        break;
-                    }
-                }
-                _ = wait_stop.wait_for(|s| *s) => return Ok(()),
-            }
-            let mut wait_stop = stop_rx.clone();
-            tokio::select! {
-                () = tokio::time::sleep_until(next_try) => {}
-                _ = wait_stop.wait_for(|s| *s) => return Ok(()),
-            }
+        if !elector.stand_by(&stop_rx).await {
+            return Ok(());
         }
         tracing::info!(identity, "acquired the Lease: leading");
         let leading = Arc::new(AtomicBool::new(true));
@@ -438,101 +423,182 @@ where
             leading: leading.clone(),
         });
         tokio::pin!(run);
-        let mut renewed = Instant::now();
-        let mut task_done = false;
+        let mut term = TermState {
+            renewed: Instant::now(),
+            task_done: false,
+        };
         // Leading: renew every retry period until shutdown, the task's end, the deadline or
         // another holder. `lost` is why the Lease was lost, `None` when it is given up.
         let lost = loop {
-            if stopping() {
-                break None;
-            }
-            let deadline = renewed + settings.renew_deadline;
-            let next_try = (Instant::now() + jittered(settings.retry_period)).min(deadline);
-            let mut wait_stop = stop_rx.clone();
-            tokio::select! {
-                () = &mut run, if !task_done => {
-                    task_done = true;
-                    tracing::warn!(identity, "the reconcile loop ended while leading");
-                    break None;
-                }
-                _ = wait_stop.wait_for(|s| *s) => break None,
-                () = tokio::time::sleep_until(next_try) => {}
-            }
-            let give_up = (Instant::now() + settings.retry_period).min(deadline);
-            let began = Instant::now();
-            let renewal = tokio::time::timeout_at(give_up, elector.try_acquire_or_renew(true));
-            let mut wait_stop = stop_rx.clone();
-            tokio::select! {
-                _ = wait_stop.wait_for(|s| *s) => break None,
-                () = &mut run, if !task_done => {
-                    task_done = true;
-                    tracing::warn!(identity, "the reconcile loop ended while leading");
-                    break None;
-                }
-                r = renewal => match r {
-                    Ok(Tried::Holds) => {
-                        renewed = Instant::now();
-                        observe(Leadership::Renewed { took: renewed - began });
-                    }
-                    Ok(Tried::HeldByAnother) => break Some(StopReason::Conflict),
-                    Ok(Tried::Failed) | Err(_) => {}
-                },
+            let deadline = term.renewed + settings.renew_deadline;
+            match elector
+                .renewal_round(&stop_rx, run.as_mut(), &mut term, deadline)
+                .await
+            {
+                ControlFlow::Break(lost) => break lost,
+                ControlFlow::Continue(Some(took)) => observe(Leadership::Renewed { took }),
+                ControlFlow::Continue(None) => {}
             }
             if Instant::now() >= deadline {
                 break Some(StopReason::RenewDeadline);
             }
         };
         if let Some(reason) = lost {
-            // Stop acting before anything else: the flag fences every write still to come.
-            leading.store(false, Ordering::SeqCst);
-            observe(Leadership::Stopped {
-                reason,
-                last_renewed: renewed,
-            });
-            match reason {
-                StopReason::Conflict => {
-                    tracing::warn!(identity, "another replica holds the Lease: stopped leading")
-                }
-                _ => tracing::warn!(
-                    identity,
-                    renew_deadline = ?settings.renew_deadline,
-                    "could not renew the Lease within the renew deadline: stopped leading"
-                ),
-            }
+            lost_the_lease(&settings, &leading, &observe, reason, term.renewed);
         }
         let _ = lost_tx.send(true);
-        if !task_done {
-            // The syncs in flight finish (once the Lease is lost their writes are refused);
-            // one stuck on a dead connection is dropped rather than waited for, so that the
-            // Lease is released in time on shutdown, and competing resumes after an outage.
-            let drain = if lost.is_some() {
-                settings.retry_period
-            } else {
-                settings.renew_deadline / 2
-            };
-            if tokio::time::timeout(drain, &mut run).await.is_err() {
-                tracing::warn!(
-                    identity,
-                    ?drain,
-                    "the reconcile loop did not stop in time: dropped"
-                );
-            }
+        if !term.task_done {
+            drain(&settings, run.as_mut(), lost.is_some()).await;
         }
         leading.store(false, Ordering::SeqCst);
         if lost.is_none() {
             observe(Leadership::Stopped {
                 reason: StopReason::Released,
-                last_renewed: renewed,
+                last_renewed: term.renewed,
             });
-            match tokio::time::timeout(settings.renew_deadline, elector.release()).await {
-                Ok(Ok(())) => tracing::info!(identity, "Lease released"),
-                Ok(Err(e)) => tracing::warn!(identity, error = %e, "could not release the Lease"),
-                Err(_) => tracing::warn!(identity, "releasing the Lease timed out"),
-            }
+            elector.release_in_time().await;
         }
         if stopping() {
             return Ok(());
         }
+    }
+}
+
+/// A term of leadership as it goes: when the Lease was last renewed, and whether the task has
+/// returned (it is not polled again).
+struct TermState {
+    renewed: Instant,
+    task_done: bool,
+}
+
+impl<S: LeaseStore> Elector<'_, S> {
+    /// Standing by: a try every retry period, each given at most that long (a request hung on
+    /// a dead connection must not hold back the next try). Whether the Lease was acquired;
+    /// `false` on shutdown.
+    async fn stand_by(&mut self, stop_rx: &watch::Receiver<bool>) -> bool {
+        loop {
+            let next_try = Instant::now() + jittered(self.settings.retry_period);
+            let attempt = tokio::time::timeout_at(next_try, self.try_acquire_or_renew(false));
+            let mut wait_stop = stop_rx.clone();
+            tokio::select! {
+                acquired = attempt => {
+                    if acquired == Ok(Tried::Holds) {
+                        return true;
+                    }
+                }
+                _ = wait_stop.wait_for(|s| *s) => return false,
+            }
+            let mut wait_stop = stop_rx.clone();
+            tokio::select! {
+                () = tokio::time::sleep_until(next_try) => {}
+                _ = wait_stop.wait_for(|s| *s) => return false,
+            }
+        }
+    }
+
+    /// One round of a leader's renewal: wait for the next try (at the latest the `deadline`),
+    /// then renew, each watched beside shutdown and the task's end. `Break` ends the term
+    /// (with why the Lease was lost, `None` when it is given up); `Continue` carries how long
+    /// a renewal that went through took.
+    async fn renewal_round<F: Future<Output = ()>>(
+        &mut self,
+        stop_rx: &watch::Receiver<bool>,
+        mut run: Pin<&mut F>,
+        term: &mut TermState,
+        deadline: Instant,
+    ) -> ControlFlow<Option<StopReason>, Option<Duration>> {
+        let settings = self.settings;
+        let identity = settings.identity.as_str();
+        if *stop_rx.borrow() {
+            return ControlFlow::Break(None);
+        }
+        let next_try = (Instant::now() + jittered(settings.retry_period)).min(deadline);
+        let mut wait_stop = stop_rx.clone();
+        tokio::select! {
+            () = run.as_mut(), if !term.task_done => {
+                term.task_done = true;
+                tracing::warn!(identity, "the reconcile loop ended while leading");
+                return ControlFlow::Break(None);
+            }
+            _ = wait_stop.wait_for(|s| *s) => return ControlFlow::Break(None),
+            () = tokio::time::sleep_until(next_try) => {}
+        }
+        let give_up = (Instant::now() + settings.retry_period).min(deadline);
+        let began = Instant::now();
+        let renewal = tokio::time::timeout_at(give_up, self.try_acquire_or_renew(true));
+        let mut wait_stop = stop_rx.clone();
+        tokio::select! {
+            _ = wait_stop.wait_for(|s| *s) => ControlFlow::Break(None),
+            () = run.as_mut(), if !term.task_done => {
+                term.task_done = true;
+                tracing::warn!(identity, "the reconcile loop ended while leading");
+                ControlFlow::Break(None)
+            }
+            r = renewal => match r {
+                Ok(Tried::Holds) => {
+                    term.renewed = Instant::now();
+                    ControlFlow::Continue(Some(term.renewed - began))
+                }
+                Ok(Tried::HeldByAnother) => ControlFlow::Break(Some(StopReason::Conflict)),
+                Ok(Tried::Failed) | Err(_) => ControlFlow::Continue(None),
+            },
+        }
+    }
+
+    /// Releases the Lease on giving it up, within the renew deadline.
+    async fn release_in_time(&mut self) {
+        let settings = self.settings;
+        let identity = settings.identity.as_str();
+        match tokio::time::timeout(settings.renew_deadline, self.release()).await {
+            Ok(Ok(())) => tracing::info!(identity, "Lease released"),
+            Ok(Err(e)) => tracing::warn!(identity, error = %e, "could not release the Lease"),
+            Err(_) => tracing::warn!(identity, "releasing the Lease timed out"),
+        }
+    }
+}
+
+/// The Lease is lost (for `reason`): stop acting before anything else, as the flag fences
+/// every write still to come; then say so.
+fn lost_the_lease(
+    settings: &LeaseSettings,
+    leading: &AtomicBool,
+    observe: &impl Fn(Leadership),
+    reason: StopReason,
+    last_renewed: Instant,
+) {
+    leading.store(false, Ordering::SeqCst);
+    observe(Leadership::Stopped {
+        reason,
+        last_renewed,
+    });
+    let identity = settings.identity.as_str();
+    match reason {
+        StopReason::Conflict => {
+            tracing::warn!(identity, "another replica holds the Lease: stopped leading")
+        }
+        _ => tracing::warn!(
+            identity,
+            renew_deadline = ?settings.renew_deadline,
+            "could not renew the Lease within the renew deadline: stopped leading"
+        ),
+    }
+}
+
+/// The syncs in flight finish (once the Lease is lost their writes are refused); one stuck on
+/// a dead connection is dropped rather than waited for, so that the Lease is released in time
+/// on shutdown, and competing resumes after an outage.
+async fn drain<F: Future<Output = ()>>(settings: &LeaseSettings, run: Pin<&mut F>, lost: bool) {
+    let drain = if lost {
+        settings.retry_period
+    } else {
+        settings.renew_deadline / 2
+    };
+    if tokio::time::timeout(drain, run).await.is_err() {
+        tracing::warn!(
+            identity = settings.identity.as_str(),
+            ?drain,
+            "the reconcile loop did not stop in time: dropped"
+        );
     }
 }
 
