@@ -73,6 +73,19 @@ struct Tally {
     unreadable: usize,
 }
 
+impl Tally {
+    /// The exit status of a complete pass.
+    fn outcome(&self) -> Outcome {
+        if self.unreadable > 0 {
+            Outcome::Unreadable
+        } else if self.violations > 0 {
+            Outcome::Rejected
+        } else {
+            Outcome::Ok
+        }
+    }
+}
+
 async fn audit(args: &AuditArgs, policy: &Policy) -> Outcome {
     let client = match connect(args.kubeconfig.as_deref(), args.context.as_deref()).await {
         Ok(client) => client,
@@ -108,35 +121,8 @@ async fn audit(args: &AuditArgs, policy: &Policy) -> Outcome {
             );
         }
         for raw in &page.items {
-            tally.jobs += 1;
-            let job = JobRef::of(raw);
-            match audit_job(raw, policy) {
-                Ok(mut violations) => {
-                    // Only the Job is read: its status stands for its pods.
-                    let stuck = stuck_delegation(
-                        raw,
-                        PodEvidence::StatusOnly,
-                        Timestamp::now(),
-                        args.stuck_after,
-                    );
-                    violations.extend(stuck.map(|s| s.violation()));
-                    tally.offending_jobs += usize::from(!violations.is_empty());
-                    tally.violations += violations.len();
-                    for v in &violations {
-                        let line = match args.output {
-                            OutputFormat::Text => text_line(job, v),
-                            OutputFormat::Json => Finding::new(job, v).to_json_line(),
-                        };
-                        if writeln!(out, "{line}").is_err() {
-                            return Outcome::Unreadable;
-                        }
-                    }
-                }
-                Err(e) => {
-                    tally.unreadable += 1;
-                    progress.clear();
-                    eprintln!("{}: cannot audit: {e}", job.label());
-                }
+            if audit_one(raw, args, policy, &mut tally, &mut progress, &mut out).is_err() {
+                return Outcome::Unreadable;
             }
         }
         if out.flush().is_err() {
@@ -148,16 +134,66 @@ async fn audit(args: &AuditArgs, policy: &Policy) -> Outcome {
     if out.flush().is_err() {
         return Outcome::Unreadable;
     }
+    summarize(args, &tally, outcome.as_deref());
+    if outcome.is_some() {
+        return Outcome::Unreadable;
+    }
+    tally.outcome()
+}
+
+/// One Job audited: its violations written to `out`, one a line, and counted; `Err` when
+/// `out` cannot be written.
+fn audit_one(
+    raw: &serde_json::Value,
+    args: &AuditArgs,
+    policy: &Policy,
+    tally: &mut Tally,
+    progress: &mut Progress,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    tally.jobs += 1;
+    let job = JobRef::of(raw);
+    match audit_job(raw, policy) {
+        Ok(mut violations) => {
+            // Only the Job is read: its status stands for its pods.
+            let stuck = stuck_delegation(
+                raw,
+                PodEvidence::StatusOnly,
+                Timestamp::now(),
+                args.stuck_after,
+            );
+            violations.extend(stuck.map(|s| s.violation()));
+            tally.offending_jobs += usize::from(!violations.is_empty());
+            tally.violations += violations.len();
+            for v in &violations {
+                let line = match args.output {
+                    OutputFormat::Text => text_line(job, v),
+                    OutputFormat::Json => Finding::new(job, v).to_json_line(),
+                };
+                writeln!(out, "{line}")?;
+            }
+        }
+        Err(e) => {
+            tally.unreadable += 1;
+            progress.clear();
+            eprintln!("{}: cannot audit: {e}", job.label());
+        }
+    }
+    Ok(())
+}
+
+/// The summary line on stderr, after why the pass stopped short (`incomplete`) if it did.
+fn summarize(args: &AuditArgs, tally: &Tally, incomplete: Option<&str>) {
     let scope = match &args.namespace {
         Some(ns) => format!("in namespace {ns:?}"),
         None => "in all namespaces".to_owned(),
     };
-    if let Some(error) = &outcome {
+    if let Some(error) = incomplete {
         eprintln!("jobwarden audit: {error}");
     }
     eprintln!(
         "jobwarden audit: {}{} violation{} in {} of {} Job{}{} {scope}{}",
-        if outcome.is_some() {
+        if incomplete.is_some() {
             "incomplete: "
         } else {
             ""
@@ -167,23 +203,13 @@ async fn audit(args: &AuditArgs, policy: &Policy) -> Outcome {
         tally.offending_jobs,
         tally.jobs,
         plural(tally.jobs),
-        if outcome.is_some() { " read" } else { "" },
+        if incomplete.is_some() { " read" } else { "" },
         if tally.unreadable > 0 {
             format!("; {} could not be read", tally.unreadable)
         } else {
             String::new()
         }
     );
-    if outcome.is_some() {
-        return Outcome::Unreadable;
-    }
-    if tally.unreadable > 0 {
-        Outcome::Unreadable
-    } else if tally.violations > 0 {
-        Outcome::Rejected
-    } else {
-        Outcome::Ok
-    }
 }
 
 fn plural(n: usize) -> &'static str {

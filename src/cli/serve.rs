@@ -8,14 +8,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobwarden_audit::{AuditConfig, KubeEventSink, PeriodicAudit};
+use jobwarden_audit::{AuditConfig, AuditMetrics, KubeEventSink, PeriodicAudit};
+use jobwarden_controller::{ControllerConfig, ControllerMetrics};
 use jobwarden_events::EventReporter;
 use jobwarden_runtime::Election;
 use jobwarden_runtime::client::{self, ControllerClients, RateLimit};
 use jobwarden_runtime::job_cache::CachedJob;
 use jobwarden_runtime::leader::Term;
 use jobwarden_runtime::leader::metrics::LeaderMetrics;
-use jobwarden_server::{ControllerError, ControllerHook, ControllerStart, ServeArgs};
+use jobwarden_server::{BoxFuture, ControllerError, ControllerHook, ControllerStart, ServeArgs};
 use kube::runtime::reflector::Store;
 use serde_json::Value;
 use tokio::sync::watch;
@@ -192,15 +193,37 @@ async fn cluster_config(server: &ServeArgs) -> Option<kube::Config> {
 }
 
 fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook {
-    Box::new(move |start: ControllerStart<'_>| {
-        let metrics = jobwarden_controller::register_metrics(start.registry);
-        let leader_metrics = LeaderMetrics::register(
+    Box::new(move |mut start: ControllerStart<'_>| {
+        let metrics = HookMetrics::register(&mut start);
+        let policy = start.policy;
+        let policies = start.policies;
+        let shutdown = start.shutdown;
+        Box::pin(run_controllers(
+            config, args, policy, policies, shutdown, metrics,
+        ))
+    })
+}
+
+/// The metrics of every controller the hook runs, registered on the server's registry before
+/// the hook's future first runs, as the server asks.
+struct HookMetrics {
+    controller: ControllerMetrics,
+    leader: LeaderMetrics,
+    audit: AuditMetrics,
+    /// When the policy names workers.
+    dispatch: Option<jobwarden_dispatcher::DispatchMetrics>,
+}
+
+impl HookMetrics {
+    fn register(start: &mut ControllerStart<'_>) -> Self {
+        let controller = jobwarden_controller::register_metrics(start.registry);
+        let leader = LeaderMetrics::register(
             start
                 .registry
                 .sub_registry_with_prefix(jobwarden_controller::METRICS_PREFIX),
         );
-        let audit_metrics = jobwarden_audit::register_metrics(start.registry);
-        let dispatch_metrics = start.policy.dispatch.is_enabled().then(|| {
+        let audit = jobwarden_audit::register_metrics(start.registry);
+        let dispatch = start.policy.dispatch.is_enabled().then(|| {
             let workers: Vec<&str> = start
                 .policy
                 .dispatch
@@ -210,135 +233,194 @@ fn controller_hook(config: kube::Config, args: ControllerArgs) -> ControllerHook
                 .collect();
             jobwarden_dispatcher::register_metrics(start.registry, &workers)
         });
-        let policy = start.policy;
-        let policies = start.policies;
-        let shutdown = start.shutdown;
-        Box::pin(async move {
-            let name = policy.controller_name.clone();
-            let limit = RateLimit {
-                qps: args.kube_api_qps,
-                burst: args.kube_api_burst,
-            };
-            let renew_deadline = Duration::from_secs(args.leader_elect_renew_deadline_seconds);
-            let dispatcher = match dispatch_metrics {
-                Some(metrics) => Some(Dispatcher::new(
-                    config.clone(),
-                    &args,
-                    &policy,
-                    policies,
-                    metrics,
-                )?),
-                None => None,
-            };
-            let clients = ControllerClients::new(config, &name, Some(limit), renew_deadline)?;
-            let client = clients.work.clone();
-            let controller_config = jobwarden_controller::ControllerConfig {
-                controller_name: name.clone(),
-                // In a cluster this is the pod's own namespace, where the RBAC grants Leases.
-                lease_namespace: client.default_namespace().to_owned(),
-                concurrent_syncs: args.concurrent_job_syncs,
-                lease_duration: Duration::from_secs(args.leader_elect_lease_duration_seconds),
-                renew_deadline,
-                retry_period: Duration::from_secs(args.leader_elect_retry_period_seconds),
-                // The dispatcher's Jobs placed on its local worker run here, by this controller.
-                local_dispatch: policy
-                    .dispatch
-                    .local_worker()
-                    .filter(|_| policy.dispatch.is_enabled())
-                    .map(|worker| jobwarden_controller::plan::LocalDispatch {
-                        dispatcher: policy.dispatch.controller_name.clone(),
-                        worker: worker.to_owned(),
-                    }),
-                ..Default::default()
-            };
-            let (jobs_tx, jobs) = watch::channel(None);
-            let (stop_audit, audit_stopped) = watch::channel(false);
-            if args.audit_interval_seconds > 0 {
-                let reporter = EventReporter {
-                    component: "jobwarden.io/audit".to_owned(),
-                    instance: controller_config.identity.clone(),
-                };
-                // The leader's Job cache, once synced; `None` on a replica that is not leading.
-                let snapshot = move || {
-                    jobs.borrow().as_ref().map(|store: &Store<CachedJob>| {
-                        store
-                            .state()
-                            .iter()
-                            .map(|j| j.value())
-                            .collect::<Vec<Value>>()
-                    })
-                };
-                let audit = PeriodicAudit::new(
-                    Arc::new(policy),
-                    snapshot,
-                    KubeEventSink::new(client.clone(), reporter),
-                    audit_metrics,
-                    AuditConfig {
-                        interval: Duration::from_secs(args.audit_interval_seconds),
-                        stuck_after: (args.audit_stuck_after_seconds > 0)
-                            .then(|| Duration::from_secs(args.audit_stuck_after_seconds)),
-                        ..AuditConfig::default()
-                    },
-                );
-                let mut stopped = audit_stopped;
-                tokio::spawn(audit.run(async move {
-                    let _ = stopped.wait_for(|s| *s).await;
-                }));
-            }
-            let mut lease = controller_config.lease();
-            lease.annotations.insert(
-                jobwarden_rules::well_known::LEASE_REVISION_ANNOTATION.to_owned(),
-                super::REVISION.to_owned(),
-            );
-            let election = Election {
-                client: clients.leader_election,
-                lease,
-                component: name,
-                answers: clients.answers,
-                metrics: leader_metrics,
-            };
-            let result = election
-                .run(shutdown, |term: Term| {
-                    // The leader's Job cache is the audit's while the term lasts.
-                    let withdrawn = {
-                        let (stop, jobs) = (term.stop.clone(), jobs_tx.clone());
-                        async move {
-                            stop.await;
-                            jobs.send_replace(None);
-                        }
-                    };
-                    let dispatching = dispatcher.as_ref().map(|d| {
-                        let namespace = client.default_namespace().to_owned();
-                        d.run_term(namespace, &controller_config.identity, &term)
-                    });
-                    let job_controller = jobwarden_controller::run_term(
-                        &client,
-                        &controller_config,
-                        &metrics,
-                        term,
-                        {
-                            let jobs = jobs_tx.clone();
-                            move |store| {
-                                jobs.send_replace(Some(store));
-                            }
-                        },
-                    );
-                    // Every controller of this process leads in the same term: another's task
-                    // joins here, and the term ends once all have stopped.
-                    async move {
-                        let dispatching = async {
-                            if let Some(d) = dispatching {
-                                d.await;
-                            }
-                        };
-                        tokio::join!(job_controller, dispatching, withdrawn);
-                    }
-                })
-                .await;
-            let _ = stop_audit.send(true);
-            result.map_err(ControllerError::from)
+        HookMetrics {
+            controller,
+            leader,
+            audit,
+            dispatch,
+        }
+    }
+}
+
+/// The hook's task: the clients, the in-process audit, and the election whose terms every
+/// controller of this process leads in, until `shutdown`.
+async fn run_controllers(
+    config: kube::Config,
+    args: ControllerArgs,
+    policy: jobwarden_admission::Policy,
+    policies: jobwarden_server::PolicyFeed,
+    shutdown: BoxFuture<()>,
+    metrics: HookMetrics,
+) -> Result<(), ControllerError> {
+    let name = policy.controller_name.clone();
+    let limit = RateLimit {
+        qps: args.kube_api_qps,
+        burst: args.kube_api_burst,
+    };
+    let renew_deadline = Duration::from_secs(args.leader_elect_renew_deadline_seconds);
+    let dispatcher = match metrics.dispatch {
+        Some(dispatch_metrics) => Some(Dispatcher::new(
+            config.clone(),
+            &args,
+            &policy,
+            policies,
+            dispatch_metrics,
+        )?),
+        None => None,
+    };
+    let clients = ControllerClients::new(config, &name, Some(limit), renew_deadline)?;
+    let client = clients.work.clone();
+    let controller_config = controller_config(&args, &policy, &client, &name, renew_deadline);
+    let (jobs_tx, jobs) = watch::channel(None);
+    let (stop_audit, audit_stopped) = watch::channel(false);
+    if args.audit_interval_seconds > 0 {
+        spawn_audit(
+            &args,
+            policy,
+            &controller_config,
+            &client,
+            metrics.audit,
+            jobs,
+            audit_stopped,
+        );
+    }
+    let mut lease = controller_config.lease();
+    lease.annotations.insert(
+        jobwarden_rules::well_known::LEASE_REVISION_ANNOTATION.to_owned(),
+        super::REVISION.to_owned(),
+    );
+    let election = Election {
+        client: clients.leader_election,
+        lease,
+        component: name,
+        answers: clients.answers,
+        metrics: metrics.leader,
+    };
+    let result = election
+        .run(shutdown, |term: Term| {
+            lead_term(
+                term,
+                &client,
+                &controller_config,
+                &metrics.controller,
+                dispatcher.as_ref(),
+                &jobs_tx,
+            )
         })
-    })
+        .await;
+    let _ = stop_audit.send(true);
+    result.map_err(ControllerError::from)
+}
+
+/// The Job controller's settings, from the flags and the policy.
+fn controller_config(
+    args: &ControllerArgs,
+    policy: &jobwarden_admission::Policy,
+    client: &kube::Client,
+    name: &str,
+    renew_deadline: Duration,
+) -> ControllerConfig {
+    ControllerConfig {
+        controller_name: name.to_owned(),
+        // In a cluster this is the pod's own namespace, where the RBAC grants Leases.
+        lease_namespace: client.default_namespace().to_owned(),
+        concurrent_syncs: args.concurrent_job_syncs,
+        lease_duration: Duration::from_secs(args.leader_elect_lease_duration_seconds),
+        renew_deadline,
+        retry_period: Duration::from_secs(args.leader_elect_retry_period_seconds),
+        // The dispatcher's Jobs placed on its local worker run here, by this controller.
+        local_dispatch: policy
+            .dispatch
+            .local_worker()
+            .filter(|_| policy.dispatch.is_enabled())
+            .map(|worker| jobwarden_controller::plan::LocalDispatch {
+                dispatcher: policy.dispatch.controller_name.clone(),
+                worker: worker.to_owned(),
+            }),
+        ..Default::default()
+    }
+}
+
+/// The in-process audit over the leader's Job cache (`jobs`), its Events reported as
+/// `jobwarden.io/audit`, until `stopped` turns true.
+fn spawn_audit(
+    args: &ControllerArgs,
+    policy: jobwarden_admission::Policy,
+    controller_config: &ControllerConfig,
+    client: &kube::Client,
+    metrics: AuditMetrics,
+    jobs: watch::Receiver<Option<Store<CachedJob>>>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let reporter = EventReporter {
+        component: "jobwarden.io/audit".to_owned(),
+        instance: controller_config.identity.clone(),
+    };
+    // The leader's Job cache, once synced; `None` on a replica that is not leading.
+    let snapshot = move || {
+        jobs.borrow().as_ref().map(|store: &Store<CachedJob>| {
+            store
+                .state()
+                .iter()
+                .map(|j| j.value())
+                .collect::<Vec<Value>>()
+        })
+    };
+    let audit = PeriodicAudit::new(
+        Arc::new(policy),
+        snapshot,
+        KubeEventSink::new(client.clone(), reporter),
+        metrics,
+        AuditConfig {
+            interval: Duration::from_secs(args.audit_interval_seconds),
+            stuck_after: (args.audit_stuck_after_seconds > 0)
+                .then(|| Duration::from_secs(args.audit_stuck_after_seconds)),
+            ..AuditConfig::default()
+        },
+    );
+    tokio::spawn(audit.run(async move {
+        let _ = stopped.wait_for(|s| *s).await;
+    }));
+}
+
+/// One term of leadership: the Job controller and, when the policy names workers, the
+/// dispatcher; the leader's Job cache is the audit's while the term lasts.
+fn lead_term(
+    term: Term,
+    client: &kube::Client,
+    controller_config: &ControllerConfig,
+    metrics: &ControllerMetrics,
+    dispatcher: Option<&Dispatcher>,
+    jobs_tx: &watch::Sender<Option<Store<CachedJob>>>,
+) -> impl Future<Output = ()> + 'static {
+    let withdrawn = {
+        let (stop, jobs) = (term.stop.clone(), jobs_tx.clone());
+        async move {
+            stop.await;
+            jobs.send_replace(None);
+        }
+    };
+    let dispatching = dispatcher.map(|d| {
+        let namespace = client.default_namespace().to_owned();
+        d.run_term(namespace, &controller_config.identity, &term)
+    });
+    let job_controller =
+        jobwarden_controller::run_term(client, controller_config, metrics, term, {
+            let jobs = jobs_tx.clone();
+            move |store| {
+                jobs.send_replace(Some(store));
+            }
+        });
+    // Every controller of this process leads in the same term: another's task joins here, and
+    // the term ends once all have stopped.
+    async move {
+        let dispatching = async {
+            if let Some(d) = dispatching {
+                d.await;
+            }
+        };
+        tokio::join!(job_controller, dispatching, withdrawn);
+    }
 }
 
 /// The dispatcher, when the policy names workers: its own client for the management cluster

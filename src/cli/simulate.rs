@@ -10,7 +10,7 @@ use clap::Args;
 use jobwarden_audit::Violation;
 use jobwarden_rules::seconds;
 use jobwarden_simulator::{
-    Limits, Scenario, ScenarioError, SimulationError, scenario, simulate, text, timeline,
+    Limits, Scenario, ScenarioError, SimulationError, Story, scenario, simulate, text, timeline,
 };
 use serde_json::Value;
 
@@ -101,27 +101,8 @@ pub fn run(args: &SimulateArgs) -> Outcome {
         .and_then(Value::as_str)
         .unwrap_or("");
     let label = format!("{}: Job {name:?}", args.job);
-    match check_create(&job) {
-        Err(e) => {
-            eprintln!("{label}: {e}");
-            return Outcome::Rejected;
-        }
-        Ok(verdict) => {
-            for warning in &verdict.warnings {
-                eprintln!("Warning: {label}: {warning}");
-            }
-            if !verdict.errors.is_empty() {
-                let mut printed = std::collections::HashSet::new();
-                for e in verdict.errors.iter() {
-                    let line = Violation::of_spec_error(e).to_string();
-                    if printed.insert(line.clone()) {
-                        eprintln!("{label}: {line}");
-                    }
-                }
-                eprintln!("jobwarden simulate: the Job is invalid, as `jobwarden check` says");
-                return Outcome::Rejected;
-            }
-        }
+    if let Err(outcome) = admitted(&job, &label) {
+        return outcome;
     }
     let story = match simulate(&job, &scenario, &limits) {
         Ok(story) => story,
@@ -134,16 +115,9 @@ pub fn run(args: &SimulateArgs) -> Outcome {
             return Outcome::Unreadable;
         }
     };
-    let out = match args.output {
-        StoryFormat::Text => text::render(&story),
-        StoryFormat::Svg => timeline::svg(&story),
-        StoryFormat::Json => match serde_json::to_string_pretty(&story) {
-            Ok(json) => json + "\n",
-            Err(e) => {
-                eprintln!("jobwarden simulate: cannot encode the story: {e}");
-                return Outcome::Unreadable;
-            }
-        },
+    let out = match rendered(args.output, &story) {
+        Ok(out) => out,
+        Err(outcome) => return outcome,
     };
     if let Err(e) = Output::print(out.as_bytes()) {
         eprintln!("jobwarden simulate: cannot write the story: {e}");
@@ -154,6 +128,48 @@ pub fn run(args: &SimulateArgs) -> Outcome {
     } else {
         Outcome::Unfinished
     }
+}
+
+/// The Job checked as `jobwarden check` checks it, its warnings printed; `Err`: it is
+/// invalid (its errors printed, each line once).
+fn admitted(job: &Value, label: &str) -> Result<(), Outcome> {
+    let verdict = match check_create(job) {
+        Ok(verdict) => verdict,
+        Err(e) => {
+            eprintln!("{label}: {e}");
+            return Err(Outcome::Rejected);
+        }
+    };
+    for warning in &verdict.warnings {
+        eprintln!("Warning: {label}: {warning}");
+    }
+    if !verdict.errors.is_empty() {
+        let mut printed = std::collections::HashSet::new();
+        for e in verdict.errors.iter() {
+            let line = Violation::of_spec_error(e).to_string();
+            if printed.insert(line.clone()) {
+                eprintln!("{label}: {line}");
+            }
+        }
+        eprintln!("jobwarden simulate: the Job is invalid, as `jobwarden check` says");
+        return Err(Outcome::Rejected);
+    }
+    Ok(())
+}
+
+/// The story in the format asked for.
+fn rendered(format: StoryFormat, story: &Story) -> Result<String, Outcome> {
+    Ok(match format {
+        StoryFormat::Text => text::render(story),
+        StoryFormat::Svg => timeline::svg(story),
+        StoryFormat::Json => match serde_json::to_string_pretty(story) {
+            Ok(json) => json + "\n",
+            Err(e) => {
+                eprintln!("jobwarden simulate: cannot encode the story: {e}");
+                return Err(Outcome::Unreadable);
+            }
+        },
+    })
 }
 
 fn limits(args: &SimulateArgs) -> Result<Limits, String> {

@@ -554,6 +554,38 @@ fn skip_message() -> String {
 /// which waits; only the spawning is done on the keeper (see `process`), so several planes
 /// start at once from threads of their own.
 fn launch(options: Options, shared: bool) -> Result<ControlPlane, String> {
+    let dir = plane_dir()?;
+    let (etcd_port, peer_port, api_port) = (
+        process::free_port()?,
+        process::free_port()?,
+        process::free_port()?,
+    );
+    let server = format!("https://127.0.0.1:{api_port}");
+    let pki = pki::write(&dir, &server)?;
+    let mut owned = Owned {
+        dir,
+        bin: bin_dir(),
+        pki,
+        pids: Mutex::new(Vec::new()),
+        controller_manager: OnceLock::new(),
+        scheduler: OnceLock::new(),
+        controllers: options.controllers.unwrap_or(UPSTREAM_CONTROLLERS),
+        audit_log: options.audit_log,
+        shared,
+        apiserver: None,
+        apiserver_process: Mutex::new(None),
+    };
+    owned.start_etcd(etcd_port, peer_port)?;
+    owned.start_apiserver(etcd_port, api_port)?;
+    Ok(ControlPlane {
+        kubeconfig: owned.pki.admin_kubeconfig.clone(),
+        owned: Some(owned),
+    })
+}
+
+/// A new folder of the plane's own (its logs below it), removed when the test binary exits;
+/// the folders of test binaries that died first are removed now.
+fn plane_dir() -> Result<PathBuf, String> {
     process::remove_stale_folders();
     let dir = std::env::temp_dir().join(format!(
         "jobwarden-envtest-{}-{}",
@@ -566,101 +598,90 @@ fn launch(options: Options, shared: bool) -> Result<ControlPlane, String> {
     std::fs::create_dir_all(dir.join("logs"))
         .map_err(|e| format!("creating {}: {e}", dir.display()))?;
     process::remove_at_exit(&dir);
-    let bin = bin_dir();
+    Ok(dir)
+}
 
-    let (etcd_port, peer_port, api_port) = (
-        process::free_port()?,
-        process::free_port()?,
-        process::free_port()?,
-    );
-    let server = format!("https://127.0.0.1:{api_port}");
-    let pki = pki::write(&dir, &server)?;
-    let mut owned = Owned {
-        dir: dir.clone(),
-        bin: bin.clone(),
-        pki,
-        pids: Mutex::new(Vec::new()),
-        controller_manager: OnceLock::new(),
-        scheduler: OnceLock::new(),
-        controllers: options.controllers.unwrap_or(UPSTREAM_CONTROLLERS),
-        audit_log: options.audit_log,
-        shared,
-        apiserver: None,
-        apiserver_process: Mutex::new(None),
-    };
+impl Owned {
+    /// `pid` is the plane's: stopped with it.
+    fn own(&mut self, pid: u32) {
+        self.pids
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(pid);
+    }
 
-    let etcd_log = dir.join("logs/etcd.log");
-    let etcd_args = vec![
-        format!("--data-dir={}", dir.join("etcd").display()),
-        format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"),
-        // etcd 3.6 refuses explicit listen URLs without the URLs it advertises.
-        format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"),
-        format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
-        format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
-        format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"),
-        "--unsafe-no-fsync".to_owned(),
-        "--log-level=warn".to_owned(),
-    ];
-    let etcd = {
-        let (program, log) = (bin.join("etcd"), etcd_log.clone());
-        process::on_keeper(move || process::spawn(&program, &etcd_args, &log))?
-    };
-    owned
-        .pids
-        .get_mut()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(etcd);
-    wait_for_port(etcd_port, etcd).map_err(|e| {
-        format!(
-            "etcd: {e}; the end of {}:\n{}",
-            etcd_log.display(),
-            process::tail(&etcd_log, 40)
-        )
-    })?;
+    /// Starts etcd on `etcd_port` (its peers on `peer_port`) and waits until it listens.
+    fn start_etcd(&mut self, etcd_port: u16, peer_port: u16) -> Result<(), String> {
+        let etcd_log = self.dir.join("logs/etcd.log");
+        let etcd_args = vec![
+            format!("--data-dir={}", self.dir.join("etcd").display()),
+            format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"),
+            // etcd 3.6 refuses explicit listen URLs without the URLs it advertises.
+            format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"),
+            format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
+            format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
+            format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"),
+            "--unsafe-no-fsync".to_owned(),
+            "--log-level=warn".to_owned(),
+        ];
+        let etcd = {
+            let (program, log) = (self.bin.join("etcd"), etcd_log.clone());
+            process::on_keeper(move || process::spawn(&program, &etcd_args, &log))?
+        };
+        self.own(etcd);
+        wait_for_port(etcd_port, etcd).map_err(|e| {
+            format!(
+                "etcd: {e}; the end of {}:\n{}",
+                etcd_log.display(),
+                process::tail(&etcd_log, 40)
+            )
+        })
+    }
 
-    let mut args = apiserver_args(&owned.pki, etcd_port, api_port);
-    // Every control plane keeps an audit log: of every request for the scale benchmark, else
-    // of the ServiceAccounts' only, where the installed identity's refusals are read.
-    let policy = dir.join("audit-policy.yaml");
-    let policy_text = if options.audit_log {
-        AUDIT_POLICY
-    } else {
-        SERVICE_ACCOUNTS_AUDIT_POLICY
-    };
-    std::fs::write(&policy, policy_text)
-        .map_err(|e| format!("writing {}: {e}", policy.display()))?;
-    args.extend([
-        format!("--audit-policy-file={}", policy.display()),
-        format!("--audit-log-path={}", dir.join(AUDIT_LOG).display()),
-        "--audit-log-format=json".to_owned(),
-        "--audit-log-maxsize=2000".to_owned(),
-    ]);
-    let apiserver = ApiServer {
-        program: bin.join("kube-apiserver"),
-        args,
-        port: api_port,
-        log: dir.join("logs/kube-apiserver.log"),
-    };
-    let pid = apiserver.spawn()?;
-    owned
-        .pids
-        .get_mut()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(pid);
-    let kubeconfig = owned.pki.admin_kubeconfig.clone();
-    apiserver.wait_until_ready(&kubeconfig, pid)?;
-    owned.apiserver = Some(apiserver);
-    *owned
-        .apiserver_process
-        .get_mut()
-        .unwrap_or_else(|e| e.into_inner()) = Some(ApiServerProcess {
-        pid,
-        stopped: false,
-    });
-    Ok(ControlPlane {
-        kubeconfig,
-        owned: Some(owned),
-    })
+    /// Starts kube-apiserver on `api_port`, over the etcd on `etcd_port`, and waits until it
+    /// is ready; it is kept to be started again the same way.
+    fn start_apiserver(&mut self, etcd_port: u16, api_port: u16) -> Result<(), String> {
+        let mut args = apiserver_args(&self.pki, etcd_port, api_port);
+        args.extend(self.audit_args()?);
+        let apiserver = ApiServer {
+            program: self.bin.join("kube-apiserver"),
+            args,
+            port: api_port,
+            log: self.dir.join("logs/kube-apiserver.log"),
+        };
+        let pid = apiserver.spawn()?;
+        self.own(pid);
+        apiserver.wait_until_ready(&self.pki.admin_kubeconfig, pid)?;
+        self.apiserver = Some(apiserver);
+        *self
+            .apiserver_process
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner()) = Some(ApiServerProcess {
+            pid,
+            stopped: false,
+        });
+        Ok(())
+    }
+
+    /// Every control plane keeps an audit log: of every request for the scale benchmark, else
+    /// of the ServiceAccounts' only, where the installed identity's refusals are read. Writes
+    /// the audit policy, and returns kube-apiserver's flags for it.
+    fn audit_args(&self) -> Result<[String; 4], String> {
+        let policy = self.dir.join("audit-policy.yaml");
+        let policy_text = if self.audit_log {
+            AUDIT_POLICY
+        } else {
+            SERVICE_ACCOUNTS_AUDIT_POLICY
+        };
+        std::fs::write(&policy, policy_text)
+            .map_err(|e| format!("writing {}: {e}", policy.display()))?;
+        Ok([
+            format!("--audit-policy-file={}", policy.display()),
+            format!("--audit-log-path={}", self.dir.join(AUDIT_LOG).display()),
+            "--audit-log-format=json".to_owned(),
+            "--audit-log-maxsize=2000".to_owned(),
+        ])
+    }
 }
 
 fn wait_for_port(port: u16, pid: u32) -> Result<(), String> {

@@ -103,45 +103,10 @@ pub(crate) fn view(
     dispatcher: &str,
 ) -> DispatchView {
     let worker = recorded_worker(job).map(str::to_owned);
-    let on_worker_lost = match record::on_worker_lost(job) {
-        OnWorkerLost::Redispatch => "Redispatch",
-        OnWorkerLost::Wait => "Wait",
-        OnWorkerLost::Fail => "Fail",
-    };
-    let (worker_lost_seconds, policy_unreadable) = match reading.map(|r| &r.policy) {
-        Some(Ok(policy)) => (Some(policy.worker_lost_seconds), None),
-        Some(Err(e)) => (None, Some(e.clone())),
-        None => (None, Some("not read".to_owned())),
-    };
-    let lost = record::annotation(job, WORKER_LOST_SINCE_ANNOTATION)
-        .filter(|_| worker.is_some())
-        .map(|mark| {
-            let since: Option<Timestamp> = mark.parse().ok();
-            let until = since
-                .zip(worker_lost_seconds)
-                .and_then(|(t, s)| add(t, Duration::from_secs(s)));
-            LostView {
-                mark: mark.to_owned(),
-                since,
-                keeps_place_until: until,
-                remaining_seconds: until
-                    .map(|u| Duration::try_from(u.duration_since(now)).map_or(0, |d| d.as_secs())),
-            }
-        });
-    // The dispatcher's Events: its reporting component is its name.
-    let mut said: Vec<EventLine> = said
-        .iter()
-        .filter(|e| e.from == dispatcher)
-        .cloned()
-        .collect();
-    said.sort_by_key(|e| e.at);
-    let dispatcher_said = if finished {
-        None
-    } else if worker.is_none() {
-        said.iter().rev().find(|e| e.type_ == "Warning").cloned()
-    } else {
-        said.last().filter(|e| e.type_ == "Warning").cloned()
-    };
+    let (worker_lost_seconds, policy_unreadable) = worker_lost_seconds(reading);
+    let lost = lost_view(job, worker.is_some(), worker_lost_seconds, now);
+    let said = dispatcher_events(said, dispatcher);
+    let dispatcher_said = last_word(&said, worker.is_some(), finished);
     let copy = copy_view(
         job,
         reading.map(|r| &r.copy),
@@ -169,7 +134,7 @@ pub(crate) fn view(
             Named::Any => Vec::new(),
             Named::Only(names) => names,
         },
-        on_worker_lost: on_worker_lost.to_owned(),
+        on_worker_lost: on_worker_lost(job).to_owned(),
         worker_lost_seconds,
         policy_unreadable,
         lost,
@@ -179,6 +144,72 @@ pub(crate) fn view(
         fit,
         copy_pods,
         moved_from: moved_from(job),
+    }
+}
+
+/// The Job's `jobwarden.io/on-worker-lost`, as the story names it.
+fn on_worker_lost(job: &Value) -> &'static str {
+    match record::on_worker_lost(job) {
+        OnWorkerLost::Redispatch => "Redispatch",
+        OnWorkerLost::Wait => "Wait",
+        OnWorkerLost::Fail => "Fail",
+    }
+}
+
+/// The policy's `dispatch.workerLostSeconds`, or why the policy could not be read.
+fn worker_lost_seconds(reading: Option<&DispatchReading>) -> (Option<u64>, Option<String>) {
+    match reading.map(|r| &r.policy) {
+        Some(Ok(policy)) => (Some(policy.worker_lost_seconds), None),
+        Some(Err(e)) => (None, Some(e.clone())),
+        None => (None, Some("not read".to_owned())),
+    }
+}
+
+/// The worker's lost mark (`jobwarden.io/worker-lost-since`) on a placed Job, and how long the
+/// Job keeps its place after it.
+fn lost_view(
+    job: &Value,
+    placed: bool,
+    worker_lost_seconds: Option<u64>,
+    now: Timestamp,
+) -> Option<LostView> {
+    record::annotation(job, WORKER_LOST_SINCE_ANNOTATION)
+        .filter(|_| placed)
+        .map(|mark| {
+            let since: Option<Timestamp> = mark.parse().ok();
+            let until = since
+                .zip(worker_lost_seconds)
+                .and_then(|(t, s)| add(t, Duration::from_secs(s)));
+            LostView {
+                mark: mark.to_owned(),
+                since,
+                keeps_place_until: until,
+                remaining_seconds: until
+                    .map(|u| Duration::try_from(u.duration_since(now)).map_or(0, |d| d.as_secs())),
+            }
+        })
+}
+
+/// The dispatcher's Events, oldest first: its reporting component is its name.
+fn dispatcher_events(said: &[EventLine], dispatcher: &str) -> Vec<EventLine> {
+    let mut said: Vec<EventLine> = said
+        .iter()
+        .filter(|e| e.from == dispatcher)
+        .cloned()
+        .collect();
+    said.sort_by_key(|e| e.at);
+    said
+}
+
+/// What the dispatcher last warned of while the Job waits: for a Job not placed, its latest
+/// warning; for a placed one, its last word if that is a warning.
+fn last_word(said: &[EventLine], placed: bool, finished: bool) -> Option<EventLine> {
+    if finished {
+        None
+    } else if !placed {
+        said.iter().rev().find(|e| e.type_ == "Warning").cloned()
+    } else {
+        said.last().filter(|e| e.type_ == "Warning").cloned()
     }
 }
 

@@ -18,7 +18,7 @@ use jobwarden_rules::rule_names::effective_names;
 use jobwarden_rules::seconds::ceil_secs;
 use jobwarden_rules::well_known::{BUILT_IN_CONTROLLER_NAME, POLICY_FAILED};
 use jobwarden_rules::{DecodeError, JobObject};
-use k8s_openapi::api::batch::v1::JobCondition;
+use k8s_openapi::api::batch::v1::{JobCondition, PodFailurePolicy};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::jiff::Timestamp;
@@ -92,107 +92,25 @@ pub fn explain(
     let names = effective_names(&job);
     let policy = job.spec.pod_failure_policy.as_ref();
 
-    let mut cached: Vec<CachedPod> = observed.pods.iter().map(CachedPod::from_pod).collect();
-    cached.sort_by(|a, b| (a.index, a.created, &a.name).cmp(&(b.index, b.created, &b.name)));
-    // Every pod is looked at as the controller looks at the pods it still tracks: explain
-    // cannot know which finalizer another controller uses.
-    let views: Vec<PodView> = cached
-        .iter()
-        .map(|pod| PodView {
-            pod,
-            policy: policy
-                .filter(|_| pod.phase == Phase::Failed)
-                .and_then(|p| match_pod(p, pod, &namespace)),
-            tracked: true,
-        })
-        .collect();
+    let cached = sorted_pods(&observed.pods);
+    let views = pod_views(&cached, policy, &namespace);
 
     let finished = finished(&job.status.conditions);
-    let only_replace_failed = job.spec.pod_replacement_policy.as_deref() == Some(POLICY_FAILED);
-    let completed = IndexSet::parse_lenient(
-        job.status.completed_indexes.as_deref().unwrap_or(""),
-        completions,
-    );
-
-    let mut waiting = Vec::new();
-    let mut backoff_indexes = IndexSet::new();
-    let mut failed_indexes = IndexSet::parse_lenient(
-        job.status.failed_indexes.as_deref().unwrap_or(""),
-        completions,
-    );
-    if finished.is_none() {
-        if job.is_suspended() {
-            let condition = true_condition(&job.status.conditions, SUSPENDED);
-            waiting.push(Wait::Suspended {
-                since: condition.and_then(|c| c.last_transition_time.as_ref().map(|t| t.0)),
-                reason: condition.and_then(|c| c.reason.clone()),
-                message: condition.and_then(|c| c.message.clone()),
-            });
-        } else {
-            let terminating: Vec<String> = views
-                .iter()
-                .filter(|p| p.is_terminating())
-                .map(|p| p.name.clone())
-                .collect();
-            if only_replace_failed && !terminating.is_empty() {
-                waiting.push(Wait::Terminating { pods: terminating });
-            }
-            // A pod a FailJob rule matched ends the Job: no pod is made, no back-off waited out.
-            let fail_job = views.iter().find_map(|p| {
-                let m = p.policy.as_ref().filter(|m| m.action == Action::FailJob)?;
-                Some(Wait::FailJob {
-                    pod: p.name.clone(),
-                    rule: matched_rule(m, &names),
-                })
-            });
-            if let Some(wait) = fail_job {
-                waiting.push(wait);
-            } else {
-                let (waits, per_index) =
-                    backoffs(&job, &views, &completed, &mut failed_indexes, now);
-                waiting.extend(waits);
-                backoff_indexes = per_index;
-            }
-            if indexed && !job.has_condition(SUCCESS_CRITERIA_MET) {
-                waiting.extend(success_rules(&job, completions, &completed));
-            }
-            if let (Some(limit), Some(start)) = (
-                job.spec.active_deadline_seconds,
-                job.status.start_time.as_ref(),
-            ) {
-                let deadline = add(start.0, Duration::from_secs(limit.unsigned_abs()));
-                if let Some(left) = until(now, deadline).filter(|d| !d.is_zero()) {
-                    waiting.push(Wait::ActiveDeadline {
-                        remaining_seconds: ceil_secs(left),
-                        deadline,
-                    });
-                }
-            }
-        }
-    }
-
+    let completed = status_indexes(job.status.completed_indexes.as_deref(), completions);
+    let mut failed_indexes = status_indexes(job.status.failed_indexes.as_deref(), completions);
+    let (waiting, backoff_indexes) = if finished.is_none() {
+        waits(&job, &views, &names, &completed, &mut failed_indexes, now)
+    } else {
+        (Vec::new(), IndexSet::new())
+    };
     let indexes = indexed.then(|| {
-        let running = IndexSet::from_indexes(
-            views
-                .iter()
-                .filter(|p| p.is_active())
-                .filter_map(|p| p.index)
-                .filter(|i| *i < completions),
-        );
-        let taken = |i: i32| {
-            completed.contains(i)
-                || failed_indexes.contains(i)
-                || running.contains(i)
-                || backoff_indexes.contains(i)
-        };
-        IndexView {
+        index_view(
             completions,
-            succeeded: completed.to_string(),
-            failed: failed_indexes.to_string(),
-            running: running.to_string(),
-            backoff: backoff_indexes.to_string(),
-            waiting: IndexSet::from_indexes((0..completions).filter(|i| !taken(*i))).to_string(),
-        }
+            &views,
+            &completed,
+            &failed_indexes,
+            &backoff_indexes,
+        )
     });
 
     let (active_pods, finished_pods) =
@@ -200,34 +118,14 @@ pub fn explain(
     let mut runner = runner(observed, &job, &cached, now, settings);
     let all_events: Vec<EventLine> = observed.events.iter().map(event_line).collect();
     let dispatch = match runner.controller {
-        ControllerKind::Dispatcher => {
-            let uid = meta.uid.as_deref().unwrap_or_default();
-            // The copy is told as any Job with its pods is: the worker's built-in controller
-            // runs it.
-            let copy_story = match dispatch::copy_read(observed.dispatch.as_ref(), uid) {
-                Some((copy, pods, events)) => Some(explain(
-                    &Observed {
-                        job: copy.clone(),
-                        pods: pods.clone().unwrap_or_default(),
-                        events: events.clone().unwrap_or_default(),
-                        lease: LeaseReading::NotRead,
-                        dispatch: None,
-                    },
-                    now,
-                    settings,
-                )?),
-                None => None,
-            };
-            Some(dispatch::view(
-                &observed.job,
-                &all_events,
-                observed.dispatch.as_ref(),
-                copy_story,
-                finished.is_some(),
-                now,
-                &settings.dispatcher_name,
-            ))
-        }
+        ControllerKind::Dispatcher => Some(dispatch_view(
+            observed,
+            meta.uid.as_deref().unwrap_or_default(),
+            &all_events,
+            finished.is_some(),
+            now,
+            settings,
+        )?),
         _ => None,
     };
     if let Some(d) = &dispatch
@@ -255,6 +153,176 @@ pub fn explain(
         events: events(&observed.events),
         dispatch,
     })
+}
+
+/// Indexes as the status lists them (`1,3-5`), read as upstream's controller reads its own.
+fn status_indexes(listed: Option<&str>, completions: i32) -> IndexSet {
+    IndexSet::parse_lenient(listed.unwrap_or(""), completions)
+}
+
+/// The pods as the controller caches them, by index, then age, then name.
+fn sorted_pods(pods: &[Pod]) -> Vec<CachedPod> {
+    let mut cached: Vec<CachedPod> = pods.iter().map(CachedPod::from_pod).collect();
+    cached.sort_by(|a, b| (a.index, a.created, &a.name).cmp(&(b.index, b.created, &b.name)));
+    cached
+}
+
+/// Every pod is looked at as the controller looks at the pods it still tracks: explain cannot
+/// know which finalizer another controller uses.
+fn pod_views<'a>(
+    cached: &'a [CachedPod],
+    policy: Option<&PodFailurePolicy>,
+    namespace: &str,
+) -> Vec<PodView<'a>> {
+    cached
+        .iter()
+        .map(|pod| PodView {
+            pod,
+            policy: policy
+                .filter(|_| pod.phase == Phase::Failed)
+                .and_then(|p| match_pod(p, pod, namespace)),
+            tracked: true,
+        })
+        .collect()
+}
+
+/// What a Job that has not finished waits for, with the indexes held in back-off (the failed
+/// indexes brought up to what the pods say under `backoffLimitPerIndex`).
+fn waits(
+    job: &JobObject<'_>,
+    views: &[PodView],
+    names: &[Option<String>],
+    completed: &IndexSet,
+    failed_indexes: &mut IndexSet,
+    now: Timestamp,
+) -> (Vec<Wait>, IndexSet) {
+    if job.is_suspended() {
+        return (vec![suspended(&job.status.conditions)], IndexSet::new());
+    }
+    let mut waiting = Vec::new();
+    let mut backoff_indexes = IndexSet::new();
+    let only_replace_failed = job.spec.pod_replacement_policy.as_deref() == Some(POLICY_FAILED);
+    let terminating: Vec<String> = views
+        .iter()
+        .filter(|p| p.is_terminating())
+        .map(|p| p.name.clone())
+        .collect();
+    if only_replace_failed && !terminating.is_empty() {
+        waiting.push(Wait::Terminating { pods: terminating });
+    }
+    if let Some(wait) = fail_job(views, names) {
+        waiting.push(wait);
+    } else {
+        let (waits, per_index) = backoffs(job, views, completed, failed_indexes, now);
+        waiting.extend(waits);
+        backoff_indexes = per_index;
+    }
+    if job.is_indexed() && !job.has_condition(SUCCESS_CRITERIA_MET) {
+        let completions = job.spec.completions.unwrap_or(1);
+        waiting.extend(success_rules(job, completions, completed));
+    }
+    waiting.extend(active_deadline(job, now));
+    (waiting, backoff_indexes)
+}
+
+/// A suspended Job waits on its `Suspended` condition, if it has one.
+fn suspended(conditions: &Option<Vec<JobCondition>>) -> Wait {
+    let condition = true_condition(conditions, SUSPENDED);
+    Wait::Suspended {
+        since: condition.and_then(|c| c.last_transition_time.as_ref().map(|t| t.0)),
+        reason: condition.and_then(|c| c.reason.clone()),
+        message: condition.and_then(|c| c.message.clone()),
+    }
+}
+
+/// A pod a FailJob rule matched ends the Job: no pod is made, no back-off waited out.
+fn fail_job(views: &[PodView], names: &[Option<String>]) -> Option<Wait> {
+    views.iter().find_map(|p| {
+        let m = p.policy.as_ref().filter(|m| m.action == Action::FailJob)?;
+        Some(Wait::FailJob {
+            pod: p.name.clone(),
+            rule: matched_rule(m, names),
+        })
+    })
+}
+
+/// The time `activeDeadlineSeconds` leaves a started Job, while some is left.
+fn active_deadline(job: &JobObject<'_>, now: Timestamp) -> Option<Wait> {
+    let limit = job.spec.active_deadline_seconds?;
+    let start = job.status.start_time.as_ref()?;
+    let deadline = add(start.0, Duration::from_secs(limit.unsigned_abs()));
+    let left = until(now, deadline).filter(|d| !d.is_zero())?;
+    Some(Wait::ActiveDeadline {
+        remaining_seconds: ceil_secs(left),
+        deadline,
+    })
+}
+
+/// Each index of an Indexed Job by what holds it: succeeded, failed, running, in back-off, or
+/// waiting for a pod.
+fn index_view(
+    completions: i32,
+    views: &[PodView],
+    completed: &IndexSet,
+    failed_indexes: &IndexSet,
+    backoff_indexes: &IndexSet,
+) -> IndexView {
+    let running = IndexSet::from_indexes(
+        views
+            .iter()
+            .filter(|p| p.is_active())
+            .filter_map(|p| p.index)
+            .filter(|i| *i < completions),
+    );
+    let taken = |i: i32| {
+        completed.contains(i)
+            || failed_indexes.contains(i)
+            || running.contains(i)
+            || backoff_indexes.contains(i)
+    };
+    IndexView {
+        completions,
+        succeeded: completed.to_string(),
+        failed: failed_indexes.to_string(),
+        running: running.to_string(),
+        backoff: backoff_indexes.to_string(),
+        waiting: IndexSet::from_indexes((0..completions).filter(|i| !taken(*i))).to_string(),
+    }
+}
+
+/// The dispatch part of a dispatched Job's story. The copy is told as any Job with its pods
+/// is: the worker's built-in controller runs it.
+fn dispatch_view(
+    observed: &Observed,
+    uid: &str,
+    all_events: &[EventLine],
+    finished: bool,
+    now: Timestamp,
+    settings: &Settings,
+) -> Result<DispatchView, ExplainError> {
+    let copy_story = match dispatch::copy_read(observed.dispatch.as_ref(), uid) {
+        Some((copy, pods, events)) => Some(explain(
+            &Observed {
+                job: copy.clone(),
+                pods: pods.clone().unwrap_or_default(),
+                events: events.clone().unwrap_or_default(),
+                lease: LeaseReading::NotRead,
+                dispatch: None,
+            },
+            now,
+            settings,
+        )?),
+        None => None,
+    };
+    Ok(dispatch::view(
+        &observed.job,
+        all_events,
+        observed.dispatch.as_ref(),
+        copy_story,
+        finished,
+        now,
+        &settings.dispatcher_name,
+    ))
 }
 
 fn runner(

@@ -167,34 +167,51 @@ fn dispatch(e: &Explanation, d: &DispatchView) -> String {
     let mut out = String::new();
     let _ = writeln!(out);
     let Some(worker) = &d.worker else {
-        let named = if d.named_workers.is_empty() {
-            String::new()
-        } else {
-            format!(" ({WORKERS}: {})", d.named_workers.join(", "))
-        };
-        let _ = writeln!(out, "Not placed on a worker yet{named}.");
-        if e.finished.is_none() {
-            match &d.dispatcher_said {
-                Some(ev) => {
-                    let _ = writeln!(
-                        out,
-                        "Waiting for: a worker to take it; the dispatcher said {} ({}): {}",
-                        ago(e.now, ev.at),
-                        ev.reason,
-                        ev.message
-                    );
-                }
-                None => {
-                    let _ = writeln!(
-                        out,
-                        "Waiting for: the dispatcher to place it on a worker (it has said nothing about the Job yet)."
-                    );
-                }
-            }
-            out.push_str(&fit_now(d));
-        }
+        out.push_str(&not_placed(e, d));
         return out;
     };
+    out.push_str(&placed_on(e, d));
+    let _ = writeln!(out);
+    out.push_str(&copy(e, d, worker));
+    out
+}
+
+/// A Job on no worker yet: the workers it names, and, while it is not finished, what it waits
+/// for and where it would fit now.
+fn not_placed(e: &Explanation, d: &DispatchView) -> String {
+    let mut out = String::new();
+    let named = if d.named_workers.is_empty() {
+        String::new()
+    } else {
+        format!(" ({WORKERS}: {})", d.named_workers.join(", "))
+    };
+    let _ = writeln!(out, "Not placed on a worker yet{named}.");
+    if e.finished.is_none() {
+        match &d.dispatcher_said {
+            Some(ev) => {
+                let _ = writeln!(
+                    out,
+                    "Waiting for: a worker to take it; the dispatcher said {} ({}): {}",
+                    ago(e.now, ev.at),
+                    ev.reason,
+                    ev.message
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "Waiting for: the dispatcher to place it on a worker (it has said nothing about the Job yet)."
+                );
+            }
+        }
+        out.push_str(&fit_now(d));
+    }
+    out
+}
+
+/// A placed Job: where, the workers it moved from, and what the dispatcher last warned of.
+fn placed_on(e: &Explanation, d: &DispatchView) -> String {
+    let mut out = String::new();
     let _ = writeln!(out, "{}", placed(e, d));
     if !d.moved_from.is_empty() {
         let _ = writeln!(
@@ -212,7 +229,12 @@ fn dispatch(e: &Explanation, d: &DispatchView) -> String {
             ev.message
         );
     }
-    let _ = writeln!(out);
+    out
+}
+
+/// The copy on `worker`: its story when it was read, else why it was not.
+fn copy(e: &Explanation, d: &DispatchView, worker: &str) -> String {
+    let mut out = String::new();
     let name = format!("{}/{}", e.namespace, e.name);
     match &d.copy {
         CopyView::Read {
@@ -221,23 +243,12 @@ fn dispatch(e: &Explanation, d: &DispatchView) -> String {
             pods_unread,
             events_unread,
         } => {
-            let _ = writeln!(
-                out,
-                "Its copy on worker {worker}, read with {via}: Job {name} (UID {}), run there by the built-in Job controller.",
-                story.uid
-            );
             let parts = Parts {
                 pods_unread: pods_unread.as_deref(),
                 events_unread: events_unread.as_deref(),
                 events_heading: Some(format!("Events on worker {worker}")),
             };
-            for line in body(story, &parts).lines() {
-                if line.is_empty() {
-                    let _ = writeln!(out);
-                } else {
-                    let _ = writeln!(out, "  {line}");
-                }
-            }
+            out.push_str(&copy_story(worker, via, &name, story, &parts));
             out.push_str(&pod_places(worker, &d.copy_pods));
         }
         CopyView::Missing {
@@ -293,6 +304,30 @@ fn dispatch(e: &Explanation, d: &DispatchView) -> String {
             let _ = writeln!(out, "Its copy on worker {worker} was not read.");
         }
         CopyView::NotPlaced | CopyView::Local => {}
+    }
+    out
+}
+
+/// The copy's own story, told as any Job's is, indented under a line saying where it was read.
+fn copy_story(
+    worker: &str,
+    via: &str,
+    name: &str,
+    story: &Explanation,
+    parts: &Parts<'_>,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Its copy on worker {worker}, read with {via}: Job {name} (UID {}), run there by the built-in Job controller.",
+        story.uid
+    );
+    for line in body(story, parts).lines() {
+        if line.is_empty() {
+            let _ = writeln!(out);
+        } else {
+            let _ = writeln!(out, "  {line}");
+        }
     }
     out
 }

@@ -36,23 +36,59 @@ pub fn timeline(e: &Explanation) -> Timeline {
 }
 
 fn drawn(e: &Explanation, note: Option<String>) -> Timeline {
-    // Times count from the Job's creation, else from the first pod's, else from now.
-    let origin = e
-        .created
+    let clock = Clock { origin: origin(e) };
+    let now = clock.at(e.now);
+    let mut b = match &e.indexes {
+        Some(ix) => Builder::indexed(ix.completions),
+        None => Builder::non_indexed(),
+    };
+    finished_bars(&mut b, e, clock, now);
+    active_bars(&mut b, e, clock, now);
+    let suspended_seen = condition_moments(&mut b, e, clock);
+    wait_moments(&mut b, e, clock, suspended_seen);
+    let ending = ending(&mut b, e, clock, now);
+    let notes = notes(e, note, clock.origin);
+    let end = e
+        .finished
+        .as_ref()
+        .and_then(|f| f.at)
+        .map_or(now, |t| clock.at(t));
+    b.build(
+        format!("Job {}/{}", e.namespace, e.name),
+        ending,
+        notes,
+        end,
+    )
+}
+
+/// Times count from the Job's creation, else from the first pod's, else from now.
+fn origin(e: &Explanation) -> Timestamp {
+    e.created
         .or_else(|| {
             let created = e.active_pods.iter().filter_map(|p| p.created);
             created
                 .chain(e.finished_pods.iter().filter_map(|p| p.created))
                 .min()
         })
-        .unwrap_or(e.now);
-    let at =
-        |t: Timestamp| -> u64 { u64::try_from(t.duration_since(origin).as_secs()).unwrap_or(0) };
-    let now = at(e.now);
-    let mut b = match &e.indexes {
-        Some(ix) => Builder::indexed(ix.completions),
-        None => Builder::non_indexed(),
-    };
+        .unwrap_or(e.now)
+}
+
+/// The drawing's clock: whole seconds since `origin` (0 before it).
+#[derive(Clone, Copy)]
+struct Clock {
+    origin: Timestamp,
+}
+
+impl Clock {
+    fn at(self, t: Timestamp) -> u64 {
+        u64::try_from(t.duration_since(self.origin).as_secs()).unwrap_or(0)
+    }
+}
+
+/// A bar per finished pod, from its creation to its end, and the back-off its failure held its
+/// replacement for.
+fn finished_bars(b: &mut Builder, e: &Explanation, clock: Clock, now: u64) {
+    let at = |t: Timestamp| clock.at(t);
     for p in &e.finished_pods {
         let end = p.finished_at.or(p.created).map_or(now, at);
         b.bar(Bar {
@@ -78,13 +114,17 @@ fn drawn(e: &Explanation, note: Option<String>) -> Timeline {
             b.backoff(&p.name, end, at(until), story);
         }
     }
+}
+
+/// A bar per active pod, from its creation to when the story was told.
+fn active_bars(b: &mut Builder, e: &Explanation, clock: Clock, now: u64) {
     for p in &e.active_pods {
         b.bar(Bar {
             pod: p.name.clone(),
             index: p.index,
             attempt: p.attempt,
             number: None,
-            start: p.created.map_or(now, at).min(now),
+            start: p.created.map_or(now, |t| clock.at(t)).min(now),
             end: None,
             outcome: if p.terminating {
                 Outcome::Deleted
@@ -95,57 +135,72 @@ fn drawn(e: &Explanation, note: Option<String>) -> Timeline {
             story: vec![text::active_pod(p)],
         });
     }
+}
+
+/// The Job's conditions as lines across the lanes; whether one was a Suspended=True.
+fn condition_moments(b: &mut Builder, e: &Explanation, clock: Clock) -> bool {
     let mut suspended_seen = false;
     for c in &e.conditions {
-        let kind = match (c.type_.as_str(), c.status.as_str()) {
-            ("SuccessCriteriaMet", "True") => MomentKind::SuccessCriteriaMet,
-            ("FailureTarget", "True") => MomentKind::FailureTarget,
-            ("Complete", "True") => MomentKind::Complete,
-            ("Failed", "True") => MomentKind::Failed,
-            ("Suspended", "True") => MomentKind::Suspended,
-            // A Suspended condition gone False: the Job was resumed then.
-            ("Suspended", "False") => MomentKind::Resumed,
-            _ => continue,
-        };
-        let Some(when) = c.at else {
+        let Some(moment) = condition_moment(c, clock) else {
             continue;
         };
-        suspended_seen |= kind == MomentKind::Suspended;
-        let reason = c.reason.as_deref().unwrap_or("");
-        let label = match kind {
-            MomentKind::Resumed => "Resumed".to_owned(),
-            _ if reason.is_empty() => c.type_.clone(),
-            _ => format!("{}: {reason}", c.type_),
-        };
-        let mut story = format!("condition {}={}", c.type_, c.status);
-        if !reason.is_empty() {
-            story += &format!(", reason {reason}");
-        }
-        if let Some(m) = c.message.as_deref().filter(|m| !m.is_empty()) {
-            story += &format!(": {m}");
-        }
-        b.moment(Moment {
-            at: at(when),
-            kind,
-            label,
-            story,
-        });
+        suspended_seen |= moment.kind == MomentKind::Suspended;
+        b.moment(moment);
     }
+    suspended_seen
+}
+
+/// A condition drawn, if it is one of those drawn and has a transition time.
+fn condition_moment(c: &ConditionLine, clock: Clock) -> Option<Moment> {
+    let kind = match (c.type_.as_str(), c.status.as_str()) {
+        ("SuccessCriteriaMet", "True") => MomentKind::SuccessCriteriaMet,
+        ("FailureTarget", "True") => MomentKind::FailureTarget,
+        ("Complete", "True") => MomentKind::Complete,
+        ("Failed", "True") => MomentKind::Failed,
+        ("Suspended", "True") => MomentKind::Suspended,
+        // A Suspended condition gone False: the Job was resumed then.
+        ("Suspended", "False") => MomentKind::Resumed,
+        _ => return None,
+    };
+    let when = c.at?;
+    let reason = c.reason.as_deref().unwrap_or("");
+    let label = match kind {
+        MomentKind::Resumed => "Resumed".to_owned(),
+        _ if reason.is_empty() => c.type_.clone(),
+        _ => format!("{}: {reason}", c.type_),
+    };
+    let mut story = format!("condition {}={}", c.type_, c.status);
+    if !reason.is_empty() {
+        story += &format!(", reason {reason}");
+    }
+    if let Some(m) = c.message.as_deref().filter(|m| !m.is_empty()) {
+        story += &format!(": {m}");
+    }
+    Some(Moment {
+        at: clock.at(when),
+        kind,
+        label,
+        story,
+    })
+}
+
+/// The active deadline, and the suspension when no Suspended condition drew it already.
+fn wait_moments(b: &mut Builder, e: &Explanation, clock: Clock, suspended_seen: bool) {
     for w in &e.waiting {
         match w {
             Wait::ActiveDeadline { deadline, .. } => b.moment(Moment {
-                at: at(*deadline),
+                at: clock.at(*deadline),
                 kind: MomentKind::ActiveDeadline,
                 label: "activeDeadlineSeconds".to_owned(),
                 story: format!(
                     "activeDeadlineSeconds falls at {}",
-                    seconds::format(at(*deadline))
+                    seconds::format(clock.at(*deadline))
                 ),
             }),
             Wait::Suspended {
                 since: Some(since), ..
             } if !suspended_seen => b.moment(Moment {
-                at: at(*since),
+                at: clock.at(*since),
                 kind: MomentKind::Suspended,
                 label: "Suspended".to_owned(),
                 story: "suspended (spec.suspend: true)".to_owned(),
@@ -153,12 +208,16 @@ fn drawn(e: &Explanation, note: Option<String>) -> Timeline {
             _ => {}
         }
     }
-    let ending = match &e.finished {
+}
+
+/// How the Job ended; for one not finished, the moment the story was told is drawn too.
+fn ending(b: &mut Builder, e: &Explanation, clock: Clock, now: u64) -> String {
+    match &e.finished {
         Some(f) => {
             let mut s = format!(
                 "{} after {}",
                 f.type_,
-                seconds::format(f.at.map_or(now, at))
+                seconds::format(f.at.map_or(now, |t| clock.at(t)))
             );
             if let Some(r) = &f.reason {
                 s += &format!(", reason {r}");
@@ -177,9 +236,12 @@ fn drawn(e: &Explanation, note: Option<String>) -> Timeline {
                 seconds::format(now)
             )
         }
-    };
-    let notes: Vec<String> = note
-        .into_iter()
+    }
+}
+
+/// The notes under the drawing: the copy's (when drawn), who runs the Job, the clock.
+fn notes(e: &Explanation, note: Option<String>, origin: Timestamp) -> Vec<String> {
+    note.into_iter()
         .chain([
             text::who_runs_it(e),
             format!(
@@ -188,14 +250,7 @@ fn drawn(e: &Explanation, note: Option<String>) -> Timeline {
             ),
             "Pods deleted and gone from the API are not drawn.".to_owned(),
         ])
-        .collect();
-    let end = e.finished.as_ref().and_then(|f| f.at).map_or(now, at);
-    b.build(
-        format!("Job {}/{}", e.namespace, e.name),
-        ending,
-        notes,
-        end,
-    )
+        .collect()
 }
 
 fn outcome(p: &FinishedPod) -> Outcome {

@@ -81,67 +81,100 @@ pub fn lost_workers(
     }
     by_worker
         .into_iter()
-        .map(|(worker, marked)| {
-            let since: Vec<Timestamp> = marked.iter().filter_map(|j| j.lost_since).collect();
-            let first = since.iter().min().copied().unwrap_or(now);
-            let until = |j: &DispatchedJob| plus(j.lost_since.unwrap_or(now), grace);
-            let (keeping, past): (Vec<&DispatchedJob>, Vec<&DispatchedJob>) =
-                marked.iter().partition(|j| now < until(j));
-            let mut said = format!(
-                "worker {worker} lost since {first:.0} ({}){}",
-                ago(now, first),
-                if configured.contains(&worker) {
-                    ""
-                } else {
-                    ", and no longer in the policy"
-                }
-            );
-            if !keeping.is_empty() {
-                let last = keeping.iter().map(|j| until(j)).max().unwrap_or(now);
-                let first_end = keeping.iter().map(|j| until(j)).min().unwrap_or(now);
-                let when = if first_end == last {
-                    format!("{last:.0}")
-                } else {
-                    format!("{first_end:.0} to {last:.0}")
-                };
-                said += &format!(
-                    ": {} keep{} their place until {when}, then {}",
-                    jobs_word(keeping.len()),
-                    if keeping.len() == 1 { "s" } else { "" },
-                    choices(&keeping)
-                );
-            }
-            if !past.is_empty() {
-                let waits = past
-                    .iter()
-                    .filter(|j| j.on_worker_lost == OnWorkerLost::Wait)
-                    .count();
-                let stuck = past.len() - waits;
-                let mut parts = Vec::new();
-                if waits > 0 {
-                    parts.push(format!("{} wait{} for it (Wait)", jobs_word(waits), if waits == 1 { "s" } else { "" }));
-                }
-                if stuck > 0 {
-                    parts.push(format!(
-                        "{} past {} grace still on it: no other worker can take {} ({})",
-                        jobs_word(stuck),
-                        if stuck == 1 { "its" } else { "their" },
-                        if stuck == 1 { "it" } else { "them" },
-                        choices(&past.iter().filter(|j| j.on_worker_lost != OnWorkerLost::Wait).copied().collect::<Vec<_>>())
-                    ));
-                }
-                said += &format!(
-                    "{} {}",
-                    if keeping.is_empty() { ":" } else { ";" },
-                    parts.join("; ")
-                );
-            }
-            LOST_WORKERS.warning(
-                said,
-                format!(
-                    "the dispatcher gets no answer from worker {worker} with its credentials (the worker's checks above say what doctor gets); `jobwarden explain -n NAMESPACE JOB` tells one of its Jobs' story"
-                ),
-            )
-        })
+        .map(|(worker, marked)| lost_worker(worker, &marked, grace, configured, now))
         .collect()
+}
+
+/// The check of one worker the Jobs `marked` are marked lost on.
+fn lost_worker(
+    worker: &str,
+    marked: &[&DispatchedJob],
+    grace: Duration,
+    configured: &[&str],
+    now: Timestamp,
+) -> Check {
+    let since: Vec<Timestamp> = marked.iter().filter_map(|j| j.lost_since).collect();
+    let first = since.iter().min().copied().unwrap_or(now);
+    let until = |j: &DispatchedJob| plus(j.lost_since.unwrap_or(now), grace);
+    let (keeping, past): (Vec<&DispatchedJob>, Vec<&DispatchedJob>) =
+        marked.iter().partition(|j| now < until(j));
+    let mut said = format!(
+        "worker {worker} lost since {first:.0} ({}){}",
+        ago(now, first),
+        if configured.contains(&worker) {
+            ""
+        } else {
+            ", and no longer in the policy"
+        }
+    );
+    if !keeping.is_empty() {
+        said += &keeping_place(&keeping, until, now);
+    }
+    if !past.is_empty() {
+        said += &format!(
+            "{} {}",
+            if keeping.is_empty() { ":" } else { ";" },
+            past_grace(&past)
+        );
+    }
+    LOST_WORKERS.warning(
+        said,
+        format!(
+            "the dispatcher gets no answer from worker {worker} with its credentials (the worker's checks above say what doctor gets); `jobwarden explain -n NAMESPACE JOB` tells one of its Jobs' story"
+        ),
+    )
+}
+
+/// The Jobs still in their grace: until when they keep their place, and what they do then.
+fn keeping_place(
+    keeping: &[&DispatchedJob],
+    until: impl Fn(&DispatchedJob) -> Timestamp,
+    now: Timestamp,
+) -> String {
+    let last = keeping.iter().map(|j| until(j)).max().unwrap_or(now);
+    let first_end = keeping.iter().map(|j| until(j)).min().unwrap_or(now);
+    let when = if first_end == last {
+        format!("{last:.0}")
+    } else {
+        format!("{first_end:.0} to {last:.0}")
+    };
+    format!(
+        ": {} keep{} their place until {when}, then {}",
+        jobs_word(keeping.len()),
+        if keeping.len() == 1 { "s" } else { "" },
+        choices(keeping)
+    )
+}
+
+/// The Jobs past their grace: those that wait for the worker (Wait), and those no other
+/// worker can take.
+fn past_grace(past: &[&DispatchedJob]) -> String {
+    let waits = past
+        .iter()
+        .filter(|j| j.on_worker_lost == OnWorkerLost::Wait)
+        .count();
+    let stuck = past.len() - waits;
+    let mut parts = Vec::new();
+    if waits > 0 {
+        parts.push(format!(
+            "{} wait{} for it (Wait)",
+            jobs_word(waits),
+            if waits == 1 { "s" } else { "" }
+        ));
+    }
+    if stuck > 0 {
+        let moving: Vec<&DispatchedJob> = past
+            .iter()
+            .filter(|j| j.on_worker_lost != OnWorkerLost::Wait)
+            .copied()
+            .collect();
+        parts.push(format!(
+            "{} past {} grace still on it: no other worker can take {} ({})",
+            jobs_word(stuck),
+            if stuck == 1 { "its" } else { "their" },
+            if stuck == 1 { "it" } else { "them" },
+            choices(&moving)
+        ));
+    }
+    parts.join("; ")
 }

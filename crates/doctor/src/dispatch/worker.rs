@@ -157,62 +157,11 @@ fn put_in(read: &KubeconfigRead) -> String {
 /// The checks of one worker, in order, each naming it.
 pub fn checks(w: &WorkerObserved, jobwarden_namespace: &str) -> Vec<Check> {
     let name = &w.name;
-    let mut out = Vec::new();
-    let config = match (&w.kubeconfig, accepted(&w.kubeconfig)) {
-        (KubeconfigRead::Local, _) => {
-            out.push(WORKER_KUBECONFIG.ok(format!(
-                "worker {name} is this cluster (local: true): jobwarden's own Job controller runs its Jobs in place"
-            )));
-            return out;
-        }
-        (KubeconfigRead::Missing { why, .. }, _) => {
-            out.push(WORKER_KUBECONFIG.error(
-                format!("worker {name}: {why}; the dispatcher never uses it"),
-                format!(
-                    "make its kubeconfig (docs/dispatch.md#the-workers-kubeconfig) and give it to the dispatcher: `kubectl -n {jobwarden_namespace} create secret generic SECRET --from-file=kubeconfig=FILE`, SECRET as the policy's kubeconfigSecret names it"
-                ),
-            ));
-            return skipped_after(out, name, "it has no kubeconfig");
-        }
-        (KubeconfigRead::Unreadable { from, why }, _) => {
-            out.push(WORKER_KUBECONFIG.cannot_tell(
-                format!("cannot read worker {name}'s kubeconfig ({from}): {why}"),
-                format!(
-                    "doctor reads a worker's kubeconfig Secret with your credentials (get on secrets in namespace {jobwarden_namespace}); a kubeconfigFile it finds through the Secret jobwarden's Deployment mounts there"
-                ),
-            ));
-            return skipped_after(out, name, "its kubeconfig could not be read");
-        }
-        (KubeconfigRead::Read { from, .. }, Some(Err(refused))) => {
-            out.push(WORKER_KUBECONFIG.error(
-                format!(
-                    "worker {name}: the dispatcher refuses the kubeconfig in {from} ({}): {}; it never uses the worker",
-                    refused.reason.label(),
-                    refused.message
-                ),
-                "hold the credentials in the kubeconfig itself (its server, certificate-authority-data and a token, or client-certificate-data and client-key-data): the dispatcher runs no plugin and reads no file",
-            ));
-            return skipped_after(out, name, "its kubeconfig is refused");
-        }
-        (KubeconfigRead::Read { from, .. }, Some(Ok(config))) => {
-            if let Some(Err(e)) = &w.reached {
-                out.push(WORKER_KUBECONFIG.error(
-                    format!(
-                        "worker {name}: the kubeconfig in {from} passes the dispatcher's checks, but no client can be made from it: {e}"
-                    ),
-                    "check its certificate-authority-data (base64 of the worker's CA in PEM) and server URL",
-                ));
-                return skipped_after(out, name, "no client can be made from its kubeconfig");
-            }
-            out.push(WORKER_KUBECONFIG.ok(format!(
-                "worker {name}: {from} holds a kubeconfig the dispatcher accepts (server {}, {})",
-                server_of(&config),
-                credential_of(&config)
-            )));
-            config
-        }
-        (KubeconfigRead::Read { .. }, None) => return out,
+    let (kubeconfig, config) = match kubeconfig(w, jobwarden_namespace) {
+        Ok(accepted) => accepted,
+        Err(out) => return out,
     };
+    let mut out = vec![kubeconfig];
     let Some(Ok(reached)) = &w.reached else {
         return out;
     };
@@ -221,40 +170,134 @@ pub fn checks(w: &WorkerObserved, jobwarden_namespace: &str) -> Vec<Check> {
     } else {
         reached.server.clone()
     };
-
-    match &reached.version {
-        Err(e) => {
-            out.push(WORKER_ANSWERS.error(
-                format!("worker {name}: {server} does not answer: {e}"),
-                "the dispatcher counts a worker that does not answer as lost, and its Jobs follow jobwarden.io/on-worker-lost after dispatch.workerLostSeconds: is its API server up, and reachable at that address (from jobwarden's pods as from here)?",
-            ));
-            out.push(WORKER_CREDENTIALS.skipped(format!(
-                "worker {name}: credentials, permissions and namespaces not checked: it does not answer"
-            )));
+    match answers(name, &server, &reached.version) {
+        Ok(check) => out.push(check),
+        Err(last) => {
+            out.extend(last);
             return out;
         }
+    }
+    match credentials(w, &reached.whoami) {
+        Ok(check) => out.push(check),
+        Err(last) => {
+            out.extend(last);
+            return out;
+        }
+    }
+    out.push(permissions(name, &reached.permissions));
+    out.push(namespaces(name, &reached.namespaces));
+    out.push(crate::dispatch::room::readable(name, &reached.room));
+    out
+}
+
+/// The kubeconfig check, with the kubeconfig the dispatcher accepts; `Err`: every check said
+/// of a worker that can be checked no further (its kubeconfig local, missing, unreadable,
+/// refused, or no client made from it).
+fn kubeconfig(
+    w: &WorkerObserved,
+    jobwarden_namespace: &str,
+) -> Result<(Check, Kubeconfig), Vec<Check>> {
+    let name = &w.name;
+    match (&w.kubeconfig, accepted(&w.kubeconfig)) {
+        (KubeconfigRead::Local, _) => Err(vec![WORKER_KUBECONFIG.ok(format!(
+            "worker {name} is this cluster (local: true): jobwarden's own Job controller runs its Jobs in place"
+        ))]),
+        (KubeconfigRead::Missing { why, .. }, _) => Err(skipped_after(
+            vec![WORKER_KUBECONFIG.error(
+                format!("worker {name}: {why}; the dispatcher never uses it"),
+                format!(
+                    "make its kubeconfig (docs/dispatch.md#the-workers-kubeconfig) and give it to the dispatcher: `kubectl -n {jobwarden_namespace} create secret generic SECRET --from-file=kubeconfig=FILE`, SECRET as the policy's kubeconfigSecret names it"
+                ),
+            )],
+            name,
+            "it has no kubeconfig",
+        )),
+        (KubeconfigRead::Unreadable { from, why }, _) => Err(skipped_after(
+            vec![WORKER_KUBECONFIG.cannot_tell(
+                format!("cannot read worker {name}'s kubeconfig ({from}): {why}"),
+                format!(
+                    "doctor reads a worker's kubeconfig Secret with your credentials (get on secrets in namespace {jobwarden_namespace}); a kubeconfigFile it finds through the Secret jobwarden's Deployment mounts there"
+                ),
+            )],
+            name,
+            "its kubeconfig could not be read",
+        )),
+        (KubeconfigRead::Read { from, .. }, Some(Err(refused))) => Err(skipped_after(
+            vec![WORKER_KUBECONFIG.error(
+                format!(
+                    "worker {name}: the dispatcher refuses the kubeconfig in {from} ({}): {}; it never uses the worker",
+                    refused.reason.label(),
+                    refused.message
+                ),
+                "hold the credentials in the kubeconfig itself (its server, certificate-authority-data and a token, or client-certificate-data and client-key-data): the dispatcher runs no plugin and reads no file",
+            )],
+            name,
+            "its kubeconfig is refused",
+        )),
+        (KubeconfigRead::Read { from, .. }, Some(Ok(config))) => {
+            if let Some(Err(e)) = &w.reached {
+                return Err(skipped_after(
+                    vec![WORKER_KUBECONFIG.error(
+                        format!(
+                            "worker {name}: the kubeconfig in {from} passes the dispatcher's checks, but no client can be made from it: {e}"
+                        ),
+                        "check its certificate-authority-data (base64 of the worker's CA in PEM) and server URL",
+                    )],
+                    name,
+                    "no client can be made from its kubeconfig",
+                ));
+            }
+            let check = WORKER_KUBECONFIG.ok(format!(
+                "worker {name}: {from} holds a kubeconfig the dispatcher accepts (server {}, {})",
+                server_of(&config),
+                credential_of(&config)
+            ));
+            Ok((check, config))
+        }
+        (KubeconfigRead::Read { .. }, None) => Err(Vec::new()),
+    }
+}
+
+/// Whether the worker's API server answers `GET /version`; `Err`: the checks said when it does
+/// not.
+fn answers(name: &str, server: &str, version: &Reply) -> Result<Check, Vec<Check>> {
+    match version {
+        Err(e) => Err(vec![
+            WORKER_ANSWERS.error(
+                format!("worker {name}: {server} does not answer: {e}"),
+                "the dispatcher counts a worker that does not answer as lost, and its Jobs follow jobwarden.io/on-worker-lost after dispatch.workerLostSeconds: is its API server up, and reachable at that address (from jobwarden's pods as from here)?",
+            ),
+            WORKER_CREDENTIALS.skipped(format!(
+                "worker {name}: credentials, permissions and namespaces not checked: it does not answer"
+            )),
+        ]),
         Ok(answer) => {
             let version = answer.body["gitVersion"]
                 .as_str()
                 .filter(|_| answer.succeeded());
-            out.push(WORKER_ANSWERS.ok(match version {
+            Ok(WORKER_ANSWERS.ok(match version {
                 Some(v) => format!("worker {name}: {server} answers (Kubernetes {v})"),
                 None => format!("worker {name}: {server} answers ({})", answer.code),
-            }));
+            }))
         }
     }
+}
 
-    match &reached.whoami {
+/// Whether the worker takes the kubeconfig's credentials (its SelfSubjectReview); `Err`: the
+/// checks said when it refuses them.
+fn credentials(w: &WorkerObserved, whoami: &Reply) -> Result<Check, Vec<Check>> {
+    let name = &w.name;
+    match whoami {
         Ok(answer) if answer.succeeded() => {
             let user = answer.body["status"]["userInfo"]["username"]
                 .as_str()
                 .unwrap_or("?");
-            out.push(WORKER_CREDENTIALS.ok(format!(
+            Ok(WORKER_CREDENTIALS.ok(format!(
                 "worker {name} takes the kubeconfig's credentials for {user}"
-            )));
+            )))
         }
-        Ok(answer) if answer.code == 401 => {
-            out.push(WORKER_CREDENTIALS.error(
+        Ok(answer) if answer.code == 401 => Err(vec![
+            WORKER_CREDENTIALS.error(
                 format!(
                     "worker {name} refuses the kubeconfig's credentials as unauthorized (401): its token expired, or is not one of that cluster's; the dispatcher counts the worker lost"
                 ),
@@ -262,29 +305,23 @@ pub fn checks(w: &WorkerObserved, jobwarden_namespace: &str) -> Vec<Check> {
                     "make a new token on the worker (`kubectl --context {name} -n jobwarden-worker create token jobwarden-dispatcher --duration=720h`) and put it in {}: the dispatcher takes a changed Secret up without a restart",
                     put_in(&w.kubeconfig)
                 ),
-            ));
-            out.push(WORKER_PERMISSIONS.skipped(format!(
+            ),
+            WORKER_PERMISSIONS.skipped(format!(
                 "worker {name}: permissions and namespaces not checked: it refuses the credentials"
-            )));
-            return out;
-        }
-        Ok(answer) => out.push(WORKER_CREDENTIALS.cannot_tell(
+            )),
+        ]),
+        Ok(answer) => Ok(WORKER_CREDENTIALS.cannot_tell(
             format!(
                 "worker {name} did not say whom it takes the credentials for: {}",
                 refusal(answer)
             ),
             "a SelfSubjectReview (authentication.k8s.io/v1, Kubernetes 1.28 and later) tells",
         )),
-        Err(e) => out.push(WORKER_CREDENTIALS.cannot_tell(
+        Err(e) => Ok(WORKER_CREDENTIALS.cannot_tell(
             format!("worker {name} did not say whom it takes the credentials for: {e}"),
             "a SelfSubjectReview (authentication.k8s.io/v1) tells; try again",
         )),
     }
-
-    out.push(permissions(name, &reached.permissions));
-    out.push(namespaces(name, &reached.namespaces));
-    out.push(crate::dispatch::room::readable(name, &reached.room));
-    out
 }
 
 /// The one line said for the checks an earlier failure leaves unmade.

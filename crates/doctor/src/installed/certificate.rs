@@ -109,53 +109,90 @@ pub fn serving_certificate(endpoints: &[Endpoint], serving: &Serving, now: Times
     if endpoints.is_empty() {
         return SERVING_CERTIFICATE.skipped("no webhook configuration is registered");
     }
-    if let Some(e) = endpoints
+    judged(endpoints, serving, now).unwrap_or_else(|wrong| wrong)
+}
+
+/// The certificate judged step by step; `Err`: the first step that fails, as the check.
+fn judged(endpoints: &[Endpoint], serving: &Serving, now: Timestamp) -> Result<Check, Check> {
+    every_bundle_filled(endpoints)?;
+    let (secret, pem) = secret_read(serving)?;
+    let served = served(secret, pem)?;
+    trusted(endpoints, secret, &served, now)?;
+    Ok(time_left(endpoints, secret, served.not_after, now))
+}
+
+/// Every webhook carries a `caBundle`: kube-apiserver verifies jobwarden with nothing else.
+fn every_bundle_filled(endpoints: &[Endpoint]) -> Result<(), Check> {
+    match endpoints
         .iter()
         .find(|e| e.ca_bundle.as_ref().is_none_or(|b| b.is_empty()))
     {
-        return SERVING_CERTIFICATE.error(
+        Some(e) => Err(SERVING_CERTIFICATE.error(
             format!("webhook {} of {} has no caBundle: kube-apiserver cannot verify jobwarden", e.webhook, e.configuration),
             "with cert-manager, its CA injector fills it (annotation cert-manager.io/inject-ca-from): is cert-manager-cainjector running? Otherwise register with deploy/webhooks/register.sh, which puts the CA in",
-        );
+        )),
+        None => Ok(()),
     }
-    let (secret, pem) = match serving {
-        Serving::Read { secret, pem } => (secret, pem),
-        Serving::Unknown(why) => {
-            return SERVING_CERTIFICATE.cannot_tell(
-                format!("cannot tell which certificate jobwarden serves: {why}"),
-                "the webhook probes above show whether kube-apiserver trusts it",
-            );
-        }
-        Serving::Missing { secret } => {
-            return SERVING_CERTIFICATE.error(
-                format!("Secret {secret}, which the webhook Deployment serves its certificate from, does not exist"),
-                "with cert-manager, `kubectl describe certificate` says why it has not issued it; otherwise create it (a kubernetes.io/tls Secret for <service>.<namespace>.svc)",
-            );
-        }
-        Serving::Unreadable { secret, error } => {
-            return SERVING_CERTIFICATE.cannot_tell(
-                format!("cannot read Secret {secret}: {error}; the caBundle was not compared with the certificate"),
-                "the webhook probes above show whether kube-apiserver trusts it; doctor needs get on that Secret to say more",
-            );
-        }
-    };
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pem)
-        .filter_map(Result::ok)
-        .collect();
-    let Some((leaf, intermediates)) = chain.split_first() else {
-        return SERVING_CERTIFICATE.error(
+}
+
+/// The Secret the webhook Deployment serves from, and the PEM it holds.
+fn secret_read(serving: &Serving) -> Result<(&str, &[u8]), Check> {
+    match serving {
+        Serving::Read { secret, pem } => Ok((secret, pem)),
+        Serving::Unknown(why) => Err(SERVING_CERTIFICATE.cannot_tell(
+            format!("cannot tell which certificate jobwarden serves: {why}"),
+            "the webhook probes above show whether kube-apiserver trusts it",
+        )),
+        Serving::Missing { secret } => Err(SERVING_CERTIFICATE.error(
+            format!("Secret {secret}, which the webhook Deployment serves its certificate from, does not exist"),
+            "with cert-manager, `kubectl describe certificate` says why it has not issued it; otherwise create it (a kubernetes.io/tls Secret for <service>.<namespace>.svc)",
+        )),
+        Serving::Unreadable { secret, error } => Err(SERVING_CERTIFICATE.cannot_tell(
+            format!("cannot read Secret {secret}: {error}; the caBundle was not compared with the certificate"),
+            "the webhook probes above show whether kube-apiserver trusts it; doctor needs get on that Secret to say more",
+        )),
+    }
+}
+
+/// The served chain: the leaf first, and when it stops being valid (seconds since the epoch).
+struct Served {
+    leaf: CertificateDer<'static>,
+    intermediates: Vec<CertificateDer<'static>>,
+    not_after: i64,
+}
+
+/// The chain in `pem`, its leaf parsed.
+fn served(secret: &str, pem: &[u8]) -> Result<Served, Check> {
+    let mut chain = CertificateDer::pem_slice_iter(pem).filter_map(Result::ok);
+    let Some(leaf) = chain.next() else {
+        return Err(SERVING_CERTIFICATE.error(
             format!("Secret {secret} holds no PEM certificate"),
             "with cert-manager, `kubectl describe certificate` says why it is not issued",
-        );
+        ));
     };
+    let intermediates: Vec<CertificateDer<'static>> = chain.collect();
     let Ok(not_after) =
-        x509_parser::parse_x509_certificate(leaf).map(|(_, c)| c.validity().not_after.timestamp())
+        x509_parser::parse_x509_certificate(&leaf).map(|(_, c)| c.validity().not_after.timestamp())
     else {
-        return SERVING_CERTIFICATE.error(
+        return Err(SERVING_CERTIFICATE.error(
             format!("Secret {secret} holds a certificate that does not parse"),
             "with cert-manager, delete the Secret and let it issue another",
-        );
+        ));
     };
+    Ok(Served {
+        leaf,
+        intermediates,
+        not_after,
+    })
+}
+
+/// Every webhook's `caBundle` verifies the certificate for the name it calls.
+fn trusted(
+    endpoints: &[Endpoint],
+    secret: &str,
+    served: &Served,
+    now: Timestamp,
+) -> Result<(), Check> {
     let unix_now = UnixTime::since_unix_epoch(Duration::from_secs(
         u64::try_from(now.as_second()).unwrap_or(0),
     ));
@@ -163,13 +200,18 @@ pub fn serving_certificate(endpoints: &[Endpoint], serving: &Serving, now: Times
         let (Some(bundle), Some(name)) = (&e.ca_bundle, &e.server_name) else {
             continue;
         };
-        if let Err(why) = verify(bundle, leaf, intermediates, name, unix_now) {
-            return SERVING_CERTIFICATE.error(
+        if let Err(why) = verify(bundle, &served.leaf, &served.intermediates, name, unix_now) {
+            return Err(SERVING_CERTIFICATE.error(
                 format!("webhook {} of {}: the certificate in Secret {secret} {why}", e.webhook, e.configuration),
                 "the caBundle must hold the CA that signed the serving certificate, and the certificate must name the Service (<service>.<namespace>.svc): with cert-manager, check the inject-ca-from annotation names this Certificate; otherwise register the configurations again with the Secret's CA",
-            );
+            ));
         }
     }
+    Ok(())
+}
+
+/// A trusted certificate, by the time it has left: a warning within [`WARN_WITHIN`].
+fn time_left(endpoints: &[Endpoint], secret: &str, not_after: i64, now: Timestamp) -> Check {
     let left = not_after - now.as_second();
     let expires = Timestamp::from_second(not_after)
         .map(|t| t.strftime("%Y-%m-%d").to_string())

@@ -73,21 +73,26 @@ pub struct InstalledObserved {
 /// binary running doctor was built from (`jobwarden --version`), set beside the leader's.
 pub fn checks(namespace: &str, o: &InstalledObserved, binary_revision: &str) -> Vec<Check> {
     let mut out = deployment::deployments(namespace, &o.deployments);
+    out.extend(controller_checks(namespace, o, binary_revision));
+    out.extend(account_checks(namespace, o));
+    out.push(policy_runs(o));
+    out.extend(webhook_checks(o));
+    out.extend(stored_jobs::stored_jobs(&o.stored, DEFAULT_STUCK_AFTER));
+    if let Some(dispatch) = &o.dispatch {
+        out.extend(crate::dispatch::checks(dispatch));
+    }
+    out
+}
+
+/// The controller's Lease, the revision its leader runs, and the Lease's priority level.
+fn controller_checks(namespace: &str, o: &InstalledObserved, binary_revision: &str) -> Vec<Check> {
     let found: &[DeploymentView] = o.deployments.as_deref().unwrap_or_default();
     let controllers: Vec<&DeploymentView> = found.iter().filter(|d| d.runs_controller()).collect();
-    out.push(lease::lease(
-        namespace,
-        &o.lease,
-        &o.pods,
-        &controllers,
-        o.now,
-    ));
+    let lease = lease::lease(namespace, &o.lease, &o.pods, &controllers, o.now);
     // Only a leader that renews its Lease says which revision runs: a Lease nobody renews
     // (the Lease check's failure) is a replica gone, whose word is not the running one's.
-    let leading = out
-        .last()
-        .is_some_and(|c| c.status == crate::check::Status::Ok);
-    out.push(if leading || controllers.is_empty() {
+    let leading = lease.status == crate::check::Status::Ok;
+    let revision = if leading || controllers.is_empty() {
         revision::running_revision(
             namespace,
             binary_revision,
@@ -97,18 +102,23 @@ pub fn checks(namespace: &str, o: &InstalledObserved, binary_revision: &str) -> 
     } else {
         crate::catalogue::RUNNING_REVISION
             .skipped("no replica leads now (see the controller Lease): none says what runs")
-    });
-    out.push(lease_priority::lease_priority(
+    };
+    let priority = lease_priority::lease_priority(
         namespace,
         &o.flow_schemas,
         &o.priority_levels,
         &controllers,
-    ));
-    out.extend(
-        o.accounts
-            .iter()
-            .map(|a| permissions::service_account(namespace, &a.name, &a.deployments, &a.answers)),
     );
+    vec![lease, revision, priority]
+}
+
+/// Each ServiceAccount's access reviews, and the metrics reader role.
+fn account_checks(namespace: &str, o: &InstalledObserved) -> Vec<Check> {
+    let mut out: Vec<Check> = o
+        .accounts
+        .iter()
+        .map(|a| permissions::service_account(namespace, &a.name, &a.deployments, &a.answers))
+        .collect();
     if o.accounts.is_empty() {
         out.push(
             crate::catalogue::SERVICE_ACCOUNT
@@ -119,6 +129,11 @@ pub fn checks(namespace: &str, o: &InstalledObserved, binary_revision: &str) -> 
         &permissions::metrics_reader_name(&o.configurations),
         &o.metrics_reader,
     ));
+    out
+}
+
+/// Whether jobwarden's running pods run the policy file mounted.
+fn policy_runs(o: &InstalledObserved) -> Check {
     let running: Vec<String> = o
         .pods
         .as_deref()
@@ -127,29 +142,21 @@ pub fn checks(namespace: &str, o: &InstalledObserved, binary_revision: &str) -> 
         .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
         .filter_map(|p| p.metadata.name.clone())
         .collect();
-    out.push(policy_in_force::policy_in_force(
-        &o.mounted_policy,
-        &running,
-        &o.policy_events,
-    ));
-    out.push(registration::registration(
-        &o.configurations,
-        &o.policy,
-        &o.registered,
-    ));
-    out.push(webhook_probe::denies(&o.configurations, &o.denied));
-    out.push(webhook_probe::admits(&o.configurations, &o.admitted));
+    policy_in_force::policy_in_force(&o.mounted_policy, &running, &o.policy_events)
+}
+
+/// The webhook configurations registered, the two probes through the API server, and the
+/// serving certificate against their `caBundle`s.
+fn webhook_checks(o: &InstalledObserved) -> Vec<Check> {
     let endpoints = o
         .registered
         .as_ref()
         .map(certificate::endpoints)
         .unwrap_or_default();
-    out.push(certificate::serving_certificate(
-        &endpoints, &o.serving, o.now,
-    ));
-    out.extend(stored_jobs::stored_jobs(&o.stored, DEFAULT_STUCK_AFTER));
-    if let Some(dispatch) = &o.dispatch {
-        out.extend(crate::dispatch::checks(dispatch));
-    }
-    out
+    vec![
+        registration::registration(&o.configurations, &o.policy, &o.registered),
+        webhook_probe::denies(&o.configurations, &o.denied),
+        webhook_probe::admits(&o.configurations, &o.admitted),
+        certificate::serving_certificate(&endpoints, &o.serving, o.now),
+    ]
 }

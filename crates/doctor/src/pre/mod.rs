@@ -243,28 +243,9 @@ pub fn pod_security(
     install: &Install,
     probes: &[(String, Reply)],
 ) -> Check {
-    let labels = match state {
-        NamespaceState::Exists { labels, .. } => labels,
-        NamespaceState::Absent => {
-            let level = install
-                .namespace_object(namespace)
-                .and_then(|n| {
-                    n.pointer(&format!(
-                        "/metadata/labels/{}",
-                        ENFORCE_LABEL.replace('/', "~1")
-                    ))
-                })
-                .and_then(serde_json::Value::as_str)
-                .map(|l| format!(" (the install creates it enforcing {l:?})"))
-                .unwrap_or_default();
-            return POD_SECURITY.skipped(format!(
-                "namespace {namespace} does not exist yet{level}: jobwarden's pod is tried there once it does"
-            ));
-        }
-        NamespaceState::Unknown(_) => {
-            return POD_SECURITY
-                .skipped(format!("cannot tell whether namespace {namespace} exists"));
-        }
+    let labels = match namespace_labels(namespace, state, install) {
+        Ok(labels) => labels,
+        Err(skipped) => return skipped,
     };
     if probes.is_empty() {
         return POD_SECURITY.skipped("the install runs no pod");
@@ -274,40 +255,9 @@ pub fn pod_security(
         .map_or("privileged (no enforce label)", String::as_str);
     let mut warned = Vec::new();
     for (owner, reply) in probes {
-        match reply {
-            Ok(a) if a.succeeded() => {
-                warned.extend(a.warnings.iter().map(|w| format!("{owner}: {w}")));
-            }
-            Ok(a) if a.message().contains("violates PodSecurity") => {
-                return POD_SECURITY.error(
-                    format!("namespace {namespace} refuses the pods of {owner}: {}", a.message()),
-                    format!("jobwarden's pod meets the restricted profile: label {namespace} {ENFORCE_LABEL}=restricted (or baseline, privileged), or lift what the message names"),
-                );
-            }
-            Ok(a) if a.message().contains("error looking up service account") => {
-                return POD_SECURITY.cannot_tell(
-                    format!("cannot tell: namespace {namespace} has no ServiceAccount default to try jobwarden's pod under"),
-                    "kube-controller-manager gives every namespace one within seconds: is it running? Run doctor --pre again",
-                );
-            }
-            Ok(a) if a.code == 403 => {
-                return POD_SECURITY.cannot_tell(
-                    format!("cannot tell: a server-side dry run of the pod needs create on pods in namespace {namespace}: {}", refusal(a)),
-                    "run doctor --pre as someone who may create pods there (nothing is stored: it is a dry run)",
-                );
-            }
-            Ok(a) => {
-                return POD_SECURITY.error(
-                    format!("namespace {namespace} refuses the pods of {owner}: {}", refusal(a)),
-                    "a policy engine or admission plugin refuses the pod: lift what the message names for jobwarden's namespace",
-                );
-            }
-            Err(e) => {
-                return POD_SECURITY.cannot_tell(
-                    format!("cannot tell: the dry run of {owner}'s pod got no answer: {e}"),
-                    "is the API server healthy?",
-                );
-            }
+        match admitted(namespace, owner, reply) {
+            Ok(warnings) => warned.extend(warnings),
+            Err(refused) => return refused,
         }
     }
     if !warned.is_empty() {
@@ -324,6 +274,65 @@ pub fn pod_security(
             .collect::<Vec<_>>()
             .join(", ")
     ))
+}
+
+/// The labels of the target namespace; `Err`: the check skipped, for a namespace that does
+/// not exist yet or may not.
+fn namespace_labels<'a>(
+    namespace: &str,
+    state: &'a NamespaceState,
+    install: &Install,
+) -> Result<&'a BTreeMap<String, String>, Check> {
+    match state {
+        NamespaceState::Exists { labels, .. } => Ok(labels),
+        NamespaceState::Absent => {
+            let level = install
+                .namespace_object(namespace)
+                .and_then(|n| {
+                    n.pointer(&format!(
+                        "/metadata/labels/{}",
+                        ENFORCE_LABEL.replace('/', "~1")
+                    ))
+                })
+                .and_then(serde_json::Value::as_str)
+                .map(|l| format!(" (the install creates it enforcing {l:?})"))
+                .unwrap_or_default();
+            Err(POD_SECURITY.skipped(format!(
+                "namespace {namespace} does not exist yet{level}: jobwarden's pod is tried there once it does"
+            )))
+        }
+        NamespaceState::Unknown(_) => {
+            Err(POD_SECURITY.skipped(format!("cannot tell whether namespace {namespace} exists")))
+        }
+    }
+}
+
+/// The warnings of `owner`'s dry-run pod admitted; `Err`: the check, for a pod refused or a
+/// dry run that tells nothing.
+fn admitted(namespace: &str, owner: &str, reply: &Reply) -> Result<Vec<String>, Check> {
+    match reply {
+        Ok(a) if a.succeeded() => Ok(a.warnings.iter().map(|w| format!("{owner}: {w}")).collect()),
+        Ok(a) if a.message().contains("violates PodSecurity") => Err(POD_SECURITY.error(
+            format!("namespace {namespace} refuses the pods of {owner}: {}", a.message()),
+            format!("jobwarden's pod meets the restricted profile: label {namespace} {ENFORCE_LABEL}=restricted (or baseline, privileged), or lift what the message names"),
+        )),
+        Ok(a) if a.message().contains("error looking up service account") => Err(POD_SECURITY.cannot_tell(
+            format!("cannot tell: namespace {namespace} has no ServiceAccount default to try jobwarden's pod under"),
+            "kube-controller-manager gives every namespace one within seconds: is it running? Run doctor --pre again",
+        )),
+        Ok(a) if a.code == 403 => Err(POD_SECURITY.cannot_tell(
+            format!("cannot tell: a server-side dry run of the pod needs create on pods in namespace {namespace}: {}", refusal(a)),
+            "run doctor --pre as someone who may create pods there (nothing is stored: it is a dry run)",
+        )),
+        Ok(a) => Err(POD_SECURITY.error(
+            format!("namespace {namespace} refuses the pods of {owner}: {}", refusal(a)),
+            "a policy engine or admission plugin refuses the pod: lift what the message names for jobwarden's namespace",
+        )),
+        Err(e) => Err(POD_SECURITY.cannot_tell(
+            format!("cannot tell: the dry run of {owner}'s pod got no answer: {e}"),
+            "is the API server healthy?",
+        )),
+    }
 }
 
 /// The webhook configurations the install registers against those already registered.

@@ -73,7 +73,77 @@ pub async fn read(
     counted: Option<Counted>,
 ) -> (InstalledObserved, Counted) {
     let client = &cluster.client;
-    let deployments = Api::<Deployment>::namespaced(client.clone(), namespace)
+    let deployments = deployments(cluster, namespace, command_line).await;
+    let found: &[DeploymentView] = deployments.as_deref().unwrap_or_default();
+    let webhook = found.iter().find(|d| d.serves_webhook());
+    let configurations = webhook
+        .and_then(|d| d.flags.as_ref().ok())
+        .map_or(DEFAULT_CONFIGURATIONS.to_owned(), |f| {
+            f.webhook_configurations.clone()
+        });
+    // The dispatcher runs beside the Job controller: its workers are the controller's policy's.
+    let controller = found.iter().find(|d| d.runs_controller());
+    let policies = policies(cluster, namespace, found, policy_given, command_line).await;
+    let dispatcher = policies.dispatcher();
+    let pods = list_all(Api::<Pod>::namespaced(client.clone(), namespace)).await;
+    let lease = Api::<Lease>::namespaced(client.clone(), namespace)
+        .get_opt(LEASE_NAME)
+        .await
+        .map_err(api_error);
+    let now = Timestamp::now();
+    let flow_schemas = list_all(Api::<FlowSchema>::all(client.clone())).await;
+    let priority_levels = list_all(Api::<PriorityLevelConfiguration>::all(client.clone())).await;
+    let registered = registered(cluster, &configurations).await;
+    let (denied, admitted) = probe(cluster, &registered).await;
+    let counted = match counted {
+        Some(counted) => counted,
+        None => {
+            stored(
+                cluster,
+                policies.webhook.as_ref().ok(),
+                dispatcher.as_deref(),
+            )
+            .await
+        }
+    };
+    let dispatch = dispatch(
+        cluster,
+        namespace,
+        &policies.controller,
+        controller,
+        &counted,
+    )
+    .await;
+    let observed = InstalledObserved {
+        serving: serving(cluster, namespace, webhook).await,
+        accounts: accounts(cluster, namespace, found, &policies.worker_secrets()).await,
+        metrics_reader: metrics_reader(cluster, &configurations).await,
+        stored: counted.tally.clone(),
+        dispatch,
+        deployments,
+        pods,
+        lease,
+        flow_schemas,
+        priority_levels,
+        configurations,
+        policy: policies.webhook,
+        registered,
+        denied,
+        admitted,
+        now,
+        mounted_policy: policies.mounted,
+        policy_events: policy_events(cluster, namespace).await,
+    };
+    (observed, counted)
+}
+
+/// jobwarden's Deployments in `namespace`, as doctor views them.
+async fn deployments(
+    cluster: &Cluster,
+    namespace: &str,
+    command_line: &dyn ServeCommandLine,
+) -> Result<Vec<DeploymentView>, String> {
+    Api::<Deployment>::namespaced(cluster.client.clone(), namespace)
         .list(&ListParams::default().labels(PART_OF))
         .await
         .map(|list| {
@@ -82,14 +152,60 @@ pub async fn read(
                 .map(|d| DeploymentView::of(&json(d), command_line))
                 .collect::<Vec<_>>()
         })
-        .map_err(api_error);
-    let found: &[DeploymentView] = deployments.as_deref().unwrap_or_default();
+        .map_err(api_error)
+}
+
+/// Every object `api` lists, or why it could not.
+async fn list_all<K>(api: Api<K>) -> Result<Vec<K>, String>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .map_err(api_error)
+}
+
+/// The policies the install runs (each the one given, when one is), or why each could not be
+/// read.
+struct Policies {
+    /// The hash of the policy file the webhook's Deployment mounts (`None`: it has none).
+    mounted: Result<Option<String>, String>,
+    /// The policy the webhook runs.
+    webhook: Result<Policy, String>,
+    /// The policy the controller runs, and so its dispatcher.
+    controller: Result<Policy, String>,
+}
+
+impl Policies {
+    /// The dispatcher's name, when the policy the controller runs names workers.
+    fn dispatcher(&self) -> Option<String> {
+        self.controller
+            .as_ref()
+            .ok()
+            .filter(|p| p.dispatch.is_enabled())
+            .map(|p| p.dispatch.controller_name.clone())
+    }
+
+    /// The Secrets the controller's policy reads workers' kubeconfigs from.
+    fn worker_secrets(&self) -> Vec<&str> {
+        self.controller
+            .as_ref()
+            .map(worker_secrets)
+            .unwrap_or_default()
+    }
+}
+
+/// The policies of the Deployments `found`: the webhook's is read once when it also runs the
+/// controller.
+async fn policies(
+    cluster: &Cluster,
+    namespace: &str,
+    found: &[DeploymentView],
+    policy_given: Option<&Policy>,
+    command_line: &dyn ServeCommandLine,
+) -> Policies {
     let webhook = found.iter().find(|d| d.serves_webhook());
-    let configurations = webhook
-        .and_then(|d| d.flags.as_ref().ok())
-        .map_or(DEFAULT_CONFIGURATIONS.to_owned(), |f| {
-            f.webhook_configurations.clone()
-        });
     let mounted = install_policy_and_hash(
         cluster,
         namespace,
@@ -116,7 +232,6 @@ pub async fn read(
             .await
         }
     };
-    // The dispatcher runs beside the Job controller: its workers are the controller's policy's.
     let controller = found.iter().find(|d| d.runs_controller());
     let controller_policy = match (policy_given, controller, webhook) {
         (Some(p), _, _) => Ok(p.clone()),
@@ -125,38 +240,22 @@ pub async fn read(
             install_policy(cluster, namespace, c, "runs the controller", command_line).await
         }
     };
-    let dispatcher = controller_policy
-        .as_ref()
-        .ok()
-        .filter(|p| p.dispatch.is_enabled())
-        .map(|p| p.dispatch.controller_name.clone());
-    let pods = Api::<Pod>::namespaced(client.clone(), namespace)
-        .list(&ListParams::default())
-        .await
-        .map(|l| l.items)
-        .map_err(api_error);
-    let lease = Api::<Lease>::namespaced(client.clone(), namespace)
-        .get_opt(LEASE_NAME)
-        .await
-        .map_err(api_error);
-    let now = Timestamp::now();
-    let flow_schemas = Api::<FlowSchema>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .map(|l| l.items)
-        .map_err(api_error);
-    let priority_levels = Api::<PriorityLevelConfiguration>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .map(|l| l.items)
-        .map_err(api_error);
-    let registered = registered(cluster, &configurations).await;
-    let (denied, admitted) = probe(cluster, &registered).await;
-    let counted = match counted {
-        Some(counted) => counted,
-        None => stored(cluster, policy.as_ref().ok(), dispatcher.as_deref()).await,
-    };
-    let dispatch = match &controller_policy {
+    Policies {
+        mounted: mounted_policy,
+        webhook: policy,
+        controller: controller_policy,
+    }
+}
+
+/// The dispatch checks' readings, when the policy the controller runs names workers.
+async fn dispatch(
+    cluster: &Cluster,
+    namespace: &str,
+    controller_policy: &Result<Policy, String>,
+    controller: Option<&DeploymentView>,
+    counted: &Counted,
+) -> Option<crate::dispatch::DispatchObserved> {
+    match controller_policy {
         Ok(p) if p.dispatch.is_enabled() => Some(
             super::dispatch::read(
                 cluster,
@@ -169,41 +268,16 @@ pub async fn read(
             .await,
         ),
         _ => None,
-    };
-    let observed = InstalledObserved {
-        serving: serving(cluster, namespace, webhook).await,
-        accounts: accounts(
-            cluster,
-            namespace,
-            found,
-            &controller_policy
-                .as_ref()
-                .map(worker_secrets)
-                .unwrap_or_default(),
-        )
-        .await,
-        metrics_reader: Api::<ClusterRole>::all(client.clone())
-            .get_opt(&metrics_reader_name(&configurations))
-            .await
-            .map(|r| r.map(|r| json(&r)))
-            .map_err(api_error),
-        stored: counted.tally.clone(),
-        dispatch,
-        deployments,
-        pods,
-        lease,
-        flow_schemas,
-        priority_levels,
-        configurations,
-        policy,
-        registered,
-        denied,
-        admitted,
-        now,
-        mounted_policy,
-        policy_events: policy_events(cluster, namespace).await,
-    };
-    (observed, counted)
+    }
+}
+
+/// The ClusterRole that lets a scraper read the metrics, if there is one.
+async fn metrics_reader(cluster: &Cluster, configurations: &str) -> Result<Option<Value>, String> {
+    Api::<ClusterRole>::all(cluster.client.clone())
+        .get_opt(&metrics_reader_name(configurations))
+        .await
+        .map(|r| r.map(|r| json(&r)))
+        .map_err(api_error)
 }
 
 /// The policy jobwarden's controller Deployment in `namespace` runs (and so its dispatcher),
