@@ -86,7 +86,8 @@ async fn show(args: &WorkersArgs) -> Outcome {
         }
     };
     let readings = read::read_workers(&client, &policy, &access).await;
-    let view = workers::fleet(&readings, &jobs, &args.dispatcher_name);
+    let mut view = workers::fleet(&readings, &jobs, &args.dispatcher_name);
+    view.teams = teams(&client, &policy, &readings, &jobs).await;
     let out = match args.output {
         FleetFormat::Text => workers::text::render(&view),
         FleetFormat::Json => match serde_json::to_string_pretty(&view) {
@@ -102,4 +103,32 @@ async fn show(args: &WorkersArgs) -> Outcome {
         return Outcome::Unreadable;
     }
     Outcome::Ok
+}
+
+/// The teams of the fair order, from the policy, the Jobs and the workers' Nodes as read.
+async fn teams(
+    client: &kube::Client,
+    policy: &jobwarden_admission::policy::Dispatch,
+    readings: &[workers::view::WorkerReading],
+    jobs: &workers::view::JobsRead,
+) -> Vec<workers::teams::TeamView> {
+    if policy.shares.is_empty() {
+        return Vec::new();
+    }
+    let namespaces = if policy
+        .shares
+        .iter()
+        .any(|s| s.namespaces.selector.is_some())
+    {
+        read::namespace_labels(client).await
+    } else {
+        Default::default()
+    };
+    workers::teams::teams(&workers::teams::TeamsRead {
+        shares: &policy.shares,
+        jobs: &jobs.jobs,
+        namespaces: &namespaces,
+        fleet: workers::view::fleet_allocatable(readings),
+        held: &jobs.held,
+    })
 }

@@ -30,6 +30,9 @@
 //! * `room`: whether a Job's pods fit on a worker's nodes now, and why not: kube-scheduler's
 //!   filter over compact views of its Nodes and pods. Pure.
 //! * `plan`: the decision for one Job, over all of the above. Pure.
+//! * `shares`: fair shares between teams (the policy's `dispatch.shares`): the order of the
+//!   waiting Jobs by weighted dominant share, each team's usage, and the room held for the
+//!   head of the order on one worker. Pure.
 //! * `worker`: one worker cluster: its kubeconfig judged and followed, the link to it (client,
 //!   copies, reach, fence), its namespaces, and its Nodes and unfinished pods watched into its
 //!   room.
@@ -45,6 +48,7 @@ pub mod placement;
 pub mod plan;
 pub mod room;
 pub mod run;
+pub mod shares;
 pub mod sync;
 pub mod worker;
 

@@ -51,9 +51,10 @@ pub const WORKER_ROOM_READABLE: Kind = kind(Group::Dispatch, "worker room readab
 pub const WORKER_VIEW_FRESH: Kind = kind(Group::Dispatch, "worker view fresh");
 pub const LOST_WORKERS: Kind = kind(Group::Dispatch, "lost workers");
 pub const DRAINING_WORKERS: Kind = kind(Group::Dispatch, "draining workers");
+pub const NAMESPACES_IN_A_TEAM: Kind = kind(Group::Dispatch, "namespaces in a team");
 
 /// All of them, in the order a run prints them.
-pub const ALL: [Kind; 38] = [
+pub const ALL: [Kind; 39] = [
     API_SERVER_REACHABLE,
     API_SERVER_VERSION,
     CALLER,
@@ -91,5 +92,6 @@ pub const ALL: [Kind; 38] = [
     WORKER_ROOM_READABLE,
     WORKER_VIEW_FRESH,
     DRAINING_WORKERS,
+    NAMESPACES_IN_A_TEAM,
     LOST_WORKERS,
 ];

@@ -36,6 +36,8 @@ pub struct Dispatch {
     /// `Unschedulable`), none ever bound, before the Job moves to another worker; a Job's
     /// `jobwarden.io/unschedulable-seconds` overrides it.
     pub unschedulable_seconds: u64,
+    /// The teams that share the workers, by weight (`shares.rs`). Empty: one team.
+    pub shares: Vec<super::Share>,
 }
 
 impl Default for Dispatch {
@@ -46,6 +48,7 @@ impl Default for Dispatch {
             workers: Vec::new(),
             worker_lost_seconds: DEFAULT_WORKER_LOST_SECONDS,
             unschedulable_seconds: DEFAULT_UNSCHEDULABLE_SECONDS,
+            shares: Vec::new(),
         }
     }
 }
@@ -165,6 +168,7 @@ impl Dispatch {
         if locals > 1 {
             problems.push("dispatch.workers: at most one worker may be local".to_owned());
         }
+        problems.extend(super::shares::problems(&self.shares));
         problems
     }
 

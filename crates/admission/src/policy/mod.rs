@@ -13,9 +13,11 @@ use crate::wire::UserInfo;
 
 pub mod change;
 pub mod dispatch;
+pub mod shares;
 
 pub use change::{PolicyVeto, PolicyVetoes, VetoRegistration, Vetoed, content_hash, needs_restart};
 pub use dispatch::{Capacity, Dispatch, Worker, WorkerSource};
+pub use shares::{DEFAULT_TEAM, Share};
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]

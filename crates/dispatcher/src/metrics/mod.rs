@@ -2,6 +2,8 @@
 //! alert reads is served from the start: the workers are known from the policy, and so are
 //! the label values (states, reasons), so each starts at 0.
 
+mod teams;
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -11,6 +13,7 @@ use prometheus_client::registry::Registry;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
+pub use teams::TeamMetrics;
 
 use jobwarden_runtime::events::metrics::EventMetrics;
 
@@ -125,6 +128,7 @@ pub struct DispatchMetrics {
     pub copies_deleted: Family<DeletedLabels, Counter>,
     pub redispatches: Family<ReasonLabels, Counter>,
     pub events: EventMetrics,
+    pub teams: TeamMetrics,
 }
 
 impl Default for DispatchMetrics {
@@ -153,6 +157,7 @@ impl Default for DispatchMetrics {
             copies_deleted: Family::default(),
             redispatches: Family::default(),
             events: EventMetrics::default(),
+            teams: TeamMetrics::default(),
         }
     }
 }
@@ -309,6 +314,7 @@ pub fn register_metrics(registry: &mut Registry, workers: &[&str]) -> DispatchMe
     let mut m = DispatchMetrics::default();
     let r = registry.sub_registry_with_prefix("jobwarden_dispatch");
     m.events = EventMetrics::register(r);
+    m.teams = TeamMetrics::register(r);
     register_worker_series(r, &m);
     register_job_series(r, &m);
     m.create_known_series(workers);

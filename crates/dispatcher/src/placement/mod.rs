@@ -152,7 +152,7 @@ impl Named {
         }
     }
 
-    fn names(&self, worker: &str) -> bool {
+    pub fn names(&self, worker: &str) -> bool {
         match self {
             Named::Any => true,
             Named::Only(names) => names.iter().any(|n| n == worker),

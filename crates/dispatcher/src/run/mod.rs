@@ -41,7 +41,9 @@ use crate::placement::loads::Loads;
 use crate::placement::placing_lane::{PlacingLane, Routed};
 use crate::plan::Settings;
 use crate::plan::Waiting;
-use crate::sync::{Dispatcher, SyncError};
+use crate::room::Resources;
+use crate::sync::fair::Fair;
+use crate::sync::{Dispatcher, SyncError, lock};
 use crate::worker::link::{self as worker_link, Changed, Link, LinkContext};
 use crate::worker::namespace_labels::NamespaceLabels;
 use jobwarden_runtime::job_cache::CachedJob;
@@ -171,7 +173,11 @@ impl Term {
             pending: pending.clone(),
             leading,
         });
-        let selector_needed = links.iter().any(|l| l.namespaces().selector.is_some());
+        let selector_needed = links.iter().any(|l| l.namespaces().selector.is_some())
+            || dispatch
+                .shares
+                .iter()
+                .any(|s| s.namespaces.selector.is_some());
         let dispatcher = Arc::new(Dispatcher {
             settings: Settings {
                 origin,
@@ -184,6 +190,7 @@ impl Term {
             namespace_labels: NamespaceLabels::new(management.clone(), selector_needed),
             loads: Mutex::new(Loads::default()),
             reservations: Mutex::default(),
+            fair: Mutex::new(Fair::new(&dispatch.shares)),
             avoid: Mutex::default(),
             waiting: Mutex::default(),
             pending,
@@ -515,33 +522,11 @@ fn wakes_of(
             job: ObjectRef::new(&name).within(&namespace),
             placing: false,
         })],
-        Changed::Room(_) => {
-            let for_room: std::collections::HashSet<String> = dispatcher
-                .waiting
-                .lock()
-                .map(|w| {
-                    w.iter()
-                        .filter(|(_, (why, _))| {
-                            matches!(why, Waiting::NoRoom { .. } | Waiting::Unschedulable { .. })
-                        })
-                        .map(|(uid, _)| uid.clone())
-                        .collect()
-                })
-                .unwrap_or_default();
-            if for_room.is_empty() {
-                return Vec::new();
-            }
-            let mut jobs: Vec<Arc<CachedJob>> = store
-                .state()
-                .into_iter()
-                .filter(|j| for_room.contains(j.uid()))
-                .collect();
-            jobs.sort_by(|a, b| {
-                (&a.metadata.creation_timestamp, a.uid())
-                    .cmp(&(&b.metadata.creation_timestamp, b.uid()))
-            });
-            jobs.iter().map(|j| Wake::Now(routed(j))).collect()
-        }
+        Changed::Turn { namespace, name } => vec![Wake::Now(Routed {
+            job: ObjectRef::new(&name).within(&namespace),
+            placing: true,
+        })],
+        Changed::Room(_) => room_wakes(store, dispatcher),
         Changed::Worker(worker) => {
             let waiting: std::collections::HashSet<String> = dispatcher
                 .waiting
@@ -560,6 +545,49 @@ fn wakes_of(
                 .collect()
         }
     }
+}
+
+/// The Jobs waiting for room, in their turn: the fair order where the policy names teams,
+/// else oldest first (a Job that does not fit never holds back a later one that does: each is
+/// judged on its own, and the fair order's gate keeps the turns).
+fn room_wakes(
+    store: &Store<CachedJob>,
+    dispatcher: &Dispatcher,
+) -> Vec<Wake<Routed<ObjectRef<CachedJob>>>> {
+    let for_room: std::collections::HashSet<String> = dispatcher
+        .waiting
+        .lock()
+        .map(|w| {
+            w.iter()
+                .filter(|(_, (why, _))| {
+                    matches!(why, Waiting::NoRoom { .. } | Waiting::Unschedulable { .. })
+                })
+                .map(|(uid, _)| uid.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    if for_room.is_empty() {
+        return Vec::new();
+    }
+    let mut jobs: Vec<Arc<CachedJob>> = store
+        .state()
+        .into_iter()
+        .filter(|j| for_room.contains(j.uid()))
+        .collect();
+    jobs.sort_by(|a, b| {
+        (&a.metadata.creation_timestamp, a.uid()).cmp(&(&b.metadata.creation_timestamp, b.uid()))
+    });
+    let turns: HashMap<String, usize> = {
+        let fair = lock(&dispatcher.fair);
+        fair.shares
+            .iter_in_order()
+            .enumerate()
+            .map(|(i, k)| (k.uid.to_string(), i))
+            .collect()
+    };
+    // Stable: the Jobs not in the order (not judged yet) keep their age's place, last.
+    jobs.sort_by_key(|j| turns.get(j.uid()).copied().unwrap_or(usize::MAX));
+    jobs.iter().map(|j| Wake::Now(routed(j))).collect()
 }
 
 /// Every [`COLLECT_EVERY`], each ready worker's copies judged: those whose Job is gone or moved
@@ -605,6 +633,7 @@ async fn gauges(dispatcher: Arc<Dispatcher>) {
         for link in &dispatcher.links {
             room_gauges(&dispatcher.metrics, link);
         }
+        share_gauges(&dispatcher);
         if let Ok(waiting) = dispatcher.waiting.lock() {
             crate::sync::count_waiting(&dispatcher.metrics, &waiting);
         }
@@ -620,6 +649,26 @@ async fn gauges(dispatcher: Arc<Dispatcher>) {
 }
 
 /// A worker's view and free room, as `jobwarden_dispatch_worker_*` show them.
+/// The fleet's allocatable (each worker's, judged by its Nodes) given to the fair order, and
+/// each team's series.
+fn share_gauges(dispatcher: &Dispatcher) {
+    let mut fleet = Resources::default();
+    for link in &dispatcher.links {
+        if let Some(summary) = link.view.summary() {
+            fleet.add(&summary.allocatable);
+        }
+    }
+    let teams = {
+        let mut fair = lock(&dispatcher.fair);
+        if !fair.is_enabled() {
+            return;
+        }
+        fair.shares.set_fleet_allocatable(fleet);
+        fair.shares.team_summary()
+    };
+    dispatcher.metrics.teams.set(&teams);
+}
+
 fn room_gauges(metrics: &DispatchMetrics, link: &Link) {
     let state = link.view.state();
     let summary = link.view.summary().unwrap_or_default();

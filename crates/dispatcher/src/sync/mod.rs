@@ -3,6 +3,8 @@
 //! Short on purpose: every decision is `plan`'s.
 
 mod carry_out;
+mod decide;
+pub mod fair;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -21,10 +23,9 @@ use crate::placement::loads::Loads;
 use crate::placement::moving::{self, CopyPods};
 use crate::placement::reservations::Reservations;
 use crate::placement::{Reach, RoomFit, Unfit};
-use crate::plan::{self, JobView, Plan, Settings, Step, Waiting, WorkerState};
-use crate::room::{PodShape, pods_at_once};
+use crate::plan::{JobView, Settings, Step, Waiting, WorkerState};
 use crate::worker::link::Link;
-use crate::worker::namespace_labels::NamespaceLabels;
+use crate::worker::namespace_labels::{Labels, NamespaceLabels};
 use jobwarden_runtime::job_cache::CachedJob;
 
 /// Look at every dispatched Job at least this often.
@@ -62,6 +63,9 @@ pub struct Dispatcher {
     /// The room each placed Job holds until its pods are seen; its lock is held while a Job is
     /// judged and its choice taken, so two placements never take the same room.
     pub reservations: Mutex<Reservations>,
+    /// The fair order between teams (`dispatch.shares`); locked after `reservations`, never
+    /// before.
+    pub fair: Mutex<fair::Fair>,
     /// Workers found unfit for a Job by trying, by the Job's UID.
     pub avoid: Mutex<HashMap<String, Vec<(String, Unfit)>>>,
     /// What each waiting Job was last said to wait for (one Event per change), and since
@@ -150,7 +154,9 @@ impl Dispatcher {
             .map(|(w, why)| (w.as_str(), why.clone()))
             .collect();
         let copies_on: Vec<&str> = copies_on.iter().map(String::as_str).collect();
-        let mut workers = self.worker_states(ns, placing).await;
+        let labels = self.namespace_labels.get(ns).await;
+        let team = lock(&self.fair).shares.teams().team_of(ns, labels.as_ref());
+        let mut workers = self.worker_states(ns, labels.as_ref(), placing).await;
         let view = JobView {
             user: &user,
             copy: copy.as_ref(),
@@ -158,12 +164,12 @@ impl Dispatcher {
             avoid: &avoid,
             copy_pods: copy_pods.as_ref(),
         };
-        let plan = self.decide(view, uid, &mut workers, placing, now);
         let job_ref = JobRef {
             namespace: ns.to_owned(),
             name: name.to_owned(),
             uid: uid.to_owned(),
         };
+        let plan = self.decide(view, (&job_ref, team), &mut workers, placing, now);
         self.note_waiting(&job_ref, plan.waiting.as_ref());
         if let Some(refused) = &plan.refused {
             self.metrics.mirrored("refused");
@@ -262,85 +268,14 @@ impl Dispatcher {
         }
     }
 
-    /// The plan, made under the reservations' lock: the room of each worker judged for the
-    /// Job (when it is being placed), and the worker chosen, take their room at once.
-    fn decide(
-        &self,
-        job: JobView<'_>,
-        uid: &str,
-        workers: &mut [WorkerState<'_>],
-        placing: bool,
-        now: Timestamp,
-    ) -> Plan {
-        let mut reservations = lock(&self.reservations);
-        let finished = crate::copy::status::terminal_condition(job.user).is_some();
-        if let Some(worker) = reservations.observe(
-            uid,
-            job.user,
-            crate::copy::record::recorded(job.user),
-            finished,
-        ) {
-            let _ = self
-                .link_ctx
-                .changes
-                .send(crate::worker::link::Changed::Room(worker));
-        }
-        if placing {
-            self.judge_room(job.user, uid, workers, &reservations);
-        }
-        let plan = plan::plan(&self.settings, job, workers, now);
-        if let Some(to) = plan.steps.iter().find_map(|s| match s {
-            Step::Record { to, .. } => Some(to),
-            _ => None,
-        }) {
-            reservations.chose(uid, job.user, to);
-        }
-        plan
-    }
-
-    /// Whether the Job's pods fit on each worker now, beside what the Jobs placed there hold.
-    fn judge_room(
-        &self,
-        user: &Value,
-        uid: &str,
-        workers: &mut [WorkerState<'_>],
-        reservations: &Reservations,
-    ) {
-        let shape = PodShape::of_job(user);
-        let pods = pods_at_once(user);
-        for worker in workers.iter_mut() {
-            let Some(link) = self.link(worker.name) else {
-                continue;
-            };
-            worker.room = match &shape {
-                Err(e) => RoomFit::Short {
-                    why: format!("its pod template cannot be judged: {e}"),
-                    label: "unreadable",
-                    never: true,
-                },
-                Ok(shape) => {
-                    let reserved = reservations
-                        .on(worker.name, uid)
-                        .map(|(held_uid, ns, name, r)| {
-                            // Its copy's pods (the Job's own, on this cluster).
-                            let copy = if link.is_local() {
-                                Some(held_uid.to_owned())
-                            } else {
-                                link.cached(ns, name).map(|c| c.uid().to_owned())
-                            };
-                            (copy, r)
-                        })
-                        .collect();
-                    link.view.fit(shape, pods, reserved)
-                }
-            };
-        }
-    }
-
     /// What each worker is for this Job. Whether it has the Job's namespace is asked only when
     /// the Job is being placed.
-    async fn worker_states(&self, ns: &str, placing: bool) -> Vec<WorkerState<'_>> {
-        let labels = self.namespace_labels.get(ns).await;
+    async fn worker_states(
+        &self,
+        ns: &str,
+        labels: Option<&Labels>,
+        placing: bool,
+    ) -> Vec<WorkerState<'_>> {
         let loads: Vec<usize> = {
             let loads = lock(&self.loads);
             self.links.iter().map(|l| loads.load(l.name())).collect()
@@ -349,7 +284,7 @@ impl Dispatcher {
         for (link, load) in self.links.iter().zip(loads) {
             let reach = link.reach();
             let takes_namespace =
-                link.namespaces().is_empty() || link.namespaces().matches(ns, labels.as_ref());
+                link.namespaces().is_empty() || link.namespaces().matches(ns, labels);
             let has_namespace = if placing && takes_namespace && reach == Reach::Answers {
                 link.has_namespace(ns).await
             } else {
@@ -448,6 +383,7 @@ impl Dispatcher {
         lock(&self.limiter).forget(uid);
         lock(&self.loads).forget(uid);
         let _ = lock(&self.reservations).forget(uid);
+        lock(&self.fair).forget(uid);
         let mut waiting = lock(&self.waiting);
         if waiting.remove(uid).is_some() {
             count_waiting(&self.metrics, &waiting);

@@ -58,6 +58,9 @@ pub enum Changed {
     Worker(String),
     /// A worker's room changed: the Jobs waiting for room.
     Room(String),
+    /// A waiting Job's turn in the fair order came: a later one found it fits where that one
+    /// would have gone.
+    Turn { namespace: String, name: String },
 }
 
 /// What every worker's task shares.

@@ -12,7 +12,7 @@ use kube::api::Api;
 
 const KEPT_FOR: Duration = Duration::from_secs(60);
 
-type Labels = BTreeMap<String, String>;
+pub type Labels = BTreeMap<String, String>;
 
 pub struct NamespaceLabels {
     client: Client,

@@ -146,10 +146,29 @@ impl WorkerView {
         pods: u32,
         reserved: Vec<(Option<String>, Reservation)>,
     ) -> RoomFit {
+        match self.fit_of(shape, pods, reserved) {
+            None => RoomFit::Listing,
+            Some(room::Fit::Fits) => RoomFit::Fits,
+            Some(room::Fit::Short(short)) => RoomFit::Short {
+                why: short.to_string(),
+                label: short.reason_label(),
+                never: short.never(),
+            },
+        }
+    }
+
+    /// The room model's own verdict (what a Job lacks, for the room held for it): `None` while
+    /// the worker's nodes and pods are listed; `Fits` where the worker is taken by count.
+    pub fn fit_of(
+        &self,
+        shape: &PodShape,
+        pods: u32,
+        reserved: Vec<(Option<String>, Reservation)>,
+    ) -> Option<room::Fit> {
         match self.state() {
             ViewState::Fresh => {}
-            ViewState::Listing => return RoomFit::Listing,
-            ViewState::Counting(_) | ViewState::Unbounded => return RoomFit::Fits,
+            ViewState::Listing => return None,
+            ViewState::Counting(_) | ViewState::Unbounded => return Some(room::Fit::Fits),
         }
         let v = self.view();
         let reserved: Vec<Reservation> = reserved
@@ -160,14 +179,7 @@ impl WorkerView {
                 (r.pods > 0).then_some(r)
             })
             .collect();
-        match room::fits(shape, pods, &v.room, &reserved) {
-            room::Fit::Fits => RoomFit::Fits,
-            room::Fit::Short(short) => RoomFit::Short {
-                why: short.to_string(),
-                label: short.reason_label(),
-                never: short.never(),
-            },
-        }
+        Some(room::fits(shape, pods, &v.room, &reserved))
     }
 
     /// What `jobwarden workers`, the gauges and doctor show; `None` unless fresh.

@@ -7,8 +7,10 @@ pub mod draining;
 pub mod jobs;
 pub mod lost;
 pub mod room;
+pub mod teams;
 pub mod worker;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use jobwarden_admission::policy::Dispatch;
@@ -31,6 +33,8 @@ pub struct DispatchObserved {
     pub jobs: Result<Vec<DispatchedJob>, String>,
     /// The leader's metrics, for how it knows each worker's room.
     pub leader_metrics: LeaderMetrics,
+    /// The labels of the dispatched Jobs' namespaces, where a worker or a team selects by them.
+    pub namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
     pub now: Timestamp,
 }
 
@@ -54,6 +58,11 @@ pub fn checks(o: &DispatchObserved) -> Vec<Check> {
         })
         .collect();
     out.extend(draining::draining_workers(&o.policy, &o.jobs));
+    out.extend(teams::namespaces_in_a_team(
+        &o.policy,
+        &o.jobs,
+        &o.namespace_labels,
+    ));
     let configured: Vec<&str> = o.policy.workers.iter().map(|w| w.name.as_str()).collect();
     out.extend(lost::lost_workers(
         &o.jobs,

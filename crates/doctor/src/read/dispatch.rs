@@ -59,6 +59,7 @@ pub async fn read(
         workers,
         jobs,
         leader_metrics: leader_metrics(cluster, namespace, pod_spec, metrics_secure).await,
+        namespace_labels: labels,
         now: k8s_openapi::jiff::Timestamp::now(),
     }
 }
@@ -141,7 +142,9 @@ async fn namespace_labels(
     let selects = dispatch
         .workers
         .iter()
-        .any(|w| w.namespaces.selector.is_some());
+        .map(|w| &w.namespaces)
+        .chain(dispatch.shares.iter().map(|s| &s.namespaces))
+        .any(|n| n.selector.is_some());
     let Ok(jobs) = jobs else { return labels };
     if !selects {
         return labels;

@@ -527,6 +527,7 @@ fn lost_workers_are_told_from_the_marks_on_their_jobs() {
 #[test]
 fn a_run_tells_every_worker_in_the_policys_order_then_the_lost_ones() {
     let observed = DispatchObserved {
+        namespace_labels: Default::default(),
         namespace: "jobwarden-system".to_owned(),
         policy: Dispatch {
             workers: vec![

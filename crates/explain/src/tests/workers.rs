@@ -66,6 +66,7 @@ fn jobs_are_counted_where_recorded_and_waiting_ones_by_the_dispatchers_latest_wa
     let mut not_ours = dispatched("other", Some("alpha"), false);
     not_ours["spec"]["managedBy"] = json!("kueue.x-k8s.io/multikueue");
     let jobs = JobsRead {
+        held: BTreeMap::new(),
         jobs: vec![
             dispatched("a1", Some("alpha"), false),
             dispatched("a2", Some("alpha"), false),
@@ -278,6 +279,7 @@ fn the_table_shows_free_of_allocatable_and_why_a_worker_is_not_read() {
         ..summed("epsilon", RoomLine::default())
     };
     let view = WorkersView {
+        teams: Vec::new(),
         workers: vec![alpha, beta, gamma, delta, epsilon],
         waiting: WaitingView {
             total: 5,
@@ -298,6 +300,7 @@ Waiting for a worker: 5 Jobs (NoWorkerFits 3, WorkerLost 2).
 ";
     assert_eq!(render(&view), want);
     let empty = WorkersView {
+        teams: Vec::new(),
         workers: Vec::new(),
         waiting: WaitingView::default(),
     };
@@ -309,6 +312,7 @@ fn the_json_names_each_field_as_docs_cli_md_says() {
     let mut alpha = summed("alpha", room((1, 1), &[("cpu", 1.0)], &[("cpu", 2.0)]));
     alpha.placed = 1;
     let view = WorkersView {
+        teams: Vec::new(),
         workers: vec![alpha],
         waiting: WaitingView {
             total: 1,
@@ -331,9 +335,54 @@ fn the_json_names_each_field_as_docs_cli_md_says() {
                 },
                 "placed": 1
             }],
-            "waiting": {"total": 1, "byReason": {"NoWorkerFits": 1}}
+            "waiting": {"total": 1, "byReason": {"NoWorkerFits": 1}},
+            "teams": []
         })
     );
+}
+
+#[test]
+fn the_teams_table_follows_the_fleet_where_the_policy_names_teams() {
+    use crate::workers::teams::{HeldView, TeamView};
+    let team =
+        |name: &str, weight: f64, fair: f64, gpus: f64, placed: u32, waiting: usize| TeamView {
+            name: name.to_owned(),
+            weight,
+            fair_share: fair,
+            usage: BTreeMap::from([
+                ("cpu".to_owned(), gpus),
+                ("nvidia.com/gpu".to_owned(), gpus),
+            ]),
+            dominant_share: gpus / 8.0,
+            dominant_resource: (gpus > 0.0).then(|| "nvidia.com/gpu".to_owned()),
+            placed,
+            waiting,
+            held: Vec::new(),
+        };
+    let mut research = team("research", 2.0, 2.0 / 3.0, 6.0, 6, 3);
+    research.held.push(HeldView {
+        job: "research/big".to_owned(),
+        worker: "east".to_owned(),
+    });
+    let view = WorkersView {
+        teams: vec![
+            research,
+            team("prod", 1.0, 1.0 / 3.0, 2.0, 2, 0),
+            team("default", 1.0, 0.25, 0.0, 0, 0),
+        ],
+        workers: Vec::new(),
+        waiting: WaitingView::default(),
+    };
+    let want = "\
+WORKER  STATE  NODES  FREE CPU  FREE MEMORY  FREE GPU  PLACED
+No Job waits for a worker.
+
+TEAM      WEIGHT  FAIR SHARE  DOMINANT            CPU  MEMORY  GPU  PLACED  WAITING
+research  2       67%         75% nvidia.com/gpu  6    0       6    6       3        room held on east for research/big
+prod      1       33%         25% nvidia.com/gpu  2    0       2    2       0
+default   1       25%         0%                  0    0       0    0       0
+";
+    assert_eq!(render(&view), want);
 }
 
 /// A Node as the kubelet reports it.

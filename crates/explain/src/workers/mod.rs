@@ -9,6 +9,7 @@
 
 pub mod read;
 pub mod room_of;
+pub mod teams;
 pub mod text;
 pub mod view;
 

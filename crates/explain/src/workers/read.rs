@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use jobwarden_admission::policy::{Capacity, Dispatch};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::{Api, Client};
 use serde_json::Value;
@@ -53,15 +53,65 @@ pub async fn read_jobs(client: &Client, dispatcher: &str) -> Result<JobsRead, Jo
     let waiting = jobs
         .iter()
         .any(|j| jobwarden_dispatcher::copy::record::recorded(j).is_none());
-    let latest_warning = if waiting {
-        latest_warnings(client, dispatcher).await
+    let (latest_warning, held) = if waiting {
+        (
+            latest_warnings(client, dispatcher).await,
+            latest_holds(client, dispatcher).await,
+        )
     } else {
-        BTreeMap::new()
+        (BTreeMap::new(), BTreeMap::new())
     };
     Ok(JobsRead {
         jobs,
         latest_warning,
+        held,
     })
+}
+
+/// The worker named by the dispatcher's latest `RoomHeld` Event, by the UID of the Job it is
+/// on ("room is held for the Job on worker W (...)"). Unknown, not failed, where the caller
+/// may not list Events.
+async fn latest_holds(client: &Client, dispatcher: &str) -> BTreeMap<String, String> {
+    let Ok(events) = Api::<Event>::all(client.clone())
+        .list(&ListParams::default().fields("reason=RoomHeld"))
+        .await
+    else {
+        return BTreeMap::new();
+    };
+    let mut latest: BTreeMap<String, (Option<k8s_openapi::jiff::Timestamp>, String)> =
+        BTreeMap::new();
+    for e in &events.items {
+        let line = event_line(e);
+        let (Some(uid), true) = (e.involved_object.uid.clone(), line.from == dispatcher) else {
+            continue;
+        };
+        let Some(worker) = line
+            .message
+            .split_once(" on worker ")
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+        else {
+            continue;
+        };
+        if latest.get(&uid).is_none_or(|(at, _)| line.at >= *at) {
+            latest.insert(uid, (line.at, worker.to_owned()));
+        }
+    }
+    latest.into_iter().map(|(uid, (_, w))| (uid, w)).collect()
+}
+
+/// Every namespace's labels, for the teams that name namespaces by a selector; none where the
+/// caller may not list namespaces (those teams then show only their named namespaces' Jobs).
+pub async fn namespace_labels(client: &Client) -> BTreeMap<String, BTreeMap<String, String>> {
+    let Ok(list) = Api::<Namespace>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+    else {
+        return BTreeMap::new();
+    };
+    list.items
+        .into_iter()
+        .filter_map(|n| Some((n.metadata.name?, n.metadata.labels.unwrap_or_default())))
+        .collect()
 }
 
 /// The reason of the dispatcher's latest Warning Event, by the UID of the object it is on.

@@ -1,10 +1,11 @@
 //! The fleet as text, pure: one aligned line per worker (state, nodes, free cpu, memory and
 //! GPUs of what is allocatable, Jobs placed, and why a worker is not read), then the Jobs
-//! waiting for a worker by reason.
+//! waiting for a worker by reason, then the teams of the fair order (`dispatch.shares`).
 
 use std::fmt::Write as _;
 
 use super::room_of::RoomLine;
+use super::teams::TeamView;
 use super::view::{RoomView, WorkerView, WorkersView};
 
 const HEADER: [&str; 7] = [
@@ -17,14 +18,26 @@ const HEADER: [&str; 7] = [
     "PLACED",
 ];
 
-/// The table, then the waiting line.
+/// The table, then the waiting line, then the teams where the policy names some.
 pub fn render(view: &WorkersView) -> String {
     let mut rows: Vec<(Vec<String>, Option<String>)> =
         vec![(HEADER.map(str::to_owned).to_vec(), None)];
     for w in &view.workers {
         rows.push(row(w));
     }
-    let widths: Vec<usize> = (0..HEADER.len())
+    let mut out = table(&rows);
+    out.push_str(&waiting_line(view));
+    if !view.teams.is_empty() {
+        out.push('\n');
+        out.push_str(&teams_table(&view.teams));
+    }
+    out
+}
+
+/// Rows aligned in columns, each with its note after the last column.
+fn table(rows: &[(Vec<String>, Option<String>)]) -> String {
+    let columns = rows.first().map_or(0, |(r, _)| r.len());
+    let widths: Vec<usize> = (0..columns)
         .map(|i| {
             rows.iter()
                 .filter_map(|(r, _)| r.get(i))
@@ -34,7 +47,7 @@ pub fn render(view: &WorkersView) -> String {
         })
         .collect();
     let mut out = String::new();
-    for (cells, note) in &rows {
+    for (cells, note) in rows {
         let mut line = String::new();
         for (cell, width) in cells.iter().zip(&widths) {
             let _ = write!(line, "{cell:<width$}  ");
@@ -45,8 +58,65 @@ pub fn render(view: &WorkersView) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
-    out.push_str(&waiting_line(view));
     out
+}
+
+const TEAM_HEADER: [&str; 9] = [
+    "TEAM",
+    "WEIGHT",
+    "FAIR SHARE",
+    "DOMINANT",
+    "CPU",
+    "MEMORY",
+    "GPU",
+    "PLACED",
+    "WAITING",
+];
+
+/// One line per team: its weight and fair share, its dominant share (of which resource), what
+/// it uses, its Jobs placed and waiting; the room held for its Jobs after.
+fn teams_table(teams: &[TeamView]) -> String {
+    let mut rows: Vec<(Vec<String>, Option<String>)> =
+        vec![(TEAM_HEADER.map(str::to_owned).to_vec(), None)];
+    for t in teams {
+        let used =
+            |r: &str, say: fn(f64) -> String| t.usage.get(r).map_or("0".to_owned(), |v| say(*v));
+        let gpu: f64 = t
+            .usage
+            .iter()
+            .filter(|(n, _)| n.ends_with("/gpu"))
+            .map(|(_, v)| v)
+            .sum();
+        let dominant = match &t.dominant_resource {
+            Some(r) => format!("{} {r}", percent(t.dominant_share)),
+            None => "0%".to_owned(),
+        };
+        let held: Vec<String> = t
+            .held
+            .iter()
+            .map(|h| format!("room held on {} for {}", h.worker, h.job))
+            .collect();
+        rows.push((
+            vec![
+                t.name.clone(),
+                number(t.weight),
+                percent(t.fair_share),
+                dominant,
+                used("cpu", cores),
+                used("memory", bytes),
+                number(gpu),
+                t.placed.to_string(),
+                t.waiting.to_string(),
+            ],
+            (!held.is_empty()).then(|| held.join("; ")),
+        ));
+    }
+    table(&rows)
+}
+
+/// A fraction as a whole percent: `0.375` is `38%`.
+fn percent(v: f64) -> String {
+    format!("{}%", number((v * 100.0).round()))
 }
 
 fn row(w: &WorkerView) -> (Vec<String>, Option<String>) {

@@ -6,12 +6,14 @@ use std::collections::BTreeMap;
 
 use jobwarden_dispatcher::copy::record;
 use jobwarden_dispatcher::copy::status::is_finished;
+use jobwarden_dispatcher::room::Resources;
 use jobwarden_dispatcher::worker::credentials::Refusal;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::room_of::{RoomLine, room_of};
+use super::teams::TeamView;
 
 /// What was read of one worker.
 #[derive(Debug, Clone)]
@@ -118,6 +120,8 @@ pub struct WaitingView {
 pub struct WorkersView {
     pub workers: Vec<WorkerView>,
     pub waiting: WaitingView,
+    /// The policy's teams (`dispatch.shares`), `default` last; empty without.
+    pub teams: Vec<TeamView>,
 }
 
 /// The reason of a waiting Job the dispatcher has said nothing about yet.
@@ -129,6 +133,8 @@ pub const NOT_SAID: &str = "NotSaid";
 pub struct JobsRead {
     pub jobs: Vec<Value>,
     pub latest_warning: BTreeMap<String, String>,
+    /// The worker each waiting Job holds room on, by UID (its latest `RoomHeld` Event).
+    pub held: BTreeMap<String, String>,
 }
 
 /// The fleet: each worker in the policy's order, then the waiting Jobs. Only the unfinished
@@ -165,7 +171,32 @@ pub fn fleet(readings: &[WorkerReading], jobs: &JobsRead, dispatcher: &str) -> W
         .iter()
         .map(|r| worker_view(r, placed.get(r.name.as_str()).copied().unwrap_or(0)))
         .collect();
-    WorkersView { workers, waiting }
+    WorkersView {
+        workers,
+        waiting,
+        teams: Vec::new(),
+    }
+}
+
+/// The workers' allocatable summed, as the dispatcher sums it for the fair order: each worker
+/// read, by its Nodes and pods.
+pub fn fleet_allocatable(readings: &[WorkerReading]) -> Resources {
+    let mut fleet = Resources::default();
+    for r in readings.iter().filter(|r| !r.unbounded) {
+        if let WorkerRead::Read {
+            nodes: Listing::Items(nodes),
+            pods,
+            ..
+        } = &r.read
+        {
+            let pods: &[Pod] = match pods {
+                Listing::Items(pods) => pods,
+                Listing::Forbidden(_) => &[],
+            };
+            fleet.add(&super::room_of::room(nodes, pods).summary().allocatable);
+        }
+    }
+    fleet
 }
 
 fn worker_view(r: &WorkerReading, placed: usize) -> WorkerView {

@@ -1,0 +1,121 @@
+//! The teams as `jobwarden workers` shows them (issue 53), pure: the fair order's own core
+//! (`jobwarden_dispatcher::shares`) filled from what was read, as the dispatcher fills it from
+//! its watches: the policy's teams, each dispatched Job placed (its requests counted) or
+//! waiting, and the fleet's allocatable from the workers' Nodes. Room held is the dispatcher's
+//! own state: it is read from its `RoomHeld` Events on the Jobs still waiting.
+
+use std::collections::BTreeMap;
+
+use jobwarden_admission::policy::Share;
+use jobwarden_dispatcher::copy::record;
+use jobwarden_dispatcher::copy::status::is_finished;
+use jobwarden_dispatcher::room::{CPU, PODS, PodShape, Resources, pods_at_once};
+use jobwarden_dispatcher::shares::{Shares, Teams};
+use k8s_openapi::jiff::Timestamp;
+use serde::Serialize;
+use serde_json::Value;
+
+/// A Job that holds room, and where.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HeldView {
+    pub job: String,
+    pub worker: String,
+}
+
+/// One team.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamView {
+    pub name: String,
+    pub weight: f64,
+    /// Its weight over the weights of the teams with Jobs placed or waiting (its own counted).
+    pub fair_share: f64,
+    /// What its placed, unfinished Jobs request: cpu in cores, the rest in their units.
+    pub usage: BTreeMap<String, f64>,
+    /// Its dominant share of the fleet, and of which resource.
+    pub dominant_share: f64,
+    pub dominant_resource: Option<String>,
+    pub placed: u32,
+    pub waiting: usize,
+    pub held: Vec<HeldView>,
+}
+
+/// What the teams are read from.
+pub struct TeamsRead<'a> {
+    pub shares: &'a [Share],
+    /// The dispatcher's Jobs.
+    pub jobs: &'a [Value],
+    /// The labels of each namespace, where a team names a selector.
+    pub namespaces: &'a BTreeMap<String, BTreeMap<String, String>>,
+    /// The workers' allocatable, summed.
+    pub fleet: Resources,
+    /// The worker named by the latest `RoomHeld` Event, by the UID of the Job it is on.
+    pub held: &'a BTreeMap<String, String>,
+}
+
+/// Every team of the policy, `default` last; empty when the policy names none.
+pub fn teams(read: &TeamsRead<'_>) -> Vec<TeamView> {
+    if read.shares.is_empty() {
+        return Vec::new();
+    }
+    let mut shares = Shares::new(Teams::from_policy(read.shares));
+    shares.set_fleet_allocatable(read.fleet.clone());
+    let mut held: BTreeMap<String, Vec<HeldView>> = BTreeMap::new();
+    for job in read.jobs.iter().filter(|j| !is_finished(j)) {
+        let text = |p: &str| job.pointer(p).and_then(Value::as_str).unwrap_or_default();
+        let (ns, uid) = (text("/metadata/namespace"), text("/metadata/uid"));
+        let team = shares.teams().team_of(ns, read.namespaces.get(ns));
+        if record::recorded(job).is_some() {
+            shares.chose(uid, team, requests(job));
+            continue;
+        }
+        let created = text("/metadata/creationTimestamp")
+            .parse::<Timestamp>()
+            .unwrap_or(Timestamp::UNIX_EPOCH);
+        shares.waiting(uid, team, created);
+        if let Some(worker) = read.held.get(uid) {
+            let name = shares.teams().name(team).to_owned();
+            held.entry(name).or_default().push(HeldView {
+                job: format!("{ns}/{}", text("/metadata/name")),
+                worker: worker.clone(),
+            });
+        }
+    }
+    shares
+        .team_summary()
+        .into_iter()
+        .map(|t| TeamView {
+            usage: amounts(&t.usage),
+            dominant_share: t.dominant.as_ref().map_or(0.0, |d| d.share),
+            dominant_resource: t.dominant.as_ref().map(|d| d.resource.to_string()),
+            placed: t.placed,
+            waiting: t.waiting,
+            held: held.remove(&t.name).unwrap_or_default(),
+            fair_share: t.fair_share,
+            weight: t.weight,
+            name: t.name,
+        })
+        .collect()
+}
+
+/// What a placed Job's pods at once request; nothing while it is suspended.
+fn requests(job: &Value) -> Resources {
+    let suspended = job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
+    match PodShape::of_job(job) {
+        Ok(shape) if !suspended => shape.requests.times(u64::from(pods_at_once(job))),
+        _ => Resources::default(),
+    }
+}
+
+/// Cores for cpu, each other resource in its own unit; not the pod count.
+fn amounts(r: &Resources) -> BTreeMap<String, f64> {
+    r.iter()
+        .filter(|(name, amount)| *name != PODS && *amount > 0)
+        .map(|(name, amount)| {
+            // Amounts are far below 2^53: exact as f64. cpu is kept in millicores.
+            #[allow(clippy::cast_precision_loss)]
+            let value = amount as f64 / if name == CPU { 1000.0 } else { 1.0 };
+            (name.to_owned(), value)
+        })
+        .collect()
+}
