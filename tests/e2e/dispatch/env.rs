@@ -55,6 +55,8 @@ static DISRUPTION: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 enum Hold {
     Shared(#[allow(dead_code)] tokio::sync::RwLockReadGuard<'static, ()>),
     Alone(#[allow(dead_code)] tokio::sync::RwLockWriteGuard<'static, ()>),
+    /// A second namespace of a test that holds the lock (`Test::beside`).
+    Beside,
 }
 
 /// jobwarden's replicas, as deploy/ runs two: one leads, the other stands by.
@@ -315,6 +317,30 @@ impl Test {
             .collect();
         test.unschedulable = Some(Unschedulable::watch(&test.workers, &test.ns));
         Some(test)
+    }
+
+    /// A second namespace beside a placing test's, under its hold, with its own kubelet of
+    /// bound pods and census: another team's Jobs.
+    pub async fn beside(&self, prefix: &str) -> Test {
+        let ns = self
+            .world
+            .fleet
+            .management
+            .create_namespace(&self.mgmt, prefix)
+            .await;
+        let mut other = Test::in_namespace(self.world, Hold::Beside, self.mgmt.clone(), ns)
+            .await
+            .expect("a second namespace");
+        for k in &other.kubelets {
+            k.abort();
+        }
+        other.kubelets = other
+            .workers
+            .iter()
+            .map(|c| kubelet_of_bound_pods(Api::<Pod>::namespaced(c.clone(), &other.ns)))
+            .collect();
+        other.unschedulable = Some(Unschedulable::watch(&other.workers, &other.ns));
+        other
     }
 
     /// The pods seen unschedulable so far (`worker/name`).

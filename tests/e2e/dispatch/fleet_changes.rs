@@ -23,7 +23,7 @@ fn held() -> Value {
 impl Test {
     /// Writes the policy file as the kubelet updates a mounted ConfigMap: a new file, renamed
     /// over the old one (never written in place).
-    fn swap_policy(&self, text: &str) {
+    pub(super) fn swap_policy(&self, text: &str) {
         let path = self.world.dispatcher.policy();
         let next = path.with_extension("next");
         std::fs::write(&next, text).expect("the new policy written");
@@ -38,7 +38,7 @@ impl Test {
         .await;
     }
 
-    async fn leader_sample(&self, series: &str) -> f64 {
+    pub(super) async fn leader_sample(&self, series: &str) -> f64 {
         self.world.sample(series).await.unwrap_or(0.0)
     }
 }

@@ -12,3 +12,4 @@ mod lost;
 mod placement;
 mod scenarios;
 mod seen;
+mod shares;

@@ -14,14 +14,14 @@ use serde_json::{Value, json};
 
 use crate::dispatch::env::*;
 
-const GPU: &str = "nvidia.com/gpu";
+pub(super) const GPU: &str = "nvidia.com/gpu";
 /// A pod held running until [`release`] (the test kubelet reads the annotation each round).
 const HELD: &str = "100000";
 
 /// A Job of `pods` pods at once, each requesting `requests` (and, for an extended resource,
 /// the same limits, as the API requires), its pods for the worker's kube-scheduler, held
 /// running when `held`, else running a second.
-fn spec(pods: u32, requests: Value, held: bool, extra: Value) -> Value {
+pub(super) fn spec(pods: u32, requests: Value, held: bool, extra: Value) -> Value {
     let mut resources = json!({"requests": requests.clone()});
     if requests.get(GPU).is_some() {
         resources["limits"] = json!({GPU: requests[GPU].clone()});
@@ -41,7 +41,12 @@ fn spec(pods: u32, requests: Value, held: bool, extra: Value) -> Value {
 
 impl Test {
     /// Creates a dispatched Job whose pods kube-scheduler places.
-    async fn create_scheduled(&self, name: &str, spec: Value, annotations: Value) -> Job {
+    pub(super) async fn create_scheduled(
+        &self,
+        name: &str,
+        spec: Value,
+        annotations: Value,
+    ) -> Job {
         let mut job = jobwarden_envtest::scheduled_job(name, DISPATCHER, spec);
         job["metadata"]["annotations"] = annotations;
         let job: Job = serde_json::from_value(job).expect("a Job");
@@ -51,12 +56,12 @@ impl Test {
             .unwrap_or_else(|e| panic!("the Job {name} is created: {e}"))
     }
 
-    async fn complete(&self, name: &str) -> Job {
+    pub(super) async fn complete(&self, name: &str) -> Job {
         self.wait_job(name, "Complete", |j| condition(j, "Complete").is_some())
             .await
     }
 
-    async fn placed(&self, name: &str) -> String {
+    pub(super) async fn placed(&self, name: &str) -> String {
         let job = self
             .wait_job(name, "a worker recorded", |j| recorded(j).is_some())
             .await;
@@ -65,7 +70,7 @@ impl Test {
 
     /// Waits for the Warning `reason` on the Job `name` whose message holds every one of
     /// `words`; returns the message.
-    async fn warning(&self, name: &str, reason: &str, words: &[&str]) -> String {
+    pub(super) async fn warning(&self, name: &str, reason: &str, words: &[&str]) -> String {
         let prefix = format!("{reason}: ");
         let started = std::time::Instant::now();
         loop {
@@ -87,7 +92,11 @@ impl Test {
     }
 
     /// The Jobs of `names` recorded on a worker, once `count` of them are.
-    async fn placed_count<'n>(&self, names: &[&'n str], count: usize) -> Vec<(&'n str, String)> {
+    pub(super) async fn placed_count<'n>(
+        &self,
+        names: &[&'n str],
+        count: usize,
+    ) -> Vec<(&'n str, String)> {
         let started = std::time::Instant::now();
         loop {
             let mut placed = Vec::new();
@@ -109,7 +118,7 @@ impl Test {
     }
 
     /// Ends a placement test: no pod was unschedulable unless `moved` names it.
-    async fn finish_placing(self, moved: &[&str]) {
+    pub(super) async fn finish_placing(self, moved: &[&str]) {
         let unschedulable: Vec<String> = self
             .unschedulable_pods()
             .into_iter()
@@ -124,7 +133,7 @@ impl Test {
     }
 }
 
-fn node(name: &str, cpu: &str) -> NodeLayout {
+pub(super) fn node(name: &str, cpu: &str) -> NodeLayout {
     NodeLayout::new(name).resource("cpu", cpu)
 }
 
