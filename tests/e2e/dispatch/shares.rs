@@ -23,6 +23,20 @@ fn with_teams(original: &str, teams: &[(&str, &str)]) -> String {
     )
 }
 
+impl Test {
+    /// Lets the held Job `name` end once it runs (placed, and its pod up on its worker: a
+    /// pod released before it exists would run on).
+    async fn run_out(&self, name: &str) {
+        let worker = self.placed(name).await;
+        self.wait_job(name, "running", |j| {
+            j.status.as_ref().and_then(|s| s.active).unwrap_or(0) > 0
+                || condition(j, "Complete").is_some()
+        })
+        .await;
+        self.release(&worker, name).await;
+    }
+}
+
 /// A GPU Job of one pod, held running.
 fn gpu_job() -> serde_json::Value {
     spec(1, json!({"cpu": "1", GPU: "1"}), true, json!({}))
@@ -86,13 +100,11 @@ async fn a_latecomer_team_gets_each_gpu_that_frees() {
         early.release(worker, name).await;
     }
     for name in ["l0", "l1"] {
-        let worker = late.placed(name).await;
-        late.release(&worker, name).await;
+        late.run_out(name).await;
         late.complete(name).await;
     }
     for name in &waiting {
-        let worker = early.placed(name).await;
-        early.release(&worker, name).await;
+        early.run_out(name).await;
     }
     for name in &names {
         early.complete(name).await;
@@ -100,4 +112,109 @@ async fn a_latecomer_team_gets_each_gpu_that_frees() {
     early.swap_policy(&original);
     late.finish_placing(&[]).await;
     early.finish_placing(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_needing_a_whole_node_is_not_overtaken_by_a_stream() {
+    let gpus = |name: &str| node(name, "16").resource(GPU, "4");
+    let Some(stream) = Test::placing("stream", &[gpus("east-gpu")], &[gpus("west-gpu")]).await
+    else {
+        return;
+    };
+    let whole = stream.beside("whole").await;
+    let original = std::fs::read_to_string(stream.world.dispatcher.policy()).expect("the policy");
+    let applied = "jobwarden_policy_reloads_total{result=\"applied\"}";
+    let before = stream.leader_sample(applied).await;
+    stream.swap_policy(&with_teams(
+        &original,
+        &[("stream", &stream.ns), ("whole", &whole.ns)],
+    ));
+    stream
+        .wait_for("the teams taken up", || async {
+            stream.leader_sample(applied).await > before
+        })
+        .await;
+
+    let first: Vec<String> = (0..8).map(|i| format!("s{i:02}")).collect();
+    for name in &first {
+        stream.create_scheduled(name, gpu_job(), json!({})).await;
+    }
+    let names: Vec<&str> = first.iter().map(String::as_str).collect();
+    let mut running: Vec<(String, String)> = stream
+        .placed_count(&names, 8)
+        .await
+        .into_iter()
+        .map(|(n, w)| (n.to_owned(), w))
+        .collect();
+
+    // One pod of 4 GPUs: only an empty Node holds it. It waits, and room is held for it.
+    whole
+        .create_scheduled(
+            "big",
+            spec(1, json!({"cpu": "1", GPU: "4"}), true, json!({})),
+            json!({}),
+        )
+        .await;
+    whole.warning("big", "NoWorkerFits", &[GPU]).await;
+    whole
+        .wait_for("room held for the big Job", || async {
+            whole
+                .events("big")
+                .await
+                .iter()
+                .any(|e| e.contains("RoomHeld"))
+        })
+        .await;
+    // A Job that needs no GPU is placed while it waits.
+    whole
+        .create_scheduled(
+            "cpu-only",
+            spec(1, json!({"cpu": "1"}), true, json!({})),
+            json!({}),
+        )
+        .await;
+    whole.placed("cpu-only").await;
+    let big = whole.jobs().get("big").await.expect("the big Job");
+    assert_eq!(recorded(&big), None, "the big Job still waits");
+
+    // The stream goes on: each GPU Job that ends is followed by a new one.
+    let mut made = Vec::new();
+    for round in 0..8 {
+        let (name, worker) = running.remove(0);
+        stream.release(&worker, &name).await;
+        stream.complete(&name).await;
+        let next = format!("n{round:02}");
+        stream.create_scheduled(&next, gpu_job(), json!({})).await;
+        made.push(next);
+        let placed = whole
+            .jobs()
+            .get("big")
+            .await
+            .ok()
+            .as_ref()
+            .and_then(recorded);
+        if placed.is_some() {
+            break;
+        }
+    }
+    whole.placed("big").await;
+
+    // The end: every Job runs and completes; the policy as it was.
+    whole.run_out("big").await;
+    whole.run_out("cpu-only").await;
+    for (name, worker) in &running {
+        stream.release(worker, name).await;
+    }
+    for name in &made {
+        stream.run_out(name).await;
+    }
+    for name in ["big", "cpu-only"] {
+        whole.complete(name).await;
+    }
+    for name in first.iter().chain(&made) {
+        stream.complete(name).await;
+    }
+    stream.swap_policy(&original);
+    whole.finish_placing(&[]).await;
+    stream.finish_placing(&[]).await;
 }
