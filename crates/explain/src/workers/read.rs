@@ -13,6 +13,7 @@ use kube::{Api, Client};
 use serde_json::Value;
 
 use super::view::{JobsRead, Listing, WorkerRead, WorkerReading};
+use crate::explanation::EventLine;
 use crate::reach::{Reach, WorkerAccess, reach, with_causes, worker_error};
 use crate::story::event_line;
 
@@ -69,34 +70,13 @@ pub async fn read_jobs(client: &Client, dispatcher: &str) -> Result<JobsRead, Jo
 }
 
 /// The worker named by the dispatcher's latest `RoomHeld` Event, by the UID of the Job it is
-/// on ("room is held for the Job on worker W (...)"). Unknown, not failed, where the caller
-/// may not list Events.
+/// on ("room is held for the Job on worker W (...)").
 async fn latest_holds(client: &Client, dispatcher: &str) -> BTreeMap<String, String> {
-    let Ok(events) = Api::<Event>::all(client.clone())
-        .list(&ListParams::default().fields("reason=RoomHeld"))
-        .await
-    else {
-        return BTreeMap::new();
-    };
-    let mut latest: BTreeMap<String, (Option<k8s_openapi::jiff::Timestamp>, String)> =
-        BTreeMap::new();
-    for e in &events.items {
-        let line = event_line(e);
-        let (Some(uid), true) = (e.involved_object.uid.clone(), line.from == dispatcher) else {
-            continue;
-        };
-        let Some(worker) = line
-            .message
-            .split_once(" on worker ")
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-        else {
-            continue;
-        };
-        if latest.get(&uid).is_none_or(|(at, _)| line.at >= *at) {
-            latest.insert(uid, (line.at, worker.to_owned()));
-        }
-    }
-    latest.into_iter().map(|(uid, (_, w))| (uid, w)).collect()
+    latest_by_object(client, dispatcher, "reason=RoomHeld", |line| {
+        let (_, rest) = line.message.split_once(" on worker ")?;
+        rest.split_whitespace().next().map(str::to_owned)
+    })
+    .await
 }
 
 /// Every namespace's labels, for the teams that name namespaces by a selector; none where the
@@ -116,8 +96,22 @@ pub async fn namespace_labels(client: &Client) -> BTreeMap<String, BTreeMap<Stri
 
 /// The reason of the dispatcher's latest Warning Event, by the UID of the object it is on.
 async fn latest_warnings(client: &Client, dispatcher: &str) -> BTreeMap<String, String> {
+    latest_by_object(client, dispatcher, "type=Warning", |line| {
+        Some(line.reason.clone())
+    })
+    .await
+}
+
+/// What `said` reads off the dispatcher's latest Event of those `fields` select, by the UID of
+/// the object it is on. Unknown, not failed, where the caller may not list Events.
+async fn latest_by_object(
+    client: &Client,
+    dispatcher: &str,
+    fields: &str,
+    said: impl Fn(&EventLine) -> Option<String>,
+) -> BTreeMap<String, String> {
     let Ok(events) = Api::<Event>::all(client.clone())
-        .list(&ListParams::default().fields("type=Warning"))
+        .list(&ListParams::default().fields(fields))
         .await
     else {
         return BTreeMap::new();
@@ -132,12 +126,14 @@ async fn latest_warnings(client: &Client, dispatcher: &str) -> BTreeMap<String, 
         if line.from != dispatcher {
             continue;
         }
-        let newer = latest.get(&uid).is_none_or(|(at, _)| line.at >= *at);
-        if newer {
-            latest.insert(uid, (line.at, line.reason));
+        let Some(value) = said(&line) else {
+            continue;
+        };
+        if latest.get(&uid).is_none_or(|(at, _)| line.at >= *at) {
+            latest.insert(uid, (line.at, value));
         }
     }
-    latest.into_iter().map(|(uid, (_, r))| (uid, r)).collect()
+    latest.into_iter().map(|(uid, (_, v))| (uid, v)).collect()
 }
 
 /// Every worker of the policy, in its order.
