@@ -6,6 +6,10 @@ use std::process::Output;
 
 use crate::deploy::chart::{RELEASE, helm, template};
 
+/// This test's own plane: its dry run of cluster-scoped objects (ClusterRoleBindings among
+/// them) would meet, and conflict with, the ones other tests install on the binary's.
+static PLANE: jobwarden_envtest::SharedPlane = jobwarden_envtest::SharedPlane::new();
+
 /// The CRDs of the kinds the chart renders that a bare kube-apiserver does not know, reduced to
 /// their names: group, version, kind, plural, scope. A server-side dry run then checks the
 /// objects' apiVersion, kind and metadata against them, not their spec (cert-manager's and the
@@ -48,7 +52,7 @@ fn run_kubectl(
 #[test]
 fn the_rendered_chart_passes_a_server_side_dry_run() {
     let Some(helm) = helm() else { return };
-    let Some(plane) = jobwarden_envtest::ControlPlane::shared() else {
+    let Some(plane) = PLANE.get() else {
         return;
     };
     let namespace = format!("jobwarden-chart-dry-run-{}", std::process::id());

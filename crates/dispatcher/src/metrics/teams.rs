@@ -10,7 +10,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::room::{CPU, PODS, Resources};
+use jobwarden_admission::policy::DEFAULT_TEAM;
+
+use crate::room::{CPU, MEMORY, PODS, Resources};
 use crate::shares::TeamSummary;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -51,6 +53,26 @@ impl TeamMetrics {
             "A team's dispatched Jobs waiting to be placed, in the fair order",
             m.waiting.clone(),
         );
+        // The team `default` is there with or without teams in the policy (every namespace no
+        // team names is in it): its series are served from the start.
+        m.dominant_share
+            .get_or_create(&TeamLabels {
+                team: DEFAULT_TEAM.to_owned(),
+            })
+            .set(0.0);
+        m.waiting
+            .get_or_create(&TeamLabels {
+                team: DEFAULT_TEAM.to_owned(),
+            })
+            .set(0);
+        for resource in [CPU, MEMORY] {
+            m.usage
+                .get_or_create(&TeamResourceLabels {
+                    team: DEFAULT_TEAM.to_owned(),
+                    resource: resource.to_owned(),
+                })
+                .set(0.0);
+        }
         m
     }
 

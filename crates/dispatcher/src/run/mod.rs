@@ -660,9 +660,6 @@ fn share_gauges(dispatcher: &Dispatcher) {
     }
     let teams = {
         let mut fair = lock(&dispatcher.fair);
-        if !fair.is_enabled() {
-            return;
-        }
         fair.shares.set_fleet_allocatable(fleet);
         fair.shares.team_summary()
     };

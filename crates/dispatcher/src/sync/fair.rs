@@ -78,7 +78,8 @@ impl Turn {
 #[derive(Debug, Default)]
 pub struct Fair {
     pub shares: Shares,
-    /// The policy names teams: without, every Job is judged on its own, as before shares.
+    /// The policy names teams: without, every Job is judged on its own, as before shares (the
+    /// team `default`'s usage and waiting Jobs are still counted, for its series).
     enabled: bool,
     /// The waiting Jobs' pods, by UID.
     waiters: HashMap<String, Waiter>,
@@ -98,15 +99,8 @@ impl Fair {
         }
     }
 
-    pub fn is_enabled(&self) -> bool {
-        self.enabled
-    }
-
     /// The Job as a sync sees it: placed on `recorded` and running, or waiting, or neither.
     pub fn observe(&mut self, uid: &str, team: TeamId, user: &Value, recorded: bool, done: bool) {
-        if !self.enabled {
-            return;
-        }
         let suspended = user.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
         if done {
             self.forget(uid);
@@ -124,7 +118,7 @@ impl Fair {
 
     /// The Job waits to be placed.
     pub fn waiting(&mut self, uid: &str, team: TeamId, user: &Value) {
-        if !self.enabled || self.chosen.contains(uid) {
+        if self.chosen.contains(uid) {
             return;
         }
         let created = user
@@ -141,9 +135,6 @@ impl Fair {
 
     /// This replica placed the Job: it counts against its team from now.
     pub fn chose(&mut self, uid: &str, team: TeamId, user: &Value) {
-        if !self.enabled {
-            return;
-        }
         let requests = waiter_of(user).map(|w| w.requests()).unwrap_or_default();
         self.waiters.remove(uid);
         self.chosen.insert(uid.to_owned());
