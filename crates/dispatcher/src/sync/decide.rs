@@ -40,7 +40,13 @@ impl Dispatcher {
             self.judge_room(job.user, uid, workers, &reservations);
         }
         if in_turn {
-            fair.waiting(uid, team, job.user);
+            let named = crate::copy::record::named(job.user);
+            let eligible = workers
+                .iter()
+                .filter(|w| waits_for_room_on(w) && named.names(w.name))
+                .map(|w| w.name.to_owned())
+                .collect();
+            fair.waiting(uid, team, job.user, eligible);
             let woken = fair.gate(uid, workers, |worker, ahead, waiter| {
                 self.fits_now(worker, ahead, waiter, &reservations)
             });

@@ -32,6 +32,9 @@ pub struct Waiter {
     pub name: String,
     pub shape: PodShape,
     pub pods: u32,
+    /// The workers that would take it but for room, at its last judgment: it goes first only
+    /// where it may go at all.
+    pub workers: Vec<String>,
 }
 
 impl Waiter {
@@ -117,7 +120,7 @@ impl Fair {
     }
 
     /// The Job waits to be placed.
-    pub fn waiting(&mut self, uid: &str, team: TeamId, user: &Value) {
+    pub fn waiting(&mut self, uid: &str, team: TeamId, user: &Value, workers: Vec<String>) {
         if self.chosen.contains(uid) {
             return;
         }
@@ -127,7 +130,8 @@ impl Fair {
             .and_then(|t| t.parse::<Timestamp>().ok())
             .unwrap_or(Timestamp::UNIX_EPOCH);
         if let Some(waiter) = waiter_of(user) {
-            self.waiters.insert(uid.to_owned(), waiter);
+            self.waiters
+                .insert(uid.to_owned(), Waiter { workers, ..waiter });
         }
         self.shares.waiting(uid, team, created);
         self.settle_holds();
@@ -222,9 +226,11 @@ impl Fair {
         ahead
             .iter()
             .find(|(a, waiter)| {
-                self.shares
-                    .held_against(worker, a, &waiter.requests())
-                    .is_none()
+                waiter.workers.iter().any(|w| w == worker)
+                    && self
+                        .shares
+                        .held_against(worker, a, &waiter.requests())
+                        .is_none()
                     && fits(worker, a, waiter)
             })
             .map(|(_, waiter)| Turn::Behind {
@@ -275,6 +281,7 @@ fn waiter_of(user: &Value) -> Option<Waiter> {
         name: text("/metadata/name").to_owned(),
         shape: PodShape::of_job(user).ok()?,
         pods: pods_at_once(user),
+        workers: Vec::new(),
     })
 }
 

@@ -53,7 +53,7 @@ fn team(fair: &Fair, ns: &str) -> TeamId {
 fn wait(fair: &mut Fair, user: &Value) {
     let (ns, uid) = (text(user, "namespace"), text(user, "uid"));
     let team = team(fair, &ns);
-    fair.waiting(&uid, team, user);
+    fair.waiting(&uid, team, user, vec!["east".to_owned(), "west".to_owned()]);
 }
 
 fn place(fair: &mut Fair, user: &Value) {
@@ -474,4 +474,19 @@ fn a_job_needing_a_whole_node_is_not_overtaken_for_ever() {
         }
     }
     panic!("the big Job was overtaken by every Job of a's stream");
+}
+
+#[test]
+fn a_job_ahead_that_may_not_go_to_a_worker_does_not_keep_it() {
+    let mut fair = fair();
+    place(&mut fair, &job("a", "running", 0, 1, 4));
+    // b's Job is ahead, but only west would take it (its namespace is not on east, say).
+    let theirs = job("b", "theirs", 1, 1, 1);
+    let team = team(&fair, "b");
+    fair.waiting("theirs", team, &theirs, vec!["west".to_owned()]);
+    let mine = job("a", "mine", 2, 1, 1);
+    wait(&mut fair, &mine);
+    let mut workers = [worker("east"), worker("west")];
+    fair.gate("mine", &mut workers, |_, _, _| true);
+    assert_eq!((label(&workers[0]), label(&workers[1])), ("fits", "order"));
 }
