@@ -21,7 +21,9 @@ use kube::runtime::watcher;
 use tokio::sync::mpsc;
 
 use crate::cluster::ClusterApi;
+use crate::pods::CachedPod;
 use crate::pods::cache::PodObservation;
+use crate::sync::adoption;
 use crate::sync::orphans::{self, Orphan, OrphanCandidate};
 use crate::sync::{JobController, SyncError};
 use jobwarden_runtime::error_chain;
@@ -303,6 +305,9 @@ fn pod_wakes<A: ClusterApi>(
 ) -> Vec<Wake> {
     let mut wakes = Vec::new();
     for o in observations {
+        if let (None, Some(pod)) = (&o.job, &o.pod) {
+            wakes.extend(adopter_wakes(ctl, store, &o.namespace, pod));
+        }
         if let Some(pod) = o.pod {
             let candidate = OrphanCandidate {
                 namespace: o.namespace.clone(),
@@ -320,6 +325,28 @@ fn pod_wakes<A: ClusterApi>(
         }
     }
     wakes
+}
+
+/// A pod no Job controls wakes the Jobs that would adopt it (upstream's `addPod` and
+/// `updatePod` for an orphan): otherwise it waits for their next sync, which may never come.
+fn adopter_wakes<A: ClusterApi>(
+    ctl: &JobController<A>,
+    store: &Store<CachedJob>,
+    namespace: &str,
+    pod: &CachedPod,
+) -> Vec<Wake> {
+    if pod.owner_uid.is_some() || pod.controlled || pod.deleting {
+        return Vec::new();
+    }
+    let jobs = store.state();
+    let ours = jobs.iter().map(Arc::as_ref).filter(|j| {
+        ctl.config()
+            .runs(j.managed_by.as_deref(), j.worker.as_deref())
+    });
+    adoption::adopters(ours, namespace, pod)
+        .into_iter()
+        .map(|job| Wake::Batched(job_ref(job)))
+        .collect()
 }
 
 async fn release_orphan<A: ClusterApi>(

@@ -8,6 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::pods::CachedPod;
 use jobwarden_rules::selector;
+use jobwarden_runtime::job_cache::CachedJob;
 
 /// The Job, as far as claiming goes.
 #[derive(Debug, Clone, Copy)]
@@ -47,6 +48,39 @@ pub fn claim(job: &Claimant<'_>, pod: &CachedPod) -> Claim {
         None if matches == Some(true) => Claim::Adopt,
         None => Claim::Ignore,
     }
+}
+
+/// Upstream's `getPodJobs` for a pod no controller owns: of `jobs` (the Jobs this controller
+/// runs), those of the pod's namespace that would adopt it, so that its arrival wakes them as
+/// upstream's `addPod` and `updatePod` do. Orphans are rare (a pod the controller made is
+/// owned from its creation), so the Jobs' selectors are read only when one is seen.
+pub fn adopters<'a>(
+    jobs: impl IntoIterator<Item = &'a CachedJob>,
+    namespace: &str,
+    pod: &CachedPod,
+) -> Vec<&'a CachedJob> {
+    jobs.into_iter()
+        .filter(|job| {
+            job.namespace() == namespace
+                && !job.finished
+                && job.metadata.deletion_timestamp.is_none()
+        })
+        .filter(|job| {
+            let selector = job_selector(job);
+            let claimant = Claimant {
+                uid: job.uid(),
+                deleting: false,
+                selector: selector.as_ref(),
+            };
+            claim(&claimant, pod) == Claim::Adopt
+        })
+        .collect()
+}
+
+/// The Job's `spec.selector`, read from its text.
+fn job_selector(job: &CachedJob) -> Option<LabelSelector> {
+    let mut value: serde_json::Value = serde_json::from_str(&job.json).ok()?;
+    serde_json::from_value(value.pointer_mut("/spec/selector")?.take()).ok()
 }
 
 #[cfg(test)]
@@ -234,5 +268,33 @@ mod tests {
             claim(&none, &pod(json!([]), matching(), false)),
             Claim::Ignore
         );
+    }
+
+    #[test]
+    fn an_orphan_wakes_the_jobs_of_its_namespace_that_would_adopt_it() {
+        let job = |name: &str, namespace: &str, uid: &str, extra: Value| {
+            let mut j = json!({"metadata": {"name": name, "namespace": namespace, "uid": uid},
+                "spec": {"selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}}});
+            if let (Some(j), Some(extra)) = (j.as_object_mut(), extra.as_object()) {
+                j.extend(extra.clone());
+            }
+            CachedJob::from_value(j)
+        };
+        let finished = json!({"status": {"conditions": [{"type": "Complete", "status": "True"}]}});
+        let jobs = [
+            job("matches", "ns", UID, json!({})),
+            job("elsewhere", "other", UID, json!({})),
+            job("another-selector", "ns", "another", json!({})),
+            job("finished", "ns", UID, finished),
+            job("no-selector", "ns", UID, json!({"spec": {}})),
+        ];
+        let names = |pod: &CachedPod| -> Vec<String> {
+            adopters(&jobs, "ns", pod)
+                .iter()
+                .map(|j| j.name().to_owned())
+                .collect()
+        };
+        assert_eq!(names(&pod(json!([]), matching(), false)), ["matches"]);
+        assert!(names(&pod(json!([]), json!({}), false)).is_empty());
     }
 }

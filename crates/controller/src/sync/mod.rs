@@ -12,7 +12,7 @@
 //! `executor`; `orphans` (pods whose Job is gone: a pure decision and the release it leads
 //! to, which the loop runs).
 
-mod adoption;
+pub(crate) mod adoption;
 mod claiming;
 pub mod executor;
 mod expectations;

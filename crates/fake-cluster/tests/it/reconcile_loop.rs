@@ -433,6 +433,43 @@ async fn a_bare_pod_matching_the_selector_is_adopted_and_counted() {
     assert_eq!(requests(&cluster, "create", "pods"), 1);
 }
 
+/// A bare pod that arrives while the Job's own pods run quietly is claimed at once: its arrival
+/// wakes the Job, as upstream's `addPod` wakes every Job whose selector matches an orphan.
+/// Before, it waited for the Job's next sync, which nothing here would bring.
+#[tokio::test(start_paused = true)]
+async fn a_bare_pod_that_joins_a_quiet_job_is_claimed() {
+    let (cluster, _) = cluster_with(vec![job(
+        "joins",
+        json!({"completions": 2, "parallelism": 2}),
+    )]);
+    let config = LoopRunConfig::default();
+    let mut world = World::new(&cluster, config.kubelet_period);
+    let mut run_forever = |_: &SeenPod| Outcome::Run;
+    let running = RunningLoop::start(&cluster, &config, world.clock());
+    let limit = Duration::from_secs(120);
+    let ready = |c: &InMemoryCluster| {
+        c.with(|s| s.job("ns", "joins"))
+            .is_some_and(|j| j["status"]["ready"] == 2)
+    };
+    assert!(world.run_until(limit, &mut run_forever, ready).await);
+    // Quiet: the Job's pods run, and nothing more is written for it.
+    world
+        .run_until(Duration::from_secs(30), &mut run_forever, |_| false)
+        .await;
+    let bare = json!({"metadata": {"name": "by-hand", "labels": selector_labels(&cluster, "joins")},
+                      "spec": {"restartPolicy": "Never",
+                               "containers": [{"name": "main", "image": "busybox"}]}});
+    cluster
+        .write(|s| s.create_pod("ns", &bare))
+        .expect("the bare pod");
+    let claimed = |c: &InMemoryCluster| {
+        c.with(|s| s.pod("ns", "by-hand"))
+            .is_none_or(|p| !owners(&p).is_empty() || !p["metadata"]["deletionTimestamp"].is_null())
+    };
+    assert!(world.run_until(limit, &mut run_forever, claimed).await);
+    running.stop().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_pod_whose_labels_no_longer_match_is_released_and_replaced() {
     let (cluster, jobs) = cluster_with(vec![job(
