@@ -43,7 +43,6 @@ fn gpu_job() -> serde_json::Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "passes alone; in the whole suite another test's waiting Job (team default, ahead in the order) kept the teams from room it could not take: run with --ignored once the turn judges only the workers a Job ahead may go to"]
 async fn a_latecomer_team_gets_each_gpu_that_frees() {
     let gpus = |name: &str| node(name, "16").resource(GPU, "4");
     let Some(early) = Test::placing("early", &[gpus("east-gpu")], &[gpus("west-gpu")]).await else {
@@ -116,7 +115,6 @@ async fn a_latecomer_team_gets_each_gpu_that_frees() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "passes alone; in the whole suite another test's waiting Job (team default, ahead in the order) kept the teams from room it could not take: run with --ignored once the turn judges only the workers a Job ahead may go to"]
 async fn a_job_needing_a_whole_node_is_not_overtaken_by_a_stream() {
     let gpus = |name: &str| node(name, "16").resource(GPU, "4");
     let Some(stream) = Test::placing("stream", &[gpus("east-gpu")], &[gpus("west-gpu")]).await
