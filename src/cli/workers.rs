@@ -115,15 +115,7 @@ async fn teams(
     if policy.shares.is_empty() {
         return Vec::new();
     }
-    let namespaces = if policy
-        .shares
-        .iter()
-        .any(|s| s.namespaces.selector.is_some())
-    {
-        read::namespace_labels(client).await
-    } else {
-        Default::default()
-    };
+    let namespaces = read::team_namespaces(client, &policy.shares).await;
     workers::teams::teams(&workers::teams::TeamsRead {
         shares: &policy.shares,
         jobs: &jobs.jobs,

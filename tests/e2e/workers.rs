@@ -148,7 +148,7 @@ fn started() -> Option<Fleet> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_shows_each_workers_room_and_the_jobs_waiting() {
     let Some(fleet) = started() else { return };
-    let (_dir, policy) = set_up(&fleet, "workers-e2e-admin").await;
+    let (dir, policy) = set_up(&fleet, "workers-e2e-admin").await;
     let [alpha, beta] = [&fleet.workers[0], &fleet.workers[1]];
     let kubeconfig = |p: &std::path::Path| p.display().to_string();
     let (m_cfg, a_cfg, b_cfg, p_cfg) = (
@@ -225,6 +225,85 @@ Waiting for a worker: 2 Jobs (NoWorkerFits 1, NotSaid 1).
             "  gamma: not read: Secret jobwarden-system/jobwarden-worker-gamma does not exist\n"
         ),
         "{story}"
+    );
+    silent_workers_are_read_at_once(&fleet, &dir).await;
+}
+
+/// A kubeconfig like `like`'s (its CA and credentials, so the dispatcher's judge accepts it),
+/// for a server that accepts connections and never answers.
+fn silent_worker(like: &std::path::Path, dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("its address").port();
+    std::thread::spawn(move || {
+        // Every connection is kept open, unanswered, until the test binary exits.
+        let held: Vec<std::net::TcpStream> = listener.incoming().filter_map(Result::ok).collect();
+        drop(held);
+    });
+    let text = std::fs::read_to_string(like).expect("a kubeconfig");
+    let silent: String = text
+        .lines()
+        .map(|l| match l.split_once("server: ") {
+            Some((indent, _)) => format!("{indent}server: https://127.0.0.1:{port}\n"),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    let path = dir.join(format!("{name}.kubeconfig"));
+    std::fs::write(&path, silent).expect("kubeconfig written");
+    path
+}
+
+/// Two of three workers accept connections and never answer: they are read at once, each
+/// bounded by its own timeout (10 s), so the command takes about as long as one of them, and
+/// names both.
+async fn silent_workers_are_read_at_once(fleet: &Fleet, dir: &std::path::Path) {
+    let alpha = &fleet.workers[0];
+    let policy = dir.join("silent.yaml");
+    std::fs::write(
+        &policy,
+        "dispatch:\n  workers:\n    - {name: alpha, kubeconfigSecret: a}\n    - {name: quiet-1, kubeconfigSecret: q1}\n    - {name: quiet-2, kubeconfigSecret: q2}\n",
+    )
+    .expect("policy written");
+    let worker = |name: &str| {
+        let path = silent_worker(alpha.kubeconfig(), dir, name);
+        format!("{name}={}", path.display())
+    };
+    let (q1, q2) = (worker("quiet-1"), worker("quiet-2"));
+    let a = format!("alpha={}", alpha.kubeconfig().display());
+    let (m, p) = (
+        fleet.management.kubeconfig().display().to_string(),
+        policy.display().to_string(),
+    );
+    let args = [
+        "workers",
+        "--kubeconfig",
+        &m,
+        "--config",
+        &p,
+        "--worker-kubeconfig",
+        &a,
+        "--worker-kubeconfig",
+        &q1,
+        "--worker-kubeconfig",
+        &q2,
+    ];
+    let started = std::time::Instant::now();
+    let out = jobwarden(&args, None);
+    let took = started.elapsed();
+    let table = stdout(&out);
+    println!("{table}(took {took:?})");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows: Vec<&str> = table.lines().skip(1).take(3).collect();
+    assert!(rows[0].starts_with("alpha   answering"), "{table}");
+    for (row, name) in rows[1..].iter().zip(["quiet-1", "quiet-2"]) {
+        assert!(
+            row.starts_with(name) && row.contains("does not answer"),
+            "{table}"
+        );
+    }
+    // Read one after the other, the two would take at least twice the timeout.
+    assert!(
+        took < std::time::Duration::from_secs(20),
+        "read one after the other: {took:?}"
     );
 }
 

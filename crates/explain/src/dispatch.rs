@@ -6,6 +6,7 @@
 //! copy is someone else's), and told by the very story a Job and its pods get here, as the
 //! worker's built-in Job controller runs it (`story` tells it and hands it in).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use jobwarden_admission::policy::Dispatch;
@@ -20,7 +21,8 @@ use serde_json::Value;
 
 use crate::explanation::*;
 use crate::fit::{fit_now, fits_nowhere_today, moved_from, pod_places};
-use crate::workers::view::WorkerReading;
+use crate::workers::teams::{TeamsRead, TurnView, turn};
+use crate::workers::view::{JobsRead, WorkerReading, fleet_allocatable};
 
 /// What was read for a dispatched Job.
 #[derive(Debug, Clone)]
@@ -32,6 +34,18 @@ pub struct DispatchReading {
     /// For a Job not placed: every worker of the policy, its Nodes and pods read now (as
     /// `jobwarden workers` reads them); empty for a placed Job.
     pub fleet: Vec<WorkerReading>,
+    /// For a Job not placed, where the policy names teams: what its turn in the fair order is
+    /// judged from, or why that could not be read; `None` otherwise.
+    pub order: Option<Result<OrderReading, String>>,
+}
+
+/// What a waiting Job's turn is judged from, read as `jobwarden workers` reads it.
+#[derive(Debug, Clone, Default)]
+pub struct OrderReading {
+    /// The dispatcher's Jobs, and the room held (its `RoomHeld` Events).
+    pub jobs: JobsRead,
+    /// The namespaces' labels, where a team names a selector.
+    pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// The copy on the recorded worker, as read there.
@@ -123,6 +137,10 @@ pub(crate) fn view(
         .pointer("/metadata/uid")
         .and_then(Value::as_str)
         .unwrap_or_default();
+    let (turn, turn_unread) = match reading {
+        Some(r) if worker.is_none() && !finished => turn_of(r, uid),
+        _ => (None, None),
+    };
     let copy_pods = match copy_read(reading, uid) {
         Some((_, Ok(pods), _)) if !finished => pod_places(pods),
         _ => Vec::new(),
@@ -144,6 +162,28 @@ pub(crate) fn view(
         fit,
         copy_pods,
         moved_from: moved_from(job),
+        turn,
+        turn_unread,
+    }
+}
+
+/// The waiting Job's turn in the fair order, or why it could not be judged.
+fn turn_of(reading: &DispatchReading, uid: &str) -> (Option<TurnView>, Option<String>) {
+    let (Ok(policy), Some(order)) = (&reading.policy, &reading.order) else {
+        return (None, None);
+    };
+    match order {
+        Ok(order) => {
+            let read = TeamsRead {
+                shares: &policy.shares,
+                jobs: &order.jobs.jobs,
+                namespaces: &order.namespaces,
+                fleet: fleet_allocatable(&reading.fleet),
+                held: &order.jobs.held,
+            };
+            (turn(&read, uid), None)
+        }
+        Err(why) => (None, Some(why.clone())),
     }
 }
 

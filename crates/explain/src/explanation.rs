@@ -5,10 +5,12 @@
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
+use crate::workers::teams::TurnView;
+
 pub use crate::fit::{PodPlace, WorkerFit};
 
 /// The whole story of one Job at one moment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Explanation {
     pub namespace: String,
@@ -264,7 +266,7 @@ pub struct EventLine {
 
 /// A dispatched Job: where it is recorded, what happens if its worker is lost, why it waits
 /// for a worker, and its copy as read from the worker.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DispatchView {
     /// The dispatcher's name (`spec.managedBy`).
@@ -294,6 +296,12 @@ pub struct DispatchView {
     pub copy_pods: Vec<PodPlace>,
     /// `jobwarden.io/moved-from`: the workers it left, its pods unschedulable there.
     pub moved_from: Vec<String>,
+    /// Not placed, where the policy names teams: its team, its place in the fair order, and
+    /// the room held.
+    pub turn: Option<TurnView>,
+    /// Why its turn could not be judged (the dispatcher's Jobs could not be read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_unread: Option<String>,
 }
 
 /// The recorded worker does not answer.
@@ -311,7 +319,7 @@ pub struct LostView {
 }
 
 /// The copy of a dispatched Job on its worker, as read there.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "state", rename_all = "camelCase")]
 pub enum CopyView {
     /// No worker is recorded: no copy is made before one is.

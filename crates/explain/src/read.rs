@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use jobwarden_rules::well_known::CONTROLLER_UID_LABEL;
 
-use crate::dispatch::{CopyReading, DispatchReading, recorded_worker};
+use crate::dispatch::{CopyReading, DispatchReading, OrderReading, recorded_worker};
 use crate::reach::{Reach, WorkerAccess, reach, with_causes, worker_error};
 use crate::story::{LeaseReading, Observed};
 
@@ -132,21 +132,52 @@ async fn read_lease(client: &Client, target: &Target) -> LeaseReading {
 
 /// What the worker the dispatched Job `job` is recorded on holds of it.
 pub async fn read_dispatch(client: &Client, job: &Value, access: &WorkerAccess) -> DispatchReading {
-    let (copy, fleet) = match recorded_worker(job) {
-        None => {
-            let fleet = match &access.policy {
-                Ok(policy) => crate::workers::read::read_workers(client, policy, access).await,
-                Err(_) => Vec::new(),
-            };
-            (CopyReading::NotPlaced, fleet)
-        }
-        Some(worker) => (read_copy(client, job, worker, access).await, Vec::new()),
+    let (copy, fleet, order) = match recorded_worker(job) {
+        None => match &access.policy {
+            Ok(policy) => (
+                CopyReading::NotPlaced,
+                crate::workers::read::read_workers(client, policy, access).await,
+                read_order(client, job, policy).await,
+            ),
+            Err(_) => (CopyReading::NotPlaced, Vec::new(), None),
+        },
+        Some(worker) => (
+            read_copy(client, job, worker, access).await,
+            Vec::new(),
+            None,
+        ),
     };
     DispatchReading {
         policy: access.policy.clone(),
         copy,
         fleet,
+        order,
     }
+}
+
+/// For a Job not placed, where the policy names teams: the dispatcher's Jobs and the
+/// namespaces' labels, for its turn in the fair order.
+async fn read_order(
+    client: &Client,
+    job: &Value,
+    policy: &jobwarden_admission::policy::Dispatch,
+) -> Option<Result<OrderReading, String>> {
+    if policy.shares.is_empty() {
+        return None;
+    }
+    let dispatcher = job
+        .pointer("/spec/managedBy")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Some(
+        match crate::workers::read::read_jobs(client, dispatcher).await {
+            Ok(jobs) => Ok(OrderReading {
+                jobs,
+                namespaces: crate::workers::read::team_namespaces(client, &policy.shares).await,
+            }),
+            Err(e) => Err(e.to_string()),
+        },
+    )
 }
 
 async fn read_copy(

@@ -16,6 +16,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::explanation::*;
 use crate::fit::MOVED_FROM;
+use crate::workers::text::{number, percent};
 
 /// The text `explain` prints, every line ending in a newline.
 pub fn render(e: &Explanation) -> String {
@@ -204,7 +205,49 @@ fn not_placed(e: &Explanation, d: &DispatchView) -> String {
                 );
             }
         }
+        out.push_str(&turn(d));
         out.push_str(&fit_now(d));
+    }
+    out
+}
+
+/// Its turn in the fair order (`dispatch.shares`): its team, its place, the team's dominant
+/// share against its fair share, and the room held.
+fn turn(d: &DispatchView) -> String {
+    let mut out = String::new();
+    if let Some(why) = &d.turn_unread {
+        let _ = writeln!(out, "Its turn among the teams is unknown: {why}.");
+    }
+    let Some(t) = &d.turn else {
+        return out;
+    };
+    let place = if t.place == 1 {
+        format!(
+            "first of {} waiting Jobs: the next to go as room frees",
+            t.waiting
+        )
+    } else {
+        format!("{} of {} waiting Jobs", t.place, t.waiting)
+    };
+    let dominant = match &t.team.dominant_resource {
+        Some(r) => format!("{} ({r})", percent(t.team.dominant_share)),
+        None => "0%".to_owned(),
+    };
+    let _ = writeln!(
+        out,
+        "Its turn: team {} (weight {}), {place}. The team uses {dominant} of the fleet, against a fair share of {}.",
+        t.team.name,
+        number(t.team.weight),
+        percent(t.team.fair_share),
+    );
+    if let Some(worker) = &t.held_for_it {
+        let _ = writeln!(
+            out,
+            "Room is held for it on worker {worker} until it is placed."
+        );
+    }
+    for h in &t.held_for_others {
+        let _ = writeln!(out, "Room is held for {} on worker {}.", h.job, h.worker);
     }
     out
 }

@@ -91,6 +91,17 @@ impl Test {
         }
     }
 
+    /// The Jobs of `names` recorded on a worker now, with the worker.
+    pub(super) async fn placed_now<'n>(&self, names: &[&'n str]) -> Vec<(&'n str, String)> {
+        let mut placed = Vec::new();
+        for name in names {
+            if let Some(w) = self.jobs().get(name).await.ok().as_ref().and_then(recorded) {
+                placed.push((*name, w));
+            }
+        }
+        placed
+    }
+
     /// The Jobs of `names` recorded on a worker, once `count` of them are.
     pub(super) async fn placed_count<'n>(
         &self,
@@ -99,12 +110,7 @@ impl Test {
     ) -> Vec<(&'n str, String)> {
         let started = std::time::Instant::now();
         loop {
-            let mut placed = Vec::new();
-            for name in names {
-                if let Some(w) = self.jobs().get(name).await.ok().as_ref().and_then(recorded) {
-                    placed.push((*name, w));
-                }
-            }
+            let placed = self.placed_now(names).await;
             if placed.len() >= count {
                 return placed;
             }

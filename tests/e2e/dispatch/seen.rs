@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::dispatch::env::*;
 
 /// `jobwarden ARGS… --kubeconfig <the management cluster's admin>`: exit status, stdout.
-async fn jobwarden(test: &Test, args: &[String]) -> (Option<i32>, String) {
+pub(super) async fn jobwarden(test: &Test, args: &[String]) -> (Option<i32>, String) {
     let kubeconfig = test.world.fleet.management.kubeconfig().to_path_buf();
     let given = args.to_vec();
     let out = tokio::task::spawn_blocking(move || {
@@ -47,7 +47,7 @@ fn policy(test: &Test) -> String {
     test.world.dispatcher.policy().display().to_string()
 }
 
-fn explain_args(test: &Test, job: &str, extra: &[String]) -> Vec<String> {
+pub(super) fn explain_args(test: &Test, job: &str, extra: &[String]) -> Vec<String> {
     let mut args: Vec<String> = [
         "explain",
         "-n",

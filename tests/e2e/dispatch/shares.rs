@@ -9,12 +9,16 @@ use serde_json::json;
 
 use crate::dispatch::env::*;
 use crate::dispatch::placement::{GPU, node, spec};
+use crate::dispatch::seen::{explain_args, jobwarden};
 
-/// The policy the dispatch suite runs with, plus `shares` naming one team per namespace.
-fn with_teams(original: &str, teams: &[(&str, &str)]) -> String {
+/// The policy the dispatch suite runs with, plus `shares` naming one team per namespace, each
+/// of the weight given.
+fn with_teams(original: &str, teams: &[(&str, &str, u32)]) -> String {
     let entries: String = teams
         .iter()
-        .map(|(team, ns)| format!("    - {{name: {team}, namespaces: {{names: [{ns}]}}}}\n"))
+        .map(|(team, ns, weight)| {
+            format!("    - {{name: {team}, namespaces: {{names: [{ns}]}}, weight: {weight}}}\n")
+        })
         .collect();
     original.replacen(
         "dispatch:\n",
@@ -24,6 +28,29 @@ fn with_teams(original: &str, teams: &[(&str, &str)]) -> String {
 }
 
 impl Test {
+    async fn delete_job(&self, name: &str) {
+        self.jobs()
+            .delete(name, &kube::api::DeleteParams::background())
+            .await
+            .unwrap_or_else(|e| panic!("the Job {name} is deleted: {e}"));
+    }
+
+    /// The policy the suite runs with.
+    fn policy_text(&self) -> String {
+        std::fs::read_to_string(self.world.dispatcher.policy()).expect("the policy")
+    }
+
+    /// Swaps in `original` with these teams and waits until the leader has taken it up.
+    async fn take_up_teams(&self, original: &str, teams: &[(&str, &str, u32)]) {
+        let applied = "jobwarden_policy_reloads_total{result=\"applied\"}";
+        let before = self.leader_sample(applied).await;
+        self.swap_policy(&with_teams(original, teams));
+        self.wait_for("the teams taken up", || async {
+            self.leader_sample(applied).await > before
+        })
+        .await;
+    }
+
     /// Lets the held Job `name` end once it runs (placed, and its pod up on its worker: a
     /// pod released before it exists would run on).
     async fn run_out(&self, name: &str) {
@@ -49,17 +76,37 @@ async fn a_latecomer_team_gets_each_gpu_that_frees() {
         return;
     };
     let late = early.beside("late").await;
-    let original = std::fs::read_to_string(early.world.dispatcher.policy()).expect("the policy");
-    let applied = "jobwarden_policy_reloads_total{result=\"applied\"}";
-    let before = early.leader_sample(applied).await;
-    early.swap_policy(&with_teams(
-        &original,
-        &[("early", &early.ns), ("late", &late.ns)],
-    ));
+    // Refused on reload, naming the field: a namespace in two teams, a weight of 0.
+    let original = early.policy_text();
+    let refused = "jobwarden_policy_reloads_total{result=\"refused\"}";
+    for (teams, said) in [
+        (
+            [
+                ("early", early.ns.as_str(), 1),
+                ("late", early.ns.as_str(), 1),
+            ],
+            "is named by two teams",
+        ),
+        (
+            [
+                ("early", early.ns.as_str(), 1),
+                ("late", late.ns.as_str(), 0),
+            ],
+            "dispatch.shares[1].weight: 0: must be a positive",
+        ),
+    ] {
+        let before = early.leader_sample(refused).await;
+        early.swap_policy(&with_teams(&original, &teams));
+        early
+            .wait_for("the teams refused", || async {
+                early.leader_sample(refused).await > before
+            })
+            .await;
+        let log = early.world.jobwarden_log();
+        assert!(log.contains(said), "the refusal says {said:?}: {log}");
+    }
     early
-        .wait_for("the teams taken up", || async {
-            early.leader_sample(applied).await > before
-        })
+        .take_up_teams(&original, &[("early", &early.ns, 1), ("late", &late.ns, 1)])
         .await;
 
     // The early team fills the fleet: 8 run, 2 wait.
@@ -84,6 +131,13 @@ async fn a_latecomer_team_gets_each_gpu_that_frees() {
         late.create_scheduled(name, gpu_job(), json!({})).await;
         late.warning(name, "NoWorkerFits", &[GPU]).await;
     }
+    // explain tells a waiting Job its team and its turn (the other tests' Jobs may wait too).
+    let (_, told) = jobwarden(&late, &explain_args(&late, "l1", &[])).await;
+    assert!(
+        told.contains("Its turn: team late (weight 1), ")
+            && told.contains("The team uses 0% of the fleet, against a fair share of "),
+        "{told}"
+    );
     for (freed, (name, worker)) in running.iter().take(2).enumerate() {
         early.release(worker, name).await;
         early.complete(name).await;
@@ -122,17 +176,12 @@ async fn a_job_needing_a_whole_node_is_not_overtaken_by_a_stream() {
         return;
     };
     let whole = stream.beside("whole").await;
-    let original = std::fs::read_to_string(stream.world.dispatcher.policy()).expect("the policy");
-    let applied = "jobwarden_policy_reloads_total{result=\"applied\"}";
-    let before = stream.leader_sample(applied).await;
-    stream.swap_policy(&with_teams(
-        &original,
-        &[("stream", &stream.ns), ("whole", &whole.ns)],
-    ));
+    let original = stream.policy_text();
     stream
-        .wait_for("the teams taken up", || async {
-            stream.leader_sample(applied).await > before
-        })
+        .take_up_teams(
+            &original,
+            &[("stream", &stream.ns, 1), ("whole", &whole.ns, 1)],
+        )
         .await;
 
     let first: Vec<String> = (0..8).map(|i| format!("s{i:02}")).collect();
@@ -217,4 +266,89 @@ async fn a_job_needing_a_whole_node_is_not_overtaken_by_a_stream() {
     stream.swap_policy(&original);
     whole.finish_placing(&[]).await;
     stream.finish_placing(&[]).await;
+}
+
+/// A fleet full of another team's Jobs; team A (weight 1) submits 8, then team B (weight 3) 12.
+/// As the other team's Jobs end one at a time, the GPUs go by dominant share ÷ weight: B's
+/// first Job runs by the second GPU freed, and the full fleet settles at A 2, B 6.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weights_share_the_gpus_that_free_three_to_one() {
+    let gpus = |name: &str| node(name, "16").resource(GPU, "4");
+    let Some(first) = Test::placing("first", &[gpus("east-gpu")], &[gpus("west-gpu")]).await else {
+        return;
+    };
+    let (a, b) = (first.beside("a").await, first.beside("b").await);
+    let original = first.policy_text();
+    let teams = [
+        ("first", first.ns.as_str(), 1),
+        ("a", &a.ns, 1),
+        ("b", &b.ns, 3),
+    ];
+    first.take_up_teams(&original, &teams).await;
+
+    let holders: Vec<String> = (0..8).map(|i| format!("f{i}")).collect();
+    for name in &holders {
+        first.create_scheduled(name, gpu_job(), json!({})).await;
+    }
+    let names: Vec<&str> = holders.iter().map(String::as_str).collect();
+    let running = first.placed_count(&names, 8).await;
+    // A's Jobs are older than B's: A's last one is seen waiting before B submits.
+    let a_names: Vec<String> = (0..8).map(|i| format!("a{i}")).collect();
+    let b_names: Vec<String> = (0..12).map(|i| format!("b{i:02}")).collect();
+    for name in &a_names {
+        a.create_scheduled(name, gpu_job(), json!({})).await;
+    }
+    a.warning("a7", "NoWorkerFits", &[GPU]).await;
+    for name in &b_names {
+        b.create_scheduled(name, gpu_job(), json!({})).await;
+    }
+    b.warning("b11", "NoWorkerFits", &[GPU]).await;
+
+    let a_names: Vec<&str> = a_names.iter().map(String::as_str).collect();
+    let b_names: Vec<&str> = b_names.iter().map(String::as_str).collect();
+    let mut placed = (Vec::new(), Vec::new());
+    for (freed, (name, worker)) in running.iter().enumerate() {
+        first.release(worker, name).await;
+        first.complete(name).await;
+        first
+            .wait_for("the freed GPU taken", || async {
+                a.placed_now(&a_names).await.len() + b.placed_now(&b_names).await.len() > freed
+            })
+            .await;
+        placed = (a.placed_now(&a_names).await, b.placed_now(&b_names).await);
+        assert_eq!(
+            placed.0.len() + placed.1.len(),
+            freed + 1,
+            "one Job per GPU: {placed:?}"
+        );
+        if freed == 1 {
+            assert!(
+                !placed.1.is_empty(),
+                "B's first Job runs by the second GPU freed: {placed:?}"
+            );
+        }
+    }
+    assert_eq!(
+        (placed.0.len(), placed.1.len()),
+        (2, 6),
+        "A 2 GPUs, B 6: {placed:?}"
+    );
+
+    // The end: the Jobs still waiting go, the running ones complete; the policy as it was.
+    for (test, names, running) in [(&a, &a_names, &placed.0), (&b, &b_names, &placed.1)] {
+        for name in names
+            .iter()
+            .filter(|n| !running.iter().any(|(r, _)| r == *n))
+        {
+            test.delete_job(name).await;
+        }
+        for (name, worker) in running {
+            test.release(worker, name).await;
+            test.complete(name).await;
+        }
+    }
+    first.swap_policy(&original);
+    a.finish_placing(&[]).await;
+    b.finish_placing(&[]).await;
+    first.finish_placing(&[]).await;
 }

@@ -2,6 +2,8 @@
 //! dispatcher said while it waits, and its copy as read from the worker, told as any Job and
 //! its pods are; the copy recognised by its origin UID only.
 
+use std::collections::BTreeMap;
+
 use jobwarden_admission::policy::Dispatch;
 use jobwarden_dispatcher::worker::credentials::{Refusal, RefusalReason};
 use k8s_openapi::api::core::v1::Event;
@@ -90,6 +92,7 @@ fn read_copy(job: Option<Value>, pods: Result<Vec<Pod>, String>) -> DispatchRead
             )]),
         },
         fleet: Vec::new(),
+        order: None,
     }
 }
 
@@ -103,6 +106,7 @@ fn a_job_no_worker_can_take_waits_and_the_dispatchers_warning_says_why() {
             policy: policy(60),
             copy: CopyReading::NotPlaced,
             fleet: Vec::new(),
+            order: None,
         }),
         600,
     );
@@ -287,6 +291,7 @@ fn a_lost_worker_keeps_the_job_until_its_grace_ends_then_the_job_follows_its_cho
             reason: "worker east does not answer: tcp connect error: Connection refused".to_owned(),
         },
         fleet: Vec::new(),
+        order: None,
     };
     let e = tell_dispatched(lost(None), vec![], Some(unreachable(policy(60))), 70);
     let d = e.dispatch.as_ref().expect("dispatched");
@@ -349,6 +354,7 @@ fn a_kubeconfig_the_dispatcher_refuses_is_said_and_never_used() {
                 },
             },
             fleet: Vec::new(),
+            order: None,
         }),
         10,
     );
@@ -368,6 +374,7 @@ fn on_the_local_worker_the_job_runs_here_with_its_own_pods() {
             policy: policy(60),
             copy: CopyReading::Local,
             fleet: Vec::new(),
+            order: None,
         }),
         10,
     );
@@ -433,4 +440,129 @@ fn a_placed_job_tells_where_its_copys_pods_are_and_where_it_was_moved_from() {
         json["dispatch"]["copyPods"][0],
         json!({"pod": "j-bound", "node": "gpu-1"})
     );
+}
+
+/// A Job of `ns` asking one GPU: waiting, or placed on `worker`.
+fn gpu_job(namespace: &str, name: &str, created: i64, worker: Option<&str>) -> Value {
+    let mut j = dispatched(json!({}))
+        .set("/metadata/namespace", json!(namespace))
+        .set("/metadata/name", json!(name))
+        .set("/metadata/uid", json!(format!("{namespace}-{name}")))
+        .set("/metadata/creationTimestamp", json!(at(created)))
+        .set(
+            "/spec/template/spec/containers",
+            json!([{"name": "main", "image": "x",
+                    "resources": {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}}]),
+        )
+        .0;
+    if let Some(w) = worker {
+        j["metadata"]["annotations"]["jobwarden.io/worker"] = json!(w);
+    }
+    j
+}
+
+#[test]
+fn a_waiting_job_is_told_its_team_its_place_and_the_room_held() {
+    use crate::dispatch::OrderReading;
+    use crate::workers::view::{JobsRead, Listing, WorkerRead, WorkerReading};
+    use jobwarden_admission::policy::{NamespaceMatch, Share};
+    let share = |name: &str, namespace: &str, weight: f64| Share {
+        name: name.to_owned(),
+        namespaces: NamespaceMatch {
+            names: vec![namespace.to_owned()],
+            selector: None,
+        },
+        weight,
+    };
+    let policy = Dispatch {
+        shares: vec![share("research", "research", 2.0), share("prod", "ns", 1.0)],
+        ..Dispatch::default()
+    };
+    let node = serde_json::from_value(json!({
+        "metadata": {"name": "n"},
+        "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": "8"},
+                   "conditions": [{"type": "Ready", "status": "True"}]}
+    }))
+    .expect("a Node");
+    let east = WorkerReading {
+        name: "east".to_owned(),
+        unbounded: false,
+        draining: false,
+        read: WorkerRead::Read {
+            via: SECRET.to_owned(),
+            nodes: Listing::Items(vec![node]),
+            pods: Listing::Items(Vec::new()),
+        },
+    };
+    // research runs 4 of the 8 GPUs (4/8 ÷ 2 = 0.25), prod none: prod's Jobs go first, the
+    // older first; research's big Job holds room on east.
+    let mut jobs: Vec<Value> = (0..4)
+        .map(|i| gpu_job("research", &format!("r{i}"), 0, Some("east")))
+        .collect();
+    jobs.push(gpu_job("research", "big", 1, None));
+    jobs.push(gpu_job("ns", "older", 2, None));
+    let me = gpu_job("ns", "j", 3, None);
+    jobs.push(me.clone());
+    let order = OrderReading {
+        jobs: JobsRead {
+            jobs,
+            latest_warning: BTreeMap::new(),
+            held: BTreeMap::from([("research-big".to_owned(), "east".to_owned())]),
+        },
+        namespaces: BTreeMap::new(),
+    };
+    let reading = |order: Option<Result<OrderReading, String>>| DispatchReading {
+        policy: Ok(policy.clone()),
+        copy: CopyReading::NotPlaced,
+        fleet: vec![east.clone()],
+        order,
+    };
+    let e = tell_dispatched(JobB(me.clone()), vec![], Some(reading(Some(Ok(order)))), 60);
+    let turn = e
+        .dispatch
+        .as_ref()
+        .and_then(|d| d.turn.as_ref())
+        .expect("its turn");
+    assert_eq!(
+        (turn.team.name.as_str(), turn.place, turn.waiting),
+        ("prod", 2, 3)
+    );
+    assert_eq!(turn.team.fair_share, 1.0 / 3.0);
+    assert_eq!(turn.held_for_it, None);
+    let text = render(&e);
+    assert!(
+        text.contains(
+            "Its turn: team prod (weight 1), 2 of 3 waiting Jobs. The team uses 0% of the fleet, against a fair share of 33%.\n\
+             Room is held for research/big on worker east.\n"
+        ),
+        "{text}"
+    );
+
+    // The head of the order, holding room itself.
+    let big = gpu_job("research", "big", 1, None);
+    let mut order = OrderReading::default();
+    order.jobs.jobs = vec![big.clone()];
+    order.jobs.held = BTreeMap::from([("research-big".to_owned(), "east".to_owned())]);
+    let e = tell_dispatched(JobB(big), vec![], Some(reading(Some(Ok(order)))), 60);
+    let text = render(&e);
+    assert!(
+        text.contains(
+            "Its turn: team research (weight 2), first of 1 waiting Jobs: the next to go as room frees. The team uses 0% of the fleet, against a fair share of 100%.\n\
+             Room is held for it on worker east until it is placed.\n"
+        ),
+        "{text}"
+    );
+
+    // The dispatcher's Jobs could not be read: said, not guessed.
+    let e = tell_dispatched(
+        JobB(me),
+        vec![],
+        Some(reading(Some(Err(
+            "cannot list Jobs cluster-wide: forbidden".to_owned(),
+        )))),
+        60,
+    );
+    assert!(render(&e).contains(
+        "Its turn among the teams is unknown: cannot list Jobs cluster-wide: forbidden.\n"
+    ));
 }

@@ -96,6 +96,7 @@ fn not_placed(job: JobB, fleet: Vec<WorkerReading>) -> Explanation {
             policy: Ok(jobwarden_admission::policy::Dispatch::default()),
             copy: CopyReading::NotPlaced,
             fleet,
+            order: None,
         }),
     };
     explain(&observed, t(5), &settings()).expect("explained")

@@ -362,6 +362,7 @@ fn the_teams_table_follows_the_fleet_where_the_policy_names_teams() {
     let mut research = team("research", 2.0, 2.0 / 3.0, 6.0, 6, 3);
     research.held.push(HeldView {
         job: "research/big".to_owned(),
+        uid: "big".to_owned(),
         worker: "east".to_owned(),
     });
     let view = WorkersView {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use jobwarden_admission::policy::{Capacity, Dispatch};
+use jobwarden_admission::policy::{Capacity, Dispatch, Share};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
 use kube::api::{ApiResource, DynamicObject, ListParams};
@@ -79,9 +79,21 @@ async fn latest_holds(client: &Client, dispatcher: &str) -> BTreeMap<String, Str
     .await
 }
 
-/// Every namespace's labels, for the teams that name namespaces by a selector; none where the
-/// caller may not list namespaces (those teams then show only their named namespaces' Jobs).
-pub async fn namespace_labels(client: &Client) -> BTreeMap<String, BTreeMap<String, String>> {
+/// The labels of every namespace, where a team of `shares` names namespaces by a selector;
+/// none otherwise, or where the caller may not list namespaces (those teams then show only
+/// their named namespaces' Jobs).
+pub async fn team_namespaces(
+    client: &Client,
+    shares: &[Share],
+) -> BTreeMap<String, BTreeMap<String, String>> {
+    if shares.iter().any(|s| s.namespaces.selector.is_some()) {
+        namespace_labels(client).await
+    } else {
+        BTreeMap::new()
+    }
+}
+
+async fn namespace_labels(client: &Client) -> BTreeMap<String, BTreeMap<String, String>> {
     let Ok(list) = Api::<Namespace>::all(client.clone())
         .list(&ListParams::default())
         .await
@@ -136,22 +148,23 @@ async fn latest_by_object(
     latest.into_iter().map(|(uid, (_, v))| (uid, v)).collect()
 }
 
-/// Every worker of the policy, in its order.
+/// Every worker of the policy, read all at once (each bounded by its client's timeout, so a
+/// fleet with workers that do not answer takes about as long as the slowest one), in the
+/// policy's order.
 pub async fn read_workers(
     client: &Client,
     policy: &Dispatch,
     access: &WorkerAccess,
 ) -> Vec<WorkerReading> {
-    let mut out = Vec::with_capacity(policy.workers.len());
-    for worker in &policy.workers {
-        out.push(WorkerReading {
+    futures::future::join_all(policy.workers.iter().map(|worker| async move {
+        WorkerReading {
             name: worker.name.clone(),
             unbounded: worker.capacity == Capacity::Unbounded,
             draining: worker.draining,
             read: read_worker(client, &worker.name, access).await,
-        });
-    }
-    out
+        }
+    }))
+    .await
 }
 
 /// One worker: reached, then its Nodes and unfinished pods listed.

@@ -18,7 +18,10 @@ use serde_json::Value;
 /// A Job that holds room, and where.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HeldView {
+    /// namespace/name.
     pub job: String,
+    #[serde(skip)]
+    pub uid: String,
     pub worker: String,
 }
 
@@ -55,8 +58,64 @@ pub struct TeamsRead<'a> {
 
 /// Every team of the policy, `default` last; empty when the policy names none.
 pub fn teams(read: &TeamsRead<'_>) -> Vec<TeamView> {
-    if read.shares.is_empty() {
+    let Some((shares, mut held)) = filled(read) else {
         return Vec::new();
+    };
+    shares
+        .team_summary()
+        .into_iter()
+        .map(|t| TeamView {
+            usage: amounts(&t.usage),
+            dominant_share: t.dominant.as_ref().map_or(0.0, |d| d.share),
+            dominant_resource: t.dominant.as_ref().map(|d| d.resource.to_string()),
+            placed: t.placed,
+            waiting: t.waiting,
+            held: held.remove(&t.name).unwrap_or_default(),
+            fair_share: t.fair_share,
+            weight: t.weight,
+            name: t.name,
+        })
+        .collect()
+}
+
+/// A waiting Job's turn in the fair order, as `explain` tells it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnView {
+    /// Its team (of its namespace), and the team's row of the teams table.
+    pub team: TeamView,
+    /// Its place among the waiting Jobs, from 1 (the next to go), and how many wait.
+    pub place: usize,
+    pub waiting: usize,
+    /// The worker room is held on for it, if it is the head of the order and holds room.
+    pub held_for_it: Option<String>,
+    /// Room held for other Jobs: which Job, on which worker.
+    pub held_for_others: Vec<HeldView>,
+}
+
+/// The turn of the waiting Job `uid`; `None` when the policy names no team or the Job does
+/// not wait.
+pub fn turn(read: &TeamsRead<'_>, uid: &str) -> Option<TurnView> {
+    let (shares, held) = filled(read)?;
+    let place = shares.position(uid)? + 1;
+    let team = shares.teams().name(shares.team_of_job(uid)?).to_owned();
+    let team = teams(read).into_iter().find(|t| t.name == team)?;
+    let (mine, others): (Vec<HeldView>, Vec<HeldView>) =
+        held.into_values().flatten().partition(|h| h.uid == uid);
+    Some(TurnView {
+        team,
+        place,
+        waiting: shares.waiting_count(),
+        held_for_it: mine.into_iter().next().map(|h| h.worker),
+        held_for_others: others,
+    })
+}
+
+/// The fair order's core filled from what was read, and the room held, by team name; `None`
+/// when the policy names no team.
+fn filled(read: &TeamsRead<'_>) -> Option<(Shares, BTreeMap<String, Vec<HeldView>>)> {
+    if read.shares.is_empty() {
+        return None;
     }
     let mut shares = Shares::new(Teams::from_policy(read.shares));
     shares.set_fleet_allocatable(read.fleet.clone());
@@ -77,25 +136,12 @@ pub fn teams(read: &TeamsRead<'_>) -> Vec<TeamView> {
             let name = shares.teams().name(team).to_owned();
             held.entry(name).or_default().push(HeldView {
                 job: format!("{ns}/{}", text("/metadata/name")),
+                uid: uid.to_owned(),
                 worker: worker.clone(),
             });
         }
     }
-    shares
-        .team_summary()
-        .into_iter()
-        .map(|t| TeamView {
-            usage: amounts(&t.usage),
-            dominant_share: t.dominant.as_ref().map_or(0.0, |d| d.share),
-            dominant_resource: t.dominant.as_ref().map(|d| d.resource.to_string()),
-            placed: t.placed,
-            waiting: t.waiting,
-            held: held.remove(&t.name).unwrap_or_default(),
-            fair_share: t.fair_share,
-            weight: t.weight,
-            name: t.name,
-        })
-        .collect()
+    Some((shares, held))
 }
 
 /// What a placed Job's pods at once request; nothing while it is suspended.

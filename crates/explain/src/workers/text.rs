@@ -115,7 +115,7 @@ fn teams_table(teams: &[TeamView]) -> String {
 }
 
 /// A fraction as a whole percent: `0.375` is `38%`.
-fn percent(v: f64) -> String {
+pub(crate) fn percent(v: f64) -> String {
     format!("{}%", number((v * 100.0).round()))
 }
 
@@ -219,7 +219,7 @@ fn bytes(v: f64) -> String {
 }
 
 /// A number without a trailing `.0`.
-fn number(v: f64) -> String {
+pub(crate) fn number(v: f64) -> String {
     let text = format!("{v}");
     text.strip_suffix(".0").map_or(text.clone(), str::to_owned)
 }
