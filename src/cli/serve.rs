@@ -258,6 +258,8 @@ async fn run_controllers(
         burst: args.kube_api_burst,
     };
     let renew_deadline = Duration::from_secs(args.leader_elect_renew_deadline_seconds);
+    // While it dispatches, the leader says on its Lease how it knows each worker's room.
+    let (published, lease_views) = watch::channel(jobwarden_dispatcher::run::published::nothing());
     let dispatcher = match metrics.dispatch {
         Some(dispatch_metrics) => Some(Dispatcher::new(
             config.clone(),
@@ -265,6 +267,7 @@ async fn run_controllers(
             &policy,
             policies,
             dispatch_metrics,
+            published,
         )?),
         None => None,
     };
@@ -289,6 +292,7 @@ async fn run_controllers(
         jobwarden_rules::well_known::LEASE_REVISION_ANNOTATION.to_owned(),
         super::REVISION.to_owned(),
     );
+    lease.published = dispatcher.is_some().then_some(lease_views);
     let election = Election {
         client: clients.leader_election,
         lease,
@@ -441,6 +445,7 @@ impl Dispatcher {
         policy: &jobwarden_admission::Policy,
         policies: jobwarden_server::PolicyFeed,
         metrics: jobwarden_dispatcher::DispatchMetrics,
+        published: jobwarden_dispatcher::run::published::Published,
     ) -> Result<Dispatcher, client::ClientError> {
         let dispatch = policy.dispatch.clone();
         let work = client::work_client(
@@ -463,6 +468,7 @@ impl Dispatcher {
                     burst: args.dispatch_worker_kube_api_burst,
                 }),
                 vetoes: Some(policies.vetoes().clone()),
+                published: Some(published),
             },
             metrics,
             policies,

@@ -151,6 +151,7 @@ impl ControllerConfig {
             renew_deadline: self.renew_deadline,
             retry_period: self.retry_period,
             annotations: Default::default(),
+            published: None,
         }
     }
 }

@@ -17,6 +17,11 @@ pub const LEASE_NAME: &str = "jobwarden-job-controller";
 /// read from the API, so the running replica says it.
 pub const LEASE_REVISION_ANNOTATION: &str = "jobwarden.io/revision";
 
+/// On that Lease, written by the leader with every renewal while it dispatches: how it knows
+/// each worker's room, as JSON (`{"east": {"state": "fresh", "lastChange": "…"}}`; `{}` when
+/// it does not dispatch), so that `doctor` reads it with the rights it already asks for.
+pub const LEASE_WORKER_VIEWS_ANNOTATION: &str = "jobwarden.io/worker-views";
+
 /// jobwarden's tracking finalizer. Upstream uses `batch.kubernetes.io/job-tracking`; a separate
 /// name means the built-in controller's orphan clean-up never strips ours, and ours never
 /// strips theirs.

@@ -20,6 +20,7 @@
 //!     renew_deadline: std::time::Duration::from_secs(10),
 //!     retry_period: std::time::Duration::from_secs(2),
 //!     annotations: Default::default(),
+//!     published: None,
 //! };
 //! let limit = RateLimit { qps: 50.0, burst: 100 };
 //! let clients = ControllerClients::new(kube_config, "jobwarden.io/job-controller", Some(limit), lease.renew_deadline)?;

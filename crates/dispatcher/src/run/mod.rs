@@ -9,6 +9,7 @@
 //! delete), and the Event writer.
 
 pub mod fleet_change;
+pub mod published;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -74,6 +75,8 @@ pub struct DispatchConfig {
     /// Where a new policy is asked first, when the policy file is followed: while the term
     /// lasts, one that removes a worker with Jobs still placed on it is refused.
     pub vetoes: Option<PolicyVetoes>,
+    /// Where each worker's view is published for the Lease (`published`), while the term lasts.
+    pub published: Option<published::Published>,
 }
 
 /// Runs the dispatcher until `stop` resolves, on the management cluster through `management`
@@ -123,6 +126,9 @@ pub async fn run_term(
     );
     apply(term.dispatcher.clone(), store, queue, config.concurrency).await;
     beside.abort_all();
+    if let Some(published) = &term.published {
+        published.send_replace(published::nothing());
+    }
     // The writer writes what is left, for a bounded time (fenced writes fail at once).
     let _ = applied.send(());
     if tokio::time::timeout(EVENT_DRAIN, writing).await.is_err() {
@@ -136,6 +142,7 @@ struct Term {
     dispatcher: Arc<Dispatcher>,
     links: Vec<Arc<Link>>,
     link_ctx: Arc<LinkContext>,
+    published: Option<published::Published>,
 }
 
 impl Term {
@@ -204,6 +211,7 @@ impl Term {
             dispatcher,
             links,
             link_ctx,
+            published: config.published.clone(),
         }
     }
 
@@ -219,7 +227,7 @@ impl Term {
             beside.spawn(link.clone().supervise(self.link_ctx.clone()));
         }
         beside.spawn(collector(self.links.clone(), self.link_ctx.clone()));
-        beside.spawn(gauges(self.dispatcher.clone()));
+        beside.spawn(gauges(self.dispatcher.clone(), self.published.clone()));
         beside
     }
 
@@ -614,7 +622,7 @@ async fn collector(links: Vec<Arc<Link>>, ctx: Arc<LinkContext>) {
 
 /// The gauges that count: workers by state, Jobs by worker, each worker's view and room, and
 /// how long the waiting Jobs have waited.
-async fn gauges(dispatcher: Arc<Dispatcher>) {
+async fn gauges(dispatcher: Arc<Dispatcher>, published: Option<published::Published>) {
     let mut ticks = tokio::time::interval(Duration::from_secs(1));
     loop {
         ticks.tick().await;
@@ -633,6 +641,12 @@ async fn gauges(dispatcher: Arc<Dispatcher>) {
         for link in &dispatcher.links {
             room_gauges(&dispatcher.metrics, link);
         }
+        if let Some(published) = &published {
+            published::publish(
+                published,
+                published::views(&dispatcher.links, Timestamp::now()),
+            );
+        }
         share_gauges(&dispatcher);
         if let Ok(waiting) = dispatcher.waiting.lock() {
             crate::sync::count_waiting(&dispatcher.metrics, &waiting);
@@ -648,7 +662,6 @@ async fn gauges(dispatcher: Arc<Dispatcher>) {
     }
 }
 
-/// A worker's view and free room, as `jobwarden_dispatch_worker_*` show them.
 /// The fleet's allocatable (each worker's, judged by its Nodes) given to the fair order, and
 /// each team's series.
 fn share_gauges(dispatcher: &Dispatcher) {
@@ -666,6 +679,7 @@ fn share_gauges(dispatcher: &Dispatcher) {
     dispatcher.metrics.teams.set(&teams);
 }
 
+/// A worker's view and free room, as `jobwarden_dispatch_worker_*` show them.
 fn room_gauges(metrics: &DispatchMetrics, link: &Link) {
     let state = link.view.state();
     let summary = link.view.summary().unwrap_or_default();

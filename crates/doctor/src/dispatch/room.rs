@@ -1,7 +1,15 @@
 //! Where a Job fits, as doctor can tell it for one worker: whether the dispatcher's role there
 //! may list and watch its Nodes and pods cluster-wide (else placement counts Jobs on it: a
-//! warning, not a failure), and whether the leader's view of its room is fresh, read from the
-//! leader's own `jobwarden_dispatch_worker_view` when its metrics can be reached. Pure.
+//! warning, not a failure), and whether the leader's view of its room is fresh: as the leader
+//! says it on its Lease (`jobwarden.io/worker-views`, written with each renewal), else from
+//! its own `jobwarden_dispatch_worker_view` when its metrics can be reached. Pure.
+
+use std::collections::BTreeMap;
+
+use jobwarden_rules::well_known::{LEASE_NAME, LEASE_WORKER_VIEWS_ANNOTATION};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::Value;
 
 use crate::access::{Access, listed};
 use crate::catalogue::{WORKER_ROOM_READABLE, WORKER_VIEW_FRESH};
@@ -11,11 +19,67 @@ use crate::pre::Allowed;
 /// The one-hot gauge of how the leader knows each worker's room.
 pub const VIEW_METRIC: &str = "jobwarden_dispatch_worker_view";
 
-/// The leader's metrics, as read through the API server's pod proxy, or why they were not.
+/// How the leader says it knows each worker's room: on its Lease, or in its metrics read
+/// through the API server's pod proxy; or why neither could be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeaderMetrics {
-    Read { pod: String, text: String },
+    /// The Lease's `jobwarden.io/worker-views`: each worker's state, by name.
+    Lease {
+        pod: String,
+        views: BTreeMap<String, String>,
+    },
+    Read {
+        pod: String,
+        text: String,
+    },
     Unreadable(String),
+}
+
+/// The leader's word on its Lease, where it says one: `None` when the Lease holds none (a
+/// jobwarden older than this doctor: its metrics are read instead). A word not renewed for
+/// `stale_after` is nobody's now.
+pub fn lease_views(
+    lease: &Lease,
+    now: Timestamp,
+    stale_after: std::time::Duration,
+) -> Option<LeaderMetrics> {
+    let text = lease
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(LEASE_WORKER_VIEWS_ANNOTATION)?;
+    let spec = lease.spec.clone().unwrap_or_default();
+    let Some(pod) = spec.holder_identity.filter(|h| !h.is_empty()) else {
+        return Some(LeaderMetrics::Unreadable(format!(
+            "no replica holds Lease {LEASE_NAME}"
+        )));
+    };
+    let renewed = spec.renew_time.map(|t| t.0);
+    let age = renewed.and_then(|r| std::time::Duration::try_from(now.duration_since(r)).ok());
+    if age.is_none_or(|age| age >= stale_after) {
+        return Some(LeaderMetrics::Unreadable(format!(
+            "the leader ({pod}) has not renewed Lease {LEASE_NAME} for {}s: what it said of the workers is old",
+            age.map_or(0, |a| a.as_secs())
+        )));
+    }
+    let parsed: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(LeaderMetrics::Unreadable(format!(
+                "the leader's {LEASE_WORKER_VIEWS_ANNOTATION} does not read as JSON: {e}"
+            )));
+        }
+    };
+    let views = parsed
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(worker, view)| {
+            let state = view.get("state")?.as_str()?;
+            Some((worker.clone(), state.to_owned()))
+        })
+        .collect();
+    Some(LeaderMetrics::Lease { pod, views })
 }
 
 /// The access reviews of the dispatcher's Nodes and pods on `worker`'s answers.
@@ -68,17 +132,17 @@ pub fn view_states(text: &str, worker: &str) -> Vec<String> {
 
 /// Whether the leader's view of `name`'s room is fresh.
 pub fn fresh(name: &str, metrics: &LeaderMetrics) -> Check {
-    let (pod, text) = match metrics {
-        LeaderMetrics::Read { pod, text } => (pod, text),
+    let (pod, state) = match metrics {
+        LeaderMetrics::Lease { pod, views } => (pod, views.get(name).cloned()),
+        LeaderMetrics::Read { pod, text } => (pod, view_states(text, name).into_iter().next()),
         LeaderMetrics::Unreadable(why) => {
             return WORKER_VIEW_FRESH.cannot_tell(
                 format!("worker {name}: the leader's view of its room is not known: {why}"),
-                "doctor reads the leader's metrics through the API server's pod proxy (get on pods/proxy in jobwarden's namespace, metrics served without --metrics-secure); else read jobwarden_dispatch_worker_view where Prometheus scrapes it",
+                "doctor reads what the leader says on its Lease (jobwarden.io/worker-views), else its metrics through the API server's pod proxy; else read jobwarden_dispatch_worker_view where Prometheus scrapes it",
             );
         }
     };
-    let states = view_states(text, name);
-    match states.first().map(String::as_str) {
+    match state.as_deref() {
         Some("fresh") => WORKER_VIEW_FRESH.ok(format!(
             "worker {name}: the leader ({pod}) has listed its Nodes and pods and watches them"
         )),
@@ -102,8 +166,8 @@ pub fn fresh(name: &str, metrics: &LeaderMetrics) -> Check {
             "a state this doctor does not know: is doctor older than the running jobwarden?",
         ),
         None => WORKER_VIEW_FRESH.cannot_tell(
-            format!("worker {name}: the leader ({pod}) serves no {VIEW_METRIC} for it"),
-            "a jobwarden older than this doctor serves none; else the worker was added to the policy after the leader started",
+            format!("worker {name}: the leader ({pod}) says nothing of its view ({VIEW_METRIC})"),
+            "a jobwarden older than this doctor says none; else the worker was added to the policy a moment ago",
         ),
     }
 }

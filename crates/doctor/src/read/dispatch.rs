@@ -24,7 +24,7 @@ use super::{Cluster, with_causes};
 use crate::access::Access;
 use crate::dispatch::DispatchObserved;
 use crate::dispatch::jobs::{DispatchedJob, wanted_namespaces};
-use crate::dispatch::room::LeaderMetrics;
+use crate::dispatch::room::{LeaderMetrics, lease_views};
 use crate::dispatch::worker::{
     KubeconfigRead, NamespaceFound, NamespaceSeen, Reached, WorkerObserved, accepted, reviews,
 };
@@ -64,11 +64,13 @@ pub async fn read(
     }
 }
 
-/// The leader's `/metrics`, through the API server's pod proxy with the caller's credentials
-/// (`get` on `pods/proxy`): the leader is the Lease's holder (a replica's identity is its pod's
-/// name), its port the controller's container port named `metrics`. Metrics served only to
-/// authorized readers (`--metrics-secure`, the default) are not read: the proxy does not pass
-/// the caller's credentials on, so the leader would refuse it.
+/// How the leader knows each worker's room: what it says on its Lease, with every renewal;
+/// else (a jobwarden that says nothing there) its `/metrics`, through the API server's pod
+/// proxy with the caller's credentials (`get` on `pods/proxy`): the leader is the Lease's
+/// holder (a replica's identity is its pod's name), its port the controller's container port
+/// named `metrics`. Metrics served only to authorized readers (`--metrics-secure`, the
+/// default) are not read: the proxy does not pass the caller's credentials on, so the leader
+/// would refuse it.
 async fn leader_metrics(
     cluster: &Cluster,
     namespace: &str,
@@ -76,6 +78,25 @@ async fn leader_metrics(
     metrics_secure: Option<bool>,
 ) -> LeaderMetrics {
     let unreadable = |why: String| LeaderMetrics::Unreadable(why);
+    let lease = match Api::<Lease>::namespaced(cluster.client.clone(), namespace)
+        .get_opt(LEASE_NAME)
+        .await
+    {
+        Ok(lease) => lease,
+        Err(e) => {
+            return unreadable(format!(
+                "cannot read Lease {namespace}/{LEASE_NAME}: {}",
+                api_error(e)
+            ));
+        }
+    };
+    let now = k8s_openapi::jiff::Timestamp::now();
+    if let Some(said) = lease
+        .as_ref()
+        .and_then(|l| lease_views(l, now, crate::installed::lease::STALE_AFTER))
+    {
+        return said;
+    }
     if metrics_secure != Some(false) {
         return unreadable(
             "the leader serves its metrics to authorized readers only (--metrics-secure), which the API server's pod proxy cannot be".to_owned(),
@@ -95,21 +116,10 @@ async fn leader_metrics(
             "jobwarden's controller Deployment names no container port metrics".to_owned(),
         );
     };
-    let holder = match Api::<Lease>::namespaced(cluster.client.clone(), namespace)
-        .get_opt(LEASE_NAME)
-        .await
-    {
-        Ok(lease) => lease
-            .and_then(|l| l.spec)
-            .and_then(|s| s.holder_identity)
-            .filter(|h| !h.is_empty()),
-        Err(e) => {
-            return unreadable(format!(
-                "cannot read Lease {namespace}/{LEASE_NAME}: {}",
-                api_error(e)
-            ));
-        }
-    };
+    let holder = lease
+        .and_then(|l| l.spec)
+        .and_then(|s| s.holder_identity)
+        .filter(|h| !h.is_empty());
     let Some(pod) = holder else {
         return unreadable(format!("no replica holds Lease {namespace}/{LEASE_NAME}"));
     };

@@ -19,7 +19,7 @@ use crate::catalogue::*;
 use crate::check::{Check, Status};
 use crate::dispatch::jobs::{DispatchedJob, wanted_namespaces};
 use crate::dispatch::lost::lost_workers;
-use crate::dispatch::room::{LeaderMetrics, fresh, readable, view_states};
+use crate::dispatch::room::{LeaderMetrics, fresh, lease_views, readable, view_states};
 use crate::dispatch::worker::{
     KubeconfigRead, NamespaceFound, NamespaceSeen, Reached, WorkerObserved, checks, reviews,
 };
@@ -687,7 +687,7 @@ jobwarden_dispatch_worker_views_total 3
         (
             "gone",
             UNKNOWN,
-            &["serves no jobwarden_dispatch_worker_view for it"],
+            &["says nothing of its view (jobwarden_dispatch_worker_view)"],
         ),
     ];
     for (worker, status, says) in cases {
@@ -702,5 +702,69 @@ jobwarden_dispatch_worker_views_total 3
         WORKER_VIEW_FRESH,
         UNKNOWN,
         &["not known", "--metrics-secure"],
+    );
+}
+
+#[test]
+fn the_leaders_view_of_a_worker_is_read_from_its_lease_where_it_says_it() {
+    let now = Timestamp::from_second(1_800_000_000).expect("a time");
+    let lease = |annotation: Option<&str>, holder: &str, renewed_ago: i64| {
+        let mut meta = json!({"name": "jobwarden-job-controller"});
+        if let Some(a) = annotation {
+            meta["annotations"] =
+                json!({"jobwarden.io/worker-views": a, "jobwarden.io/revision": "x"});
+        }
+        let renewed = now
+            .checked_sub(SignedDuration::from_secs(renewed_ago))
+            .expect("a time");
+        serde_json::from_value::<k8s_openapi::api::coordination::v1::Lease>(json!({
+            "metadata": meta,
+            "spec": {"holderIdentity": holder, "renewTime": renewed.to_string()}
+        }))
+        .expect("a Lease")
+    };
+    let stale_after = Duration::from_secs(60);
+    let said = r#"{"east": {"state": "fresh", "lastChange": "2027-01-15T08:00:00Z"}, "west": {"state": "listing"}}"#;
+    let read = lease_views(
+        &lease(Some(said), "jobwarden-7d9f-abcde", 2),
+        now,
+        stale_after,
+    )
+    .expect("the leader's word");
+    let cases: [(&str, Status, &[&str]); 3] = [
+        (
+            "east",
+            OK,
+            &["jobwarden-7d9f-abcde", "listed its Nodes and pods"],
+        ),
+        ("west", WARNING, &["still listing"]),
+        ("north", UNKNOWN, &["says nothing of its view"]),
+    ];
+    for (worker, status, says) in cases {
+        expect(&fresh(worker, &read), WORKER_VIEW_FRESH, status, says);
+    }
+    // No word on the Lease (an older jobwarden): the metrics are read instead.
+    assert_eq!(lease_views(&lease(None, "p", 2), now, stale_after), None);
+    // A word nobody renews, and one that does not read, are said as such.
+    let old = lease_views(&lease(Some(said), "p", 600), now, stale_after).expect("said");
+    expect(
+        &fresh("east", &old),
+        WORKER_VIEW_FRESH,
+        UNKNOWN,
+        &["has not renewed", "600s"],
+    );
+    let garbled = lease_views(&lease(Some("{east"), "p", 2), now, stale_after).expect("said");
+    expect(
+        &fresh("east", &garbled),
+        WORKER_VIEW_FRESH,
+        UNKNOWN,
+        &["does not read as JSON"],
+    );
+    let unheld = lease_views(&lease(Some(said), "", 2), now, stale_after).expect("said");
+    expect(
+        &fresh("east", &unheld),
+        WORKER_VIEW_FRESH,
+        UNKNOWN,
+        &["no replica holds"],
     );
 }

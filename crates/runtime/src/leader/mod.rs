@@ -47,6 +47,9 @@ pub struct LeaseSettings {
     /// Written on the Lease with each acquisition and renewal, in the same request: what the
     /// holder says of itself (jobwarden: its revision, for `doctor`).
     pub annotations: BTreeMap<String, String>,
+    /// Written beside them, as they are at each write: what the holder says of its work now
+    /// (jobwarden: each worker's view, for `doctor`). Still one write per renewal.
+    pub published: Option<watch::Receiver<BTreeMap<String, String>>>,
 }
 
 impl LeaseSettings {
@@ -123,6 +126,7 @@ pub struct KubeLeaseStore {
     api: Api<Lease>,
     name: String,
     annotations: BTreeMap<String, String>,
+    published: Option<watch::Receiver<BTreeMap<String, String>>>,
 }
 
 impl KubeLeaseStore {
@@ -131,6 +135,7 @@ impl KubeLeaseStore {
             api: Api::namespaced(client, namespace),
             name: name.to_owned(),
             annotations: BTreeMap::new(),
+            published: None,
         }
     }
 
@@ -141,11 +146,35 @@ impl KubeLeaseStore {
         self
     }
 
+    /// Writes what `published` holds at each write too.
+    pub fn publishing(
+        mut self,
+        published: Option<watch::Receiver<BTreeMap<String, String>>>,
+    ) -> Self {
+        self.published = published;
+        self
+    }
+
+    /// The annotations of the next write: the fixed ones and what is published now.
+    fn annotations(&self) -> BTreeMap<String, String> {
+        let mut all = self.annotations.clone();
+        if let Some(published) = &self.published {
+            all.extend(
+                published
+                    .borrow()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+        }
+        all
+    }
+
     fn lease(&self, spec: &LeaseSpec) -> Lease {
+        let annotations = self.annotations();
         Lease {
             metadata: ObjectMeta {
                 name: Some(self.name.clone()),
-                annotations: (!self.annotations.is_empty()).then(|| self.annotations.clone()),
+                annotations: (!annotations.is_empty()).then_some(annotations),
                 ..ObjectMeta::default()
             },
             spec: Some(spec.clone()),
@@ -188,8 +217,9 @@ impl LeaseStore for KubeLeaseStore {
             "metadata": {"resourceVersion": version},
             "spec": spec,
         });
-        if !self.annotations.is_empty() {
-            patch["metadata"]["annotations"] = serde_json::json!(self.annotations);
+        let annotations = self.annotations();
+        if !annotations.is_empty() {
+            patch["metadata"]["annotations"] = serde_json::json!(annotations);
         }
         self.api
             .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -615,7 +645,8 @@ where
     F: Future<Output = ()>,
 {
     let store = KubeLeaseStore::new(client, &settings.namespace, &settings.name)
-        .annotated(settings.annotations.clone());
+        .annotated(settings.annotations.clone())
+        .publishing(settings.published.clone());
     lead(store, settings, shutdown, observe, task).await
 }
 

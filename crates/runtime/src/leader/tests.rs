@@ -71,6 +71,7 @@ fn settings(identity: &str) -> LeaseSettings {
         renew_deadline: Duration::from_secs(10),
         retry_period: Duration::from_secs(2),
         annotations: Default::default(),
+        published: None,
     }
 }
 
