@@ -436,6 +436,16 @@ struct Dispatcher {
     /// The running policy as the file changes: a new `dispatch:` section is taken up in the
     /// same term (the Lease stays), and a removal it vetoes is refused.
     policies: jobwarden_server::PolicyFeed,
+    /// Where the dispatcher's Jobs are placed, watched on every replica for the veto of a
+    /// removal (registered for the process's life, leading or not).
+    placed: tokio::task::JoinHandle<()>,
+    _placed_veto: jobwarden_admission::policy::VetoRegistration,
+}
+
+impl Drop for Dispatcher {
+    fn drop(&mut self) {
+        self.placed.abort();
+    }
 }
 
 impl Dispatcher {
@@ -456,7 +466,16 @@ impl Dispatcher {
                 burst: args.dispatch_kube_api_burst,
             }),
         )?;
+        let placed = jobwarden_dispatcher::run::placed_jobs::PlacedJobs::default();
+        let placed_veto = placed.register(policies.vetoes());
+        let placed = tokio::spawn(
+            placed
+                .clone()
+                .watch(work.client.clone(), dispatch.controller_name.clone()),
+        );
         Ok(Dispatcher {
+            placed,
+            _placed_veto: placed_veto,
             client: work.client,
             config: jobwarden_dispatcher::DispatchConfig {
                 dispatch,

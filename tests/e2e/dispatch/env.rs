@@ -195,6 +195,17 @@ impl World {
             .collect()
     }
 
+    /// Each running replica's whole log.
+    pub fn replica_logs(&self) -> Vec<String> {
+        self.replicas
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .flatten()
+            .map(|p| std::fs::read_to_string(p.log()).unwrap_or_default())
+            .collect()
+    }
+
     /// The leading replica's /metrics, `None` while none answers as the leader.
     pub async fn metrics(&self) -> Option<String> {
         for port in self.dispatcher.metrics_ports.clone() {

@@ -154,3 +154,76 @@ async fn a_worker_drained_then_removed_under_load_loses_no_job_and_keeps_the_lea
     );
     test.finish().await;
 }
+
+/// A removal the leader refused, and the leader SIGKILLed while the refused file is mounted:
+/// the standby refused it too, from the Jobs it watches, so once it leads east is still in its
+/// fleet. The Job placed there runs to its end, mirrored, with one copy ever, and east is
+/// removed then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removal_refused_by_the_leader_holds_when_the_standby_takes_over() {
+    let Some(test) = Test::alone("refused-hand-over").await else {
+        return;
+    };
+    let original = std::fs::read_to_string(test.world.dispatcher.policy()).expect("the policy");
+    let job = test
+        .create("stays", held(), json!({"jobwarden.io/workers": "east"}))
+        .await;
+    test.running_on("stays", "east").await;
+
+    let without_east: String = original
+        .lines()
+        .filter(|l| l.trim() != EAST_ENTRY)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    test.swap_policy(&without_east);
+    let refusal = format!(
+        "worker east still has 1 Job placed on it ({}/stays)",
+        test.ns
+    );
+    test.wait_for("both replicas refused the removal", || async {
+        let logs = test.world.replica_logs();
+        logs.iter().filter(|log| log.contains(&refusal)).count() == REPLICAS
+    })
+    .await;
+    let killed = test.world.kill_leader(&test.mgmt).await;
+    test.wait_for("the standby leads", || async {
+        test.world
+            .leader(&test.mgmt)
+            .await
+            .is_some_and(|l| l != killed)
+    })
+    .await;
+    test.wait_for("east in the new leader's fleet", || async {
+        test.leader_sample("jobwarden_dispatch_worker_up{worker=\"east\"}")
+            .await
+            == 1.0
+    })
+    .await;
+    assert!(
+        test.copy_on("east", "stays", &uid(&job)).await.is_some(),
+        "the copy is still on east"
+    );
+
+    test.release("east", "stays").await;
+    let done = test
+        .wait_job("stays", "Complete", |j| condition(j, "Complete").is_some())
+        .await;
+    assert_eq!(recorded(&done).as_deref(), Some("east"));
+    test.wait_for("the removal applied once the Job ended", || async {
+        test.world
+            .metrics()
+            .await
+            .is_some_and(|m| !m.contains("worker_up{worker=\"east\"}"))
+    })
+    .await;
+
+    // Back as it was, for the tests after this one.
+    test.swap_policy(&original);
+    test.wait_for("east answering again", || async {
+        test.leader_sample("jobwarden_dispatch_worker_up{worker=\"east\"}")
+            .await
+            == 1.0
+    })
+    .await;
+    test.finish().await;
+}

@@ -9,6 +9,7 @@
 //! delete), and the Event writer.
 
 pub mod fleet_change;
+pub mod placed_jobs;
 pub mod published;
 
 use std::collections::HashMap;
@@ -347,9 +348,11 @@ async fn apply(
     .await;
 }
 
-/// Registers, for the term, the veto of a policy that removes a worker on which Jobs are still
-/// placed (`fleet_change`): an unfinished Job recorded there, or a finished one whose copy is
-/// not deleted yet. Until the Jobs are listed, any removal is refused: they cannot be told.
+/// Registers, for the term, the veto only the leader can make of a policy that removes a
+/// worker (`fleet_change`): a finished Job recorded there whose copy is not deleted yet (the
+/// copies are the leader's to know). Every replica refuses a removal for an unfinished Job
+/// (`placed_jobs`), before this is asked. Until the Jobs are listed, any removal is refused:
+/// they cannot be told.
 fn removal_veto(
     vetoes: &PolicyVetoes,
     jobs: Store<CachedJob>,
@@ -363,23 +366,20 @@ fn removal_veto(
             .iter()
             .any(|w| new.dispatch.worker(&w.name).is_none());
         if removes && !listed.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(
-                "dispatch.workers: a worker is removed, and the dispatcher has not listed its Jobs yet to know whether any is placed there; the policy is tried again"
-                    .to_owned(),
-            );
+            return Err(placed_jobs::NOT_LISTED.to_owned());
         }
         let all = jobs.state();
-        let placed = all.iter().map(|j| {
+        let placed = all.iter().filter(|j| j.finished).filter_map(|j| {
             let worker = j.worker.as_deref();
             let copy_left = worker
                 .and_then(|w| links.iter().find(|l| l.name() == w))
                 .is_some_and(|l| l.cached(j.namespace(), j.name()).is_some());
-            crate::run::fleet_change::PlacedJob {
+            copy_left.then_some(crate::run::fleet_change::PlacedJob {
                 namespace: j.namespace(),
                 name: j.name(),
                 worker,
-                finished: j.finished && !copy_left,
-            }
+                finished: false,
+            })
         });
         crate::run::fleet_change::removal_refused(&running.dispatch, &new.dispatch, placed)
     })
