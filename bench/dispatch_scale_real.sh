@@ -11,6 +11,7 @@
 # Arguments pick shapes, RUNS repeats them, flags after -- go to `jobwarden serve`:
 #   RUNS=3 bench/dispatch_scale_real.sh burst
 #   bench/dispatch_scale_real.sh burst -- --dispatch-concurrent-syncs 20
+#   SHARES=1 bench/dispatch_scale_real.sh burst   # with dispatch.shares set
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --bin jobwarden

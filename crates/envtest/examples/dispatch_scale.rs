@@ -36,7 +36,11 @@
 //! bench/dispatch_scale_real.sh                 # builds jobwarden in release, runs every shape once
 //! RUNS=3 bench/dispatch_scale_real.sh burst    # the burst of 1,000 one-pod Jobs, three times
 //! bench/dispatch_scale_real.sh indexed-10x100 indexed-5000
+//! SHARES=1 bench/dispatch_scale_real.sh burst  # with dispatch.shares set (issue 53)
 //! ```
+//!
+//! `SHARES=1` gives the policy two teams of other namespaces (issue 53's example): the fair
+//! order's gate and holds run for every placement, the burst's Jobs all in the team `default`.
 //!
 //! Flags after `--` go to `jobwarden serve` (`-- --dispatch-kube-api-qps 100`), to try another
 //! setting against the same run's single plane.
@@ -231,10 +235,19 @@ struct Dispatched {
     refused: usize,
 }
 
+/// `dispatch.shares` with `SHARES=1`: issue 53's example, two teams of other namespaces.
+const SHARES: &str = "shares:
+  - {name: research, namespaces: {names: [research]}, weight: 2}
+  - {name: prod, namespaces: {names: [prod-batch]}, weight: 1}
+";
+
 async fn dispatched(binary: &Path, shape: &Shape, flags: &[&str]) -> Dispatched {
     let fleet = Fleet::start_audited(WORKERS.len()).unwrap_or_else(|e| panic!("{e}"));
     let mut settings = DispatcherSettings::new(&WORKERS);
     settings.flags = flags.iter().map(|f| (*f).to_owned()).collect();
+    if std::env::var("SHARES").is_ok_and(|v| v == "1") {
+        settings.dispatch = SHARES.to_owned();
+    }
     let run = fleet
         .run_dispatcher(binary, &settings)
         .await
