@@ -96,12 +96,7 @@ impl TeamMetrics {
         let now: Vec<(&str, f64)> = usage
             .iter()
             .filter(|(r, _)| *r != PODS)
-            .map(|(r, amount)| {
-                // Amounts are far below 2^53: exact as f64. cpu is kept in millicores.
-                #[allow(clippy::cast_precision_loss)]
-                let value = amount as f64 / if r == CPU { 1000.0 } else { 1.0 };
-                (r, value)
-            })
+            .map(|(r, _)| (r, usage.in_units(r)))
             .collect();
         let before = match self.shown.lock() {
             Ok(mut shown) => {

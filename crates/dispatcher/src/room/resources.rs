@@ -74,6 +74,15 @@ impl Resources {
         }
     }
 
+    /// The amount of `name` as people read it: cpu in cores (it is kept in millicores), memory
+    /// in bytes, the rest in their own units.
+    pub fn in_units(&self, name: &str) -> f64 {
+        // Amounts are far below 2^53: exact as f64.
+        #[allow(clippy::cast_precision_loss)]
+        let amount = self.get(name) as f64;
+        if name == CPU { amount / 1000.0 } else { amount }
+    }
+
     pub fn set(&mut self, name: &str, amount: u64) {
         match name {
             CPU => self.cpu_millis = amount,

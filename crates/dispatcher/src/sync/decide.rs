@@ -40,10 +40,7 @@ impl Dispatcher {
             self.judge_room(job.user, uid, workers, &reservations);
         }
         if in_turn {
-            let named = crate::copy::record::named(job.user);
-            let eligible = workers
-                .iter()
-                .filter(|w| waits_for_room_on(w) && named.names(w.name))
+            let eligible = eligible(workers, job.user)
                 .map(|w| w.name.to_owned())
                 .collect();
             fair.waiting(uid, team, job.user, eligible);
@@ -123,10 +120,7 @@ impl Dispatcher {
             return;
         };
         let pods = pods_at_once(user);
-        let named = crate::copy::record::named(user);
-        let candidates: Vec<(&str, Fit)> = workers
-            .iter()
-            .filter(|w| waits_for_room_on(w) && named.names(w.name))
+        let candidates: Vec<(&str, Fit)> = eligible(workers, user)
             .filter_map(|w| {
                 let link = self.link(w.name)?;
                 let fit = link
@@ -155,6 +149,17 @@ fn chosen(plan: &Plan) -> Option<&str> {
         Step::Record { to, .. } => Some(to.as_str()),
         _ => None,
     })
+}
+
+/// The workers the Job `user` may go to that would take it but for room.
+fn eligible<'a, 'w>(
+    workers: &'a [WorkerState<'w>],
+    user: &Value,
+) -> impl Iterator<Item = &'a WorkerState<'w>> {
+    let named = crate::copy::record::named(user);
+    workers
+        .iter()
+        .filter(move |w| waits_for_room_on(w) && named.names(w.name))
 }
 
 /// The worker would take the Job but for room (its room judged short, or kept by the order).

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use jobwarden_dispatcher::room::{CPU, NodeView, PodView, Resources, Room, RoomSummary};
+use jobwarden_dispatcher::room::{NodeView, PodView, Resources, Room, RoomSummary};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use serde::Serialize;
@@ -56,10 +56,6 @@ pub fn line(s: &RoomSummary) -> RoomLine {
 fn amounts(r: &Resources, offered: &Resources) -> BTreeMap<String, f64> {
     offered
         .iter()
-        .map(|(name, _)| {
-            let amount = r.get(name) as f64;
-            let amount = if name == CPU { amount / 1000.0 } else { amount };
-            (name.to_owned(), amount)
-        })
+        .map(|(name, _)| (name.to_owned(), r.in_units(name)))
         .collect()
 }

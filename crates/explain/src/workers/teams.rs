@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use jobwarden_admission::policy::Share;
 use jobwarden_dispatcher::copy::record;
 use jobwarden_dispatcher::copy::status::is_finished;
-use jobwarden_dispatcher::room::{CPU, PODS, PodShape, Resources, pods_at_once};
+use jobwarden_dispatcher::room::{PODS, PodShape, Resources, pods_at_once};
 use jobwarden_dispatcher::shares::{Shares, Teams};
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
@@ -58,9 +58,14 @@ pub struct TeamsRead<'a> {
 
 /// Every team of the policy, `default` last; empty when the policy names none.
 pub fn teams(read: &TeamsRead<'_>) -> Vec<TeamView> {
-    let Some((shares, mut held)) = filled(read) else {
-        return Vec::new();
-    };
+    match filled(read) {
+        Some((shares, held)) => rows(&shares, held),
+        None => Vec::new(),
+    }
+}
+
+/// The teams table's rows, from the filled core and the room held by team name.
+fn rows(shares: &Shares, mut held: BTreeMap<String, Vec<HeldView>>) -> Vec<TeamView> {
     shares
         .team_summary()
         .into_iter()
@@ -99,9 +104,9 @@ pub fn turn(read: &TeamsRead<'_>, uid: &str) -> Option<TurnView> {
     let (shares, held) = filled(read)?;
     let place = shares.position(uid)? + 1;
     let team = shares.teams().name(shares.team_of_job(uid)?).to_owned();
-    let team = teams(read).into_iter().find(|t| t.name == team)?;
     let (mine, others): (Vec<HeldView>, Vec<HeldView>) =
-        held.into_values().flatten().partition(|h| h.uid == uid);
+        held.values().flatten().cloned().partition(|h| h.uid == uid);
+    let team = rows(&shares, held).into_iter().find(|t| t.name == team)?;
     Some(TurnView {
         team,
         place,
@@ -157,11 +162,6 @@ fn requests(job: &Value) -> Resources {
 fn amounts(r: &Resources) -> BTreeMap<String, f64> {
     r.iter()
         .filter(|(name, amount)| *name != PODS && *amount > 0)
-        .map(|(name, amount)| {
-            // Amounts are far below 2^53: exact as f64. cpu is kept in millicores.
-            #[allow(clippy::cast_precision_loss)]
-            let value = amount as f64 / if name == CPU { 1000.0 } else { 1.0 };
-            (name.to_owned(), value)
-        })
+        .map(|(name, _)| (name.to_owned(), r.in_units(name)))
         .collect()
 }
