@@ -130,11 +130,20 @@ impl World {
 
     /// Starts replica `i` (again), a new log each time.
     pub fn start_replica(&self, i: usize) {
+        if let Err(e) = self.try_start_replica(i) {
+            panic!("jobwarden starts: {e}");
+        }
+    }
+
+    /// [`Self::start_replica`], saying why it could not instead of failing the test (for a
+    /// guard that runs while a failed test unwinds).
+    pub fn try_start_replica(&self, i: usize) -> Result<(), String> {
         let process = self
             .dispatcher
             .start_replica(i)
-            .unwrap_or_else(|e| panic!("jobwarden starts: {e}"));
+            .map_err(|e| e.to_string())?;
         self.replicas.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(process);
+        Ok(())
     }
 
     /// The replica the Lease names, once one leads.
@@ -146,15 +155,23 @@ impl World {
         (0..REPLICAS).find(|i| Dispatcher::replica_name(*i) == holder)
     }
 
-    /// SIGKILL of the leading replica, as a node lost under it; it is started again at once
-    /// (it comes back as the standby). Returns which it was.
+    /// SIGKILL of the leading replica, as a node lost under it; it is started again at once,
+    /// under the same name (as a container restarted in its pod: it may lead again at once,
+    /// the Lease being its own). Returns which it was.
     pub async fn kill_leader(&self, mgmt: &Client) -> usize {
+        let leader = self.kill_leader_for_good(mgmt).await;
+        self.start_replica(leader);
+        leader
+    }
+
+    /// SIGKILL of the leading replica, not started again (a pod gone with its node): the
+    /// standby takes the Lease once it expires. Returns which it was.
+    pub async fn kill_leader_for_good(&self, mgmt: &Client) -> usize {
         let leader = self.wait_leader(mgmt).await;
         let process = self.replicas.lock().unwrap_or_else(|e| e.into_inner())[leader].take();
         if let Some(p) = process {
             p.kill();
         }
-        self.start_replica(leader);
         leader
     }
 

@@ -155,16 +155,41 @@ async fn a_worker_drained_then_removed_under_load_loses_no_job_and_keeps_the_lea
     test.finish().await;
 }
 
-/// A removal the leader refused, and the leader SIGKILLed while the refused file is mounted:
-/// the standby refused it too, from the Jobs it watches, so once it leads east is still in its
-/// fleet. The Job placed there runs to its end, mirrored, with one copy ever, and east is
-/// removed then.
+/// Puts the world back as it was when dropped, the test passed or not: the policy file, and
+/// the replica killed for good started again. The tests after it need every worker and both
+/// replicas.
+struct Restore<'t> {
+    test: &'t Test,
+    original: String,
+    killed: Option<usize>,
+}
+
+impl Drop for Restore<'_> {
+    fn drop(&mut self) {
+        self.test.swap_policy(&self.original);
+        if let Some(i) = self.killed.take()
+            && let Err(e) = self.test.world.try_start_replica(i)
+        {
+            eprintln!("replica {i} not started again: {e}");
+        }
+    }
+}
+
+/// A removal the leader refused, and the leader SIGKILLed for good while the refused file is
+/// mounted: the standby refused it too, from the Jobs it watches, so once it leads east is
+/// still in its fleet. The Job placed there runs to its end, mirrored, with one copy ever, and
+/// east is removed then.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_removal_refused_by_the_leader_holds_when_the_standby_takes_over() {
     let Some(test) = Test::alone("refused-hand-over").await else {
         return;
     };
     let original = std::fs::read_to_string(test.world.dispatcher.policy()).expect("the policy");
+    let mut restore = Restore {
+        test: &test,
+        original: original.clone(),
+        killed: None,
+    };
     let job = test
         .create("stays", held(), json!({"jobwarden.io/workers": "east"}))
         .await;
@@ -185,7 +210,8 @@ async fn a_removal_refused_by_the_leader_holds_when_the_standby_takes_over() {
         logs.iter().filter(|log| log.contains(&refusal)).count() == REPLICAS
     })
     .await;
-    let killed = test.world.kill_leader(&test.mgmt).await;
+    let killed = test.world.kill_leader_for_good(&test.mgmt).await;
+    restore.killed = Some(killed);
     test.wait_for("the standby leads", || async {
         test.world
             .leader(&test.mgmt)
@@ -217,8 +243,8 @@ async fn a_removal_refused_by_the_leader_holds_when_the_standby_takes_over() {
     })
     .await;
 
-    // Back as it was, for the tests after this one.
-    test.swap_policy(&original);
+    // Back as it was, for the tests after this one: every worker, both replicas.
+    drop(restore);
     test.wait_for("east answering again", || async {
         test.leader_sample("jobwarden_dispatch_worker_up{worker=\"east\"}")
             .await
