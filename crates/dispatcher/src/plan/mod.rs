@@ -166,6 +166,9 @@ pub enum Waiting {
     WorkerLost { worker: String, until: Timestamp },
     /// Its worker is lost and it waits for it (`Wait`).
     ForWorker { worker: String },
+    /// Its worker is not in the policy: a replica that started with a file the worker had
+    /// already left. Its copy may still run there, so nothing is done until it is back.
+    NotInPolicy { worker: String },
     /// Its worker is being connected to, or its copies listed.
     Connecting { worker: String },
     /// No worker it may go to has room for its pods now; `key` is the workers and what they
@@ -187,6 +190,9 @@ impl Waiting {
             ),
             Waiting::ForWorker { worker } => format!(
                 "worker {worker} does not answer; the Job waits for it ({ON_WORKER_LOST_ANNOTATION}: Wait)"
+            ),
+            Waiting::NotInPolicy { worker } => format!(
+                "worker {worker} is not in the policy: the Job keeps its place there, untouched (its copy may still run there), until the worker is back in dispatch.workers"
             ),
             Waiting::Connecting { worker } => {
                 format!("waiting for worker {worker}'s copies to be listed")
@@ -213,7 +219,9 @@ impl Waiting {
     pub fn reason(&self) -> &'static str {
         match self {
             Waiting::NoWorker(_) => "NoWorker",
-            Waiting::WorkerLost { .. } | Waiting::ForWorker { .. } => "WorkerLost",
+            Waiting::WorkerLost { .. }
+            | Waiting::ForWorker { .. }
+            | Waiting::NotInPolicy { .. } => "WorkerLost",
             Waiting::Connecting { .. } => "Connecting",
             Waiting::NoRoom { .. } => "NoWorkerFits",
             Waiting::Unschedulable { .. } => "Unschedulable",
@@ -306,8 +314,18 @@ pub fn plan(
                 worker: recorded.to_owned(),
             }),
         ),
-        // Lost, refused, or no longer configured: all the same to the Job.
-        _ => on_lost(settings, job, recorded, workers, now),
+        // Lost or refused: the Job follows its choice once the grace ends.
+        Some(_) => on_lost(settings, job, recorded, workers, now),
+        // Not in the policy at all: a copy this replica knows nothing of may still run there,
+        // and a second one is never made (every replica refuses a removal while a Job is
+        // placed on the worker; one that started with the worker already gone did not know).
+        None => deadline_or(
+            user,
+            now,
+            Plan::default().waiting(Waiting::NotInPolicy {
+                worker: recorded.to_owned(),
+            }),
+        ),
     }
 }
 
@@ -673,7 +691,7 @@ fn has_run(user: &Value) -> bool {
         .any(|k| set(k))
 }
 
-/// The recorded worker is lost (or refused, or gone from the policy).
+/// The recorded worker is lost (or refused).
 fn on_lost(
     settings: &Settings,
     job: JobView<'_>,

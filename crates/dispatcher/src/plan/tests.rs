@@ -368,6 +368,34 @@ fn a_lost_worker_is_marked_and_its_job_keeps_its_place_for_the_grace() {
     );
 }
 
+/// A replica that started with a policy its worker had already left knows nothing of the copy
+/// that may still run there: the Job keeps its place, untouched, however long, and whatever
+/// its choice; no mark, no second copy.
+#[test]
+fn a_job_on_a_worker_not_in_the_policy_is_left_where_it_is() {
+    for choice in ["Redispatch", "Wait", "Fail"] {
+        let user = UserJob::new()
+            .on("gone")
+            .lost_since("2026-11-27T10:09:00Z")
+            .annotated("jobwarden.io/on-worker-lost", choice);
+        let plan = run(&user, None, &[worker("west", 0)]);
+        assert!(plan.steps.is_empty(), "{choice}: {:?}", kinds(&plan));
+        let waiting = plan.waiting.expect("it waits");
+        assert_eq!(
+            waiting,
+            Waiting::NotInPolicy {
+                worker: "gone".to_owned()
+            }
+        );
+        assert_eq!(waiting.reason(), "WorkerLost");
+        assert!(
+            waiting
+                .message()
+                .contains("worker gone is not in the policy")
+        );
+    }
+}
+
 #[test]
 fn after_the_grace_each_job_follows_its_choice() {
     let past = |choice: Option<&str>| {
@@ -436,18 +464,6 @@ fn a_worker_not_yet_listed_is_waited_for() {
     // Nor is a new Job placed there before its copies are listed.
     let plan = run(&UserJob::new(), None, &[connecting, worker("west", 3)]);
     assert_eq!(kinds(&plan), ["record west", "create on west"]);
-}
-
-#[test]
-fn a_worker_gone_from_the_policy_counts_as_lost() {
-    let plan = run(&UserJob::new().on("gone"), None, &[worker("east", 0)]);
-    assert_eq!(
-        kinds(&plan),
-        [
-            format!("mark lost since {NOW}"),
-            "event WorkerLost".to_owned()
-        ]
-    );
 }
 
 #[test]
