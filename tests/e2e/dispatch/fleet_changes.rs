@@ -158,10 +158,21 @@ async fn a_worker_drained_then_removed_under_load_loses_no_job_and_keeps_the_lea
 /// Puts the world back as it was when dropped, the test passed or not: the policy file, and
 /// the replica killed for good started again. The tests after it need every worker and both
 /// replicas.
-struct Restore<'t> {
+pub(super) struct Restore<'t> {
     test: &'t Test,
     original: String,
     killed: Option<usize>,
+}
+
+impl<'t> Restore<'t> {
+    /// Puts `original` back as the policy file when dropped.
+    pub(super) fn policy(test: &'t Test, original: &str) -> Restore<'t> {
+        Restore {
+            test,
+            original: original.to_owned(),
+            killed: None,
+        }
+    }
 }
 
 impl Drop for Restore<'_> {
@@ -185,11 +196,7 @@ async fn a_removal_refused_by_the_leader_holds_when_the_standby_takes_over() {
         return;
     };
     let original = std::fs::read_to_string(test.world.dispatcher.policy()).expect("the policy");
-    let mut restore = Restore {
-        test: &test,
-        original: original.clone(),
-        killed: None,
-    };
+    let mut restore = Restore::policy(&test, &original);
     let job = test
         .create("stays", held(), json!({"jobwarden.io/workers": "east"}))
         .await;
