@@ -11,6 +11,15 @@ use crate::dispatch::env::*;
 
 const EAST_ENTRY: &str = "- {name: east, kubeconfigSecret: jobwarden-worker-east}";
 
+/// The policy without east's entry.
+fn without_east(original: &str) -> String {
+    original
+        .lines()
+        .filter(|l| l.trim() != EAST_ENTRY)
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 /// A Job of one pod held running until released.
 fn held() -> Value {
     json!({"template": {
@@ -28,6 +37,36 @@ impl Test {
         let next = path.with_extension("next");
         std::fs::write(&next, text).expect("the new policy written");
         std::fs::rename(&next, &path).expect("the new policy swapped in");
+    }
+
+    /// Lets `stays`, held on east, end there; waits until the refused removal of east is
+    /// applied, its series gone.
+    async fn stays_ends_on_east_then_east_goes(&self) {
+        self.release("east", "stays").await;
+        let stayed = self
+            .wait_job("stays", "Complete", |j| condition(j, "Complete").is_some())
+            .await;
+        assert_eq!(recorded(&stayed).as_deref(), Some("east"));
+        self.wait_for(
+            "the removal applied once the Job ended, east's series gone",
+            || async {
+                self.world
+                    .metrics()
+                    .await
+                    .is_some_and(|m| !m.contains("worker_up{worker=\"east\"}"))
+            },
+        )
+        .await;
+    }
+
+    /// Waits until the leader says east answers.
+    async fn east_answers(&self, what: &str) {
+        self.wait_for(what, || async {
+            self.leader_sample("jobwarden_dispatch_worker_up{worker=\"east\"}")
+                .await
+                == 1.0
+        })
+        .await;
     }
 
     async fn running_on(&self, name: &str, worker: &str) {
@@ -108,12 +147,7 @@ async fn a_worker_drained_then_removed_under_load_loses_no_job_and_keeps_the_lea
     let refused = test
         .leader_sample("jobwarden_policy_reloads_total{result=\"refused\"}")
         .await;
-    let without_east: String = original
-        .lines()
-        .filter(|l| l.trim() != EAST_ENTRY)
-        .map(|l| format!("{l}\n"))
-        .collect();
-    test.swap_policy(&without_east);
+    test.swap_policy(&without_east(&original));
     test.wait_for("the removal refused", || async {
         test.leader_sample("jobwarden_policy_reloads_total{result=\"refused\"}")
             .await
@@ -126,27 +160,11 @@ async fn a_worker_drained_then_removed_under_load_loses_no_job_and_keeps_the_lea
             && log.contains(&format!("{}/stays", test.ns)),
         "the refusal names the Job: {log}"
     );
-    test.release("east", "stays").await;
-    let stayed = test
-        .wait_job("stays", "Complete", |j| condition(j, "Complete").is_some())
-        .await;
-    assert_eq!(recorded(&stayed).as_deref(), Some("east"));
-    test.wait_for("the removal applied, east's series gone", || async {
-        test.world
-            .metrics()
-            .await
-            .is_some_and(|m| !m.contains("worker_up{worker=\"east\"}"))
-    })
-    .await;
+    test.stays_ends_on_east_then_east_goes().await;
 
     // Back as it was, for the tests after this one.
     test.swap_policy(&original);
-    test.wait_for("east answering again", || async {
-        test.leader_sample("jobwarden_dispatch_worker_up{worker=\"east\"}")
-            .await
-            == 1.0
-    })
-    .await;
+    test.east_answers("east answering again").await;
     assert_eq!(
         test.world.leader(&test.mgmt).await,
         Some(leader),
@@ -203,12 +221,7 @@ async fn a_removal_refused_by_the_leader_holds_when_the_standby_takes_over() {
         .await;
     test.running_on("stays", "east").await;
 
-    let without_east: String = original
-        .lines()
-        .filter(|l| l.trim() != EAST_ENTRY)
-        .map(|l| format!("{l}\n"))
-        .collect();
-    test.swap_policy(&without_east);
+    test.swap_policy(&without_east(&original));
     let refusal = format!(
         "worker east still has 1 Job placed on it ({}/stays)",
         test.ns
@@ -227,37 +240,16 @@ async fn a_removal_refused_by_the_leader_holds_when_the_standby_takes_over() {
             .is_some_and(|l| l != killed)
     })
     .await;
-    test.wait_for("east in the new leader's fleet", || async {
-        test.leader_sample("jobwarden_dispatch_worker_up{worker=\"east\"}")
-            .await
-            == 1.0
-    })
-    .await;
+    test.east_answers("east in the new leader's fleet").await;
     assert!(
         test.copy_on("east", "stays", &uid(&job)).await.is_some(),
         "the copy is still on east"
     );
 
-    test.release("east", "stays").await;
-    let done = test
-        .wait_job("stays", "Complete", |j| condition(j, "Complete").is_some())
-        .await;
-    assert_eq!(recorded(&done).as_deref(), Some("east"));
-    test.wait_for("the removal applied once the Job ended", || async {
-        test.world
-            .metrics()
-            .await
-            .is_some_and(|m| !m.contains("worker_up{worker=\"east\"}"))
-    })
-    .await;
+    test.stays_ends_on_east_then_east_goes().await;
 
     // Back as it was, for the tests after this one: every worker, both replicas.
     drop(restore);
-    test.wait_for("east answering again", || async {
-        test.leader_sample("jobwarden_dispatch_worker_up{worker=\"east\"}")
-            .await
-            == 1.0
-    })
-    .await;
+    test.east_answers("east answering again").await;
     test.finish().await;
 }
