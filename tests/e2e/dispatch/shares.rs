@@ -71,7 +71,6 @@ fn gpu_job() -> serde_json::Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "passes alone and with the other dispatch suites (cargo test --test e2e -- dispatch::shares --include-ignored); in the whole e2e binary in CI it failed: the big Job, room held on east, was not placed within 180 s; the latecomer read its refusal from the logs' last lines; the weights test met the policy a failed test left. Issue 53 stays open for it"]
 async fn a_latecomer_team_gets_each_gpu_that_frees() {
     let gpus = |name: &str| node(name, "16").resource(GPU, "4");
     let Some(early) = Test::placing("early", &[gpus("east-gpu")], &[gpus("west-gpu")]).await else {
@@ -176,7 +175,6 @@ async fn a_latecomer_team_gets_each_gpu_that_frees() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "passes alone and with the other dispatch suites (cargo test --test e2e -- dispatch::shares --include-ignored); in the whole e2e binary in CI it failed: the big Job, room held on east, was not placed within 180 s; the latecomer read its refusal from the logs' last lines; the weights test met the policy a failed test left. Issue 53 stays open for it"]
 async fn a_job_needing_a_whole_node_is_not_overtaken_by_a_stream() {
     let gpus = |name: &str| node(name, "16").resource(GPU, "4");
     let Some(stream) = Test::placing("stream", &[gpus("east-gpu")], &[gpus("west-gpu")]).await
@@ -281,7 +279,6 @@ async fn a_job_needing_a_whole_node_is_not_overtaken_by_a_stream() {
 /// As the other team's Jobs end one at a time, the GPUs go by dominant share ÷ weight: B's
 /// first Job runs by the second GPU freed, and the full fleet settles at A 2, B 6.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "passes alone and with the other dispatch suites (cargo test --test e2e -- dispatch::shares --include-ignored); in the whole e2e binary in CI it failed: the big Job, room held on east, was not placed within 180 s; the latecomer read its refusal from the logs' last lines; the weights test met the policy a failed test left. Issue 53 stays open for it"]
 async fn weights_share_the_gpus_that_free_three_to_one() {
     let gpus = |name: &str| node(name, "16").resource(GPU, "4");
     let Some(first) = Test::placing("first", &[gpus("east-gpu")], &[gpus("west-gpu")]).await else {

@@ -119,9 +119,16 @@ impl Fair {
         }
     }
 
-    /// The Job waits to be placed.
+    /// The Job waits to be placed; `workers`: those that would take it but for room. A Job no
+    /// worker would take (its pods fit on no Node, its workers are refused or not ready) waits
+    /// for something room cannot bring: it stays out of line, so that it neither heads the
+    /// order nor keeps the room held for the Job behind it (it comes in when a worker would).
     pub fn waiting(&mut self, uid: &str, team: TeamId, user: &Value, workers: Vec<String>) {
         if self.chosen.contains(uid) {
+            return;
+        }
+        if workers.is_empty() {
+            self.forget(uid);
             return;
         }
         let created = user

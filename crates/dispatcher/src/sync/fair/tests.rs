@@ -223,6 +223,29 @@ fn only_the_head_of_the_order_holds_and_not_where_it_can_never_fit() {
 }
 
 #[test]
+fn a_job_no_worker_would_take_is_not_in_line_and_keeps_no_hold_from_the_next() {
+    let mut fair = fair();
+    // Team a runs a Job; b's big Job holds east. A Job of a third, idle team (`default`)
+    // that no worker would take (named for a refused worker) would head the order.
+    place(&mut fair, &job("a", "running", 0, 1, 1));
+    let big = job("b", "big", 1, 1, 4);
+    wait(&mut fair, &big);
+    assert!(
+        fair.hold_if_head("big", &[("east", short_of_gpus())])
+            .is_some()
+    );
+    place(&mut fair, &job("b", "cpu-only", 2, 1, 0));
+    let stray = job("elsewhere", "stray", 0, 1, 0);
+    let team = team(&fair, "elsewhere");
+    fair.waiting("stray", team, &stray, Vec::new());
+    assert_eq!(fair.shares.next().map(|k| &*k.uid), Some("big"));
+    assert_eq!(fair.shares.holds().count(), 1, "big still holds east");
+    // Once a worker would take it, it is in line, first (its team uses nothing).
+    fair.waiting("stray", team, &stray, vec!["west".to_owned()]);
+    assert_eq!(fair.shares.next().map(|k| &*k.uid), Some("stray"));
+}
+
+#[test]
 fn a_job_placed_counts_against_its_team_at_once() {
     let mut fair = fair();
     let (a1, a2, b1) = (
