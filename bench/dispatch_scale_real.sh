@@ -12,6 +12,7 @@
 #   RUNS=3 bench/dispatch_scale_real.sh burst
 #   bench/dispatch_scale_real.sh burst -- --dispatch-concurrent-syncs 20
 #   SHARES=1 bench/dispatch_scale_real.sh burst   # with dispatch.shares set
+#   WORKERS=3 bench/dispatch_scale_real.sh burst  # over three workers (default two)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --bin jobwarden

@@ -458,13 +458,17 @@ impl Dispatcher {
         published: jobwarden_dispatcher::run::published::Published,
     ) -> Result<Dispatcher, client::ClientError> {
         let dispatch = policy.dispatch.clone();
-        let work = client::work_client(
+        let work = client::work_client_with(
             config,
             &dispatch.controller_name,
             Some(RateLimit {
                 qps: args.dispatch_kube_api_qps,
                 burst: args.dispatch_kube_api_burst,
             }),
+            client::BudgetOptions {
+                placements: true,
+                metrics: Some(metrics.management_budget.clone()),
+            },
         )?;
         let placed = jobwarden_dispatcher::run::placed_jobs::PlacedJobs::default();
         let placed_veto = placed.register(policies.vetoes());
@@ -488,6 +492,7 @@ impl Dispatcher {
                 }),
                 vetoes: Some(policies.vetoes().clone()),
                 published: Some(published),
+                management_budget: work.budget,
             },
             metrics,
             policies,

@@ -52,9 +52,10 @@ pub const WORKER_VIEW_FRESH: Kind = kind(Group::Dispatch, "worker view fresh");
 pub const LOST_WORKERS: Kind = kind(Group::Dispatch, "lost workers");
 pub const DRAINING_WORKERS: Kind = kind(Group::Dispatch, "draining workers");
 pub const NAMESPACES_IN_A_TEAM: Kind = kind(Group::Dispatch, "namespaces in a team");
+pub const MANAGEMENT_BUDGET: Kind = kind(Group::Dispatch, "management budget");
 
 /// All of them, in the order a run prints them.
-pub const ALL: [Kind; 39] = [
+pub const ALL: [Kind; 40] = [
     API_SERVER_REACHABLE,
     API_SERVER_VERSION,
     CALLER,
@@ -94,4 +95,5 @@ pub const ALL: [Kind; 39] = [
     DRAINING_WORKERS,
     NAMESPACES_IN_A_TEAM,
     LOST_WORKERS,
+    MANAGEMENT_BUDGET,
 ];

@@ -8,7 +8,8 @@
 //! * **dispatched**: created on a management plane with `spec.managedBy:
 //!   jobwarden.io/dispatcher` and dispatched by jobwarden (the release binary, `serve
 //!   --no-webhook` under the installed identity, its policy naming two workers through
-//!   Secrets) to two worker planes, whose kube-controller-managers run the copies.
+//!   Secrets, three with `WORKERS=3`) to as many worker planes, whose kube-controller-managers
+//!   run the copies.
 //!
 //! A kubelet played by this process (User-Agent `scale-kubelet`) ends each pod about a second
 //! after it appears, on the single plane and on each worker. Prints Markdown tables:
@@ -37,6 +38,7 @@
 //! RUNS=3 bench/dispatch_scale_real.sh burst    # the burst of 1,000 one-pod Jobs, three times
 //! bench/dispatch_scale_real.sh indexed-10x100 indexed-5000
 //! SHARES=1 bench/dispatch_scale_real.sh burst  # with dispatch.shares set (issue 53)
+//! WORKERS=3 bench/dispatch_scale_real.sh burst # over three workers (issue 54)
 //! ```
 //!
 //! `SHARES=1` gives the policy two teams of other namespaces (issue 53's example): the fair
@@ -62,7 +64,17 @@ use kube::Client;
 use kube::api::{Api, PostParams};
 
 const DISPATCHER: &str = "jobwarden.io/dispatcher";
-const WORKERS: [&str; 2] = ["east", "west"];
+/// The workers' names; `WORKERS=3` takes the first three (two by default).
+const NAMES: [&str; 3] = ["east", "west", "north"];
+
+fn workers() -> &'static [&'static str] {
+    let n = std::env::var("WORKERS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(2)
+        .clamp(1, NAMES.len());
+    &NAMES[..n]
+}
 /// Far beyond any shape's run: reaching it is a failure.
 const TIMEOUT: Duration = Duration::from_secs(2400);
 
@@ -242,8 +254,8 @@ const SHARES: &str = "shares:
 ";
 
 async fn dispatched(binary: &Path, shape: &Shape, flags: &[&str]) -> Dispatched {
-    let fleet = Fleet::start_audited(WORKERS.len()).unwrap_or_else(|e| panic!("{e}"));
-    let mut settings = DispatcherSettings::new(&WORKERS);
+    let fleet = Fleet::start_audited(workers().len()).unwrap_or_else(|e| panic!("{e}"));
+    let mut settings = DispatcherSettings::new(workers());
     settings.flags = flags.iter().map(|f| (*f).to_owned()).collect();
     if std::env::var("SHARES").is_ok_and(|v| v == "1") {
         settings.dispatch = SHARES.to_owned();
@@ -335,7 +347,7 @@ async fn dispatched(binary: &Path, shape: &Shape, flags: &[&str]) -> Dispatched 
     let audit = |plane: &ControlPlane| plane.audit_log().expect("an audit log");
     let management =
         Requests::in_namespace(&audit(&fleet.management), &name).of("jobwarden", DISPATCHER);
-    let workers = WORKERS
+    let workers = workers()
         .iter()
         .zip(&fleet.workers)
         .map(|(worker, plane)| {
@@ -368,9 +380,12 @@ async fn dispatched(binary: &Path, shape: &Shape, flags: &[&str]) -> Dispatched 
         transitions,
         events_dropped: metrics.sum("jobwarden_dispatch_events_dropped_total"),
         mirrors: format!(
-            "{:.0} written, {:.0} conflicts; {:.0} syncs",
+            "{:.0} written, {:.0} held back, {:.0} conflicts; {:.0} syncs",
             metrics
                 .series("jobwarden_dispatch_mirrors_total", "result=\"written\"")
+                .unwrap_or(0.0),
+            metrics
+                .series("jobwarden_dispatch_mirrors_total", "result=\"held\"")
                 .unwrap_or(0.0),
             metrics
                 .series("jobwarden_dispatch_mirrors_total", "result=\"conflict\"")
@@ -392,7 +407,7 @@ fn maybe(v: Option<f64>) -> String {
 /// The rows of one run, one per table.
 fn rows(shape: &Shape, run: usize, s: &Single, d: &Dispatched) -> [String; 3] {
     let jobs = shape.jobs;
-    let copies: Vec<String> = WORKERS
+    let copies: Vec<String> = workers()
         .iter()
         .zip(&d.copies)
         .map(|(w, n)| format!("{w} {n} ({:.0} %)", 100.0 * *n as f64 / jobs as f64))
@@ -422,7 +437,7 @@ fn rows(shape: &Shape, run: usize, s: &Single, d: &Dispatched) -> [String; 3] {
             calls.describe_per(jobs)
         )
     };
-    let workers: Vec<String> = WORKERS
+    let workers: Vec<String> = workers()
         .iter()
         .zip(&d.workers)
         .map(|(w, c)| format!("{w}: {}", per(c)))
@@ -457,7 +472,7 @@ fn rows(shape: &Shape, run: usize, s: &Single, d: &Dispatched) -> [String; 3] {
 }
 
 const HEADERS: [&str; 3] = [
-    "| shape | run | single cluster (kube-controller-manager) | dispatched over two workers | ratio | mirror lag p50 / p99 / max (outside) | lag p50 / p99 (jobwarden's metric) | statuses never shown | copies per worker | Jobs with exactly one copy | leader losses (Lease transitions) | refused |\n|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+    "| shape | run | single cluster (kube-controller-manager) | dispatched over the workers | ratio | mirror lag p50 / p99 / max (outside) | lag p50 / p99 (jobwarden's metric) | statuses never shown | copies per worker | Jobs with exactly one copy | leader losses (Lease transitions) | refused |\n|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
     "| shape | run | kube-controller-manager's Job controller, single cluster, per Job | jobwarden → management, per Job | jobwarden → each worker, per Job | mirror writes (jobwarden's metrics) | Events dropped |\n|---|---:|---|---|---|---|---:|",
     "| shape | run | kube-controller-manager CPU | its RSS growth (per Job) | its peak growth | jobwarden CPU | jobwarden RSS growth at the last end (per Job) | once copies are gone (per Job) | jobwarden peak growth | control planes' CPU until the last end, single / dispatched (etcd, kube-apiserver, kube-controller-manager) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
 ];
@@ -486,6 +501,7 @@ async fn main() {
         }
     }
     let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "dispatched over {} workers", workers().len());
     for (header, table) in HEADERS.iter().zip(&tables) {
         let _ = writeln!(out, "\n{header}");
         for row in table {

@@ -305,6 +305,13 @@ fn copy(e: &Explanation, d: &DispatchView, worker: &str) -> String {
                 ev.message
             );
         }
+        // The dispatcher says nothing when it deletes a finished Job's copy: it always does.
+        CopyView::Missing { via, deleted: None } if e.finished.is_some() => {
+            let _ = writeln!(
+                out,
+                "Its copy on worker {worker} is gone: the dispatcher deletes a copy once the Job shows how it ended (no Job {name} there, read with {via})."
+            );
+        }
         CopyView::Missing { via, deleted: None } => {
             let _ = writeln!(
                 out,

@@ -22,6 +22,12 @@ pub const LEASE_REVISION_ANNOTATION: &str = "jobwarden.io/revision";
 /// it does not dispatch), so that `doctor` reads it with the rights it already asks for.
 pub const LEASE_WORKER_VIEWS_ANNOTATION: &str = "jobwarden.io/worker-views";
 
+/// On that Lease, written by the leader with every renewal while it dispatches: how its status
+/// writes wait for its request budget on the management cluster, as JSON
+/// (`{"statusWritesWaiting": 3, "longestWaitSeconds": 1.2}`: the longest wait of the last minute
+/// or two; `{}` when it does not dispatch), for `doctor`.
+pub const LEASE_MANAGEMENT_BUDGET_ANNOTATION: &str = "jobwarden.io/management-budget";
+
 /// jobwarden's tracking finalizer. Upstream uses `batch.kubernetes.io/job-tracking`; a separate
 /// name means the built-in controller's orphan clean-up never strips ours, and ours never
 /// strips theirs.

@@ -242,10 +242,7 @@ async fn explain_names_the_worker_and_tells_the_copys_pods_read_there() {
     test.wait_job("seen", "Complete", |j| condition(j, "Complete").is_some())
         .await;
     test.wait_for("the copy deleted", || async {
-        test.events("seen")
-            .await
-            .iter()
-            .any(|e| e.starts_with("CopyDeleted"))
+        test.copy_on(&worker, "seen", &uid(&placed)).await.is_none()
     })
     .await;
     let (_, text) = jobwarden(
@@ -256,8 +253,9 @@ async fn explain_names_the_worker_and_tells_the_copys_pods_read_there() {
     for said in [
         format!("on worker {worker}."),
         "Complete ".to_owned(),
-        format!("Its copy on worker {worker} is gone: the dispatcher deleted it"),
-        format!("(CopyDeleted: Deleted the Job's copy on worker {worker}"),
+        format!(
+            "Its copy on worker {worker} is gone: the dispatcher deletes a copy once the Job shows how it ended"
+        ),
     ] {
         assert!(text.contains(&said), "{said:?} in:\n{text}");
     }

@@ -15,6 +15,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 pub use teams::TeamMetrics;
 
+use jobwarden_runtime::client::BudgetMetrics;
 use jobwarden_runtime::events::metrics::EventMetrics;
 
 use crate::plan::DeleteReason;
@@ -101,7 +102,7 @@ pub const DELETE_REASONS: [&str; 7] = [
     "orphan",
 ];
 const SYNC_RESULTS: [&str; 3] = ["success", "conflict", "error"];
-const MIRROR_RESULTS: [&str; 4] = ["written", "conflict", "refused", "error"];
+const MIRROR_RESULTS: [&str; 5] = ["written", "held", "conflict", "refused", "error"];
 
 /// Handles to every metric; cheap to clone.
 #[derive(Clone, Debug)]
@@ -129,6 +130,8 @@ pub struct DispatchMetrics {
     pub redispatches: Family<ReasonLabels, Counter>,
     pub events: EventMetrics,
     pub teams: TeamMetrics,
+    /// The management cluster's request budget: how long writes waited, how many wait.
+    pub management_budget: BudgetMetrics,
 }
 
 impl Default for DispatchMetrics {
@@ -158,6 +161,7 @@ impl Default for DispatchMetrics {
             redispatches: Family::default(),
             events: EventMetrics::default(),
             teams: TeamMetrics::default(),
+            management_budget: BudgetMetrics::default(),
         }
     }
 }
@@ -315,6 +319,10 @@ pub fn register_metrics(registry: &mut Registry, workers: &[&str]) -> DispatchMe
     let r = registry.sub_registry_with_prefix("jobwarden_dispatch");
     m.events = EventMetrics::register(r);
     m.teams = TeamMetrics::register(r);
+    m.management_budget = BudgetMetrics::register(
+        r.sub_registry_with_prefix("management"),
+        "the management cluster",
+    );
     register_worker_series(r, &m);
     register_job_series(r, &m);
     m.create_known_series(workers);

@@ -32,7 +32,10 @@ use tokio::task::JoinSet;
 use jobwarden_admission::Policy;
 use jobwarden_admission::policy::{Dispatch, PolicyVetoes, VetoRegistration};
 use jobwarden_events::EventReporter;
-use jobwarden_runtime::client::RateLimit;
+use jobwarden_rules::well_known::{
+    LEASE_MANAGEMENT_BUDGET_ANNOTATION, LEASE_WORKER_VIEWS_ANNOTATION,
+};
+use jobwarden_runtime::client::{BudgetSeen, RateLimit};
 use jobwarden_runtime::events::outbox::{Delivery, EventOutbox};
 use jobwarden_runtime::wakes::{Wake, batched, until};
 
@@ -78,6 +81,9 @@ pub struct DispatchConfig {
     pub vetoes: Option<PolicyVetoes>,
     /// Where each worker's view is published for the Lease (`published`), while the term lasts.
     pub published: Option<published::Published>,
+    /// The management client's request budget, seen: while status writes wait for it, a
+    /// copy's passing state is held back a moment (`sync::hold_back`).
+    pub management_budget: Option<BudgetSeen>,
 }
 
 /// Runs the dispatcher until `stop` resolves, on the management cluster through `management`
@@ -207,6 +213,7 @@ impl Term {
             limiter: Mutex::default(),
             // Half the syncs may place; the others are the mirror's.
             placing: PlacingLane::new(usize::from(config.concurrency).div_ceil(2)),
+            management_budget: config.management_budget.clone(),
         });
         Term {
             dispatcher,
@@ -644,8 +651,16 @@ async fn gauges(dispatcher: Arc<Dispatcher>, published: Option<published::Publis
         if let Some(published) = &published {
             published::publish(
                 published,
+                LEASE_WORKER_VIEWS_ANNOTATION,
                 published::views(&dispatcher.links, Timestamp::now()),
             );
+            if let Some(budget) = &dispatcher.management_budget {
+                published::publish(
+                    published,
+                    LEASE_MANAGEMENT_BUDGET_ANNOTATION,
+                    published::budget(budget),
+                );
+            }
         }
         share_gauges(&dispatcher);
         if let Ok(waiting) = dispatcher.waiting.lock() {

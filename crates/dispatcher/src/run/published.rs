@@ -1,12 +1,17 @@
-//! What the leader says of its workers on its Lease (`jobwarden.io/worker-views`), written in
-//! the renewal it makes anyway: how it knows each worker's room and when that last changed.
-//! `doctor` reads it there with the rights it already has, where the leader's metrics (served
-//! to authorized readers only) cannot be read.
+//! What the leader says of its dispatching on its Lease, written in the renewal it makes anyway
+//! (one write per renewal, whatever it says): how it knows each worker's room and when that
+//! last changed (`jobwarden.io/worker-views`), and how its status writes wait for its budget on
+//! the management cluster (`jobwarden.io/management-budget`). `doctor` reads them there with the
+//! rights it already has, where the leader's metrics (served to authorized readers only)
+//! cannot be read.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use jobwarden_rules::well_known::LEASE_WORKER_VIEWS_ANNOTATION;
+use jobwarden_rules::well_known::{
+    LEASE_MANAGEMENT_BUDGET_ANNOTATION, LEASE_WORKER_VIEWS_ANNOTATION,
+};
+use jobwarden_runtime::client::{BudgetSeen, Priority};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
@@ -16,10 +21,16 @@ use crate::worker::link::Link;
 /// Where the annotations the Lease is written with are published.
 pub type Published = watch::Sender<BTreeMap<String, String>>;
 
-/// What a replica that does not dispatch says: nothing of any worker (a merge patch of the
-/// Lease keeps a key it does not name, so the key is always written).
+/// What a replica that does not dispatch says: nothing of any worker nor of a budget (a merge
+/// patch of the Lease keeps a key it does not name, so each key is always written).
 pub fn nothing() -> BTreeMap<String, String> {
-    BTreeMap::from([(LEASE_WORKER_VIEWS_ANNOTATION.to_owned(), "{}".to_owned())])
+    BTreeMap::from([
+        (LEASE_WORKER_VIEWS_ANNOTATION.to_owned(), "{}".to_owned()),
+        (
+            LEASE_MANAGEMENT_BUDGET_ANNOTATION.to_owned(),
+            "{}".to_owned(),
+        ),
+    ])
 }
 
 /// Each worker's view now: its state (as `jobwarden_dispatch_worker_view{state}` names it) and
@@ -44,12 +55,22 @@ pub fn views(links: &[Arc<Link>], now: Timestamp) -> String {
     Value::Object(views).to_string()
 }
 
-/// Publishes `views` when it says something new.
-pub fn publish(published: &Published, views: String) {
+/// How the management cluster's budget holds the status writes now, to the tenth of a second.
+pub fn budget(seen: &BudgetSeen) -> String {
+    let longest = (seen.longest_sync_wait().as_secs_f64() * 10.0).round() / 10.0;
+    json!({
+        "statusWritesWaiting": seen.waiting(Priority::Sync),
+        "longestWaitSeconds": longest,
+    })
+    .to_string()
+}
+
+/// Publishes `said` under the annotation `key` when it says something new.
+pub fn publish(published: &Published, key: &str, said: String) {
     published.send_if_modified(|annotations| {
-        let changed = annotations.get(LEASE_WORKER_VIEWS_ANNOTATION) != Some(&views);
+        let changed = annotations.get(key) != Some(&said);
         if changed {
-            annotations.insert(LEASE_WORKER_VIEWS_ANNOTATION.to_owned(), views);
+            annotations.insert(key.to_owned(), said);
         }
         changed
     });
@@ -90,7 +111,11 @@ mod tests {
         );
 
         let (published, lease) = watch::channel(nothing());
-        publish(&published, views(std::slice::from_ref(&gpu), now));
+        publish(
+            &published,
+            LEASE_WORKER_VIEWS_ANNOTATION,
+            views(std::slice::from_ref(&gpu), now),
+        );
         assert_eq!(
             lease
                 .borrow()
@@ -98,5 +123,19 @@ mod tests {
                 .map(String::as_str),
             Some(r#"{"gpu":{"state":"unbounded"}}"#)
         );
+        // The budget is said beside, in the same annotations.
+        publish(
+            &published,
+            LEASE_MANAGEMENT_BUDGET_ANNOTATION,
+            budget(&BudgetSeen::default()),
+        );
+        let lease = lease.borrow();
+        assert_eq!(
+            lease
+                .get(LEASE_MANAGEMENT_BUDGET_ANNOTATION)
+                .map(String::as_str),
+            Some(r#"{"longestWaitSeconds":0.0,"statusWritesWaiting":0}"#)
+        );
+        assert!(lease.contains_key(LEASE_WORKER_VIEWS_ANNOTATION));
     }
 }

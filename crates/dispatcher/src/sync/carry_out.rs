@@ -283,7 +283,11 @@ impl Dispatcher {
         }
         self.metrics.deleted(worker, reason.label());
         let why = match reason {
-            DeleteReason::Finished => "the Job shows how it ended",
+            // The Job shows its end (its status, `kubectl describe`'s "Completed At" and pod
+            // counts), and a finished Job's copy always goes then: an Event would only say so
+            // again, one write more per Job on the management cluster (`jobwarden explain`
+            // still tells where the copy went).
+            DeleteReason::Finished => return Ok(Done::Nothing),
             DeleteReason::JobFailed => "the Job failed here",
             DeleteReason::JobDeleted => "the Job is being deleted",
             DeleteReason::Moved => "its pods could not be scheduled there; the Job moves",

@@ -5,6 +5,7 @@
 mod carry_out;
 mod decide;
 pub mod fair;
+mod hold_back;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -83,6 +84,9 @@ pub struct Dispatcher {
     pub placing: Arc<
         crate::placement::placing_lane::PlacingLane<kube::runtime::reflector::ObjectRef<CachedJob>>,
     >,
+    /// The management client's budget, seen: a copy's passing state waits a moment while
+    /// status writes wait for it (`hold_back`).
+    pub management_budget: Option<jobwarden_runtime::client::BudgetSeen>,
 }
 
 /// What [`Dispatcher::gather`] found of a Job on the workers.
@@ -175,6 +179,12 @@ impl Dispatcher {
             self.metrics.mirrored("refused");
             tracing::error!(namespace = ns, job = name, error = %refused, "the copy's status breaks the Job status rules; not written");
         }
+        if let Some(wait) = self.held_back(ns, name, copy.as_ref(), &plan.steps) {
+            self.metrics.mirrored("held");
+            return Ok(Outcome {
+                requeue_after: wait,
+            });
+        }
         let mirrors = plan.steps.iter().any(|s| matches!(s, Step::Mirror { .. }));
         // The record as this sync leaves it.
         let recorded = plan
@@ -199,6 +209,27 @@ impl Dispatcher {
             lock(&self.pending).remove(&format!("{ns}/{name}"));
         }
         Ok(outcome.unwrap_or(Outcome { requeue_after }))
+    }
+
+    /// How long the plan's mirror of the copy's passing state waits, if the management
+    /// cluster's status writes wait for budget (`hold_back`).
+    fn held_back(
+        &self,
+        ns: &str,
+        name: &str,
+        copy: Option<&Value>,
+        steps: &[Step],
+    ) -> Option<Duration> {
+        let budget = self.management_budget.as_ref()?;
+        let arrived = lock(&self.pending)
+            .get(&format!("{ns}/{name}"))
+            .map(Instant::elapsed);
+        hold_back::held_back(
+            steps,
+            copy.is_some_and(|c| copy::status::terminal_condition(c).is_some()),
+            budget.waiting(jobwarden_runtime::client::Priority::Sync),
+            arrived,
+        )
     }
 
     /// What the workers hold of the Job: its copy where it is recorded (or, not recorded,

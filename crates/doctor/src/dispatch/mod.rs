@@ -3,6 +3,7 @@
 //! ([`lost`]), from the management cluster's dispatched Jobs ([`jobs`]). Pure, but for
 //! [`crate::read::dispatch`], which reads what [`checks`] judges.
 
+pub mod budget;
 pub mod draining;
 pub mod jobs;
 pub mod lost;
@@ -39,7 +40,8 @@ pub struct DispatchObserved {
 }
 
 /// Every dispatch check: each worker's, in the policy's order (the leader's view of its room
-/// last), then the lost workers.
+/// last), then the draining workers, the teams, the lost workers, and the leader's budget on
+/// the management cluster.
 pub fn checks(o: &DispatchObserved) -> Vec<Check> {
     let mut out: Vec<Check> = o
         .workers
@@ -70,5 +72,6 @@ pub fn checks(o: &DispatchObserved) -> Vec<Check> {
         &configured,
         o.now,
     ));
+    out.push(budget::management_budget(&o.leader_metrics));
     out
 }

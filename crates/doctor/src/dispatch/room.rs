@@ -6,7 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use jobwarden_rules::well_known::{LEASE_NAME, LEASE_WORKER_VIEWS_ANNOTATION};
+use jobwarden_rules::well_known::{
+    LEASE_MANAGEMENT_BUDGET_ANNOTATION, LEASE_NAME, LEASE_WORKER_VIEWS_ANNOTATION,
+};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
@@ -23,16 +25,43 @@ pub const VIEW_METRIC: &str = "jobwarden_dispatch_worker_view";
 /// through the API server's pod proxy; or why neither could be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeaderMetrics {
-    /// The Lease's `jobwarden.io/worker-views`: each worker's state, by name.
+    /// The Lease's `jobwarden.io/worker-views`: each worker's state, by name; and its
+    /// `jobwarden.io/management-budget`, where it says one.
     Lease {
         pod: String,
         views: BTreeMap<String, String>,
+        budget: Option<BudgetSaid>,
     },
     Read {
         pod: String,
         text: String,
     },
     Unreadable(String),
+}
+
+/// How the leader's status writes wait for its budget on the management cluster, as it says
+/// on its Lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetSaid {
+    /// Status writes waiting when it last renewed.
+    pub waiting: u64,
+    /// The longest a status write waited in the last minute or two, in milliseconds.
+    pub longest_wait_ms: u64,
+}
+
+impl BudgetSaid {
+    /// From the annotation's JSON; `None` when it says nothing (`{}`) or cannot be read.
+    fn parse(text: &str) -> Option<BudgetSaid> {
+        let said: Value = serde_json::from_str(text).ok()?;
+        let seconds = said.get("longestWaitSeconds")?.as_f64()?;
+        // Whole milliseconds of a wait that is at most hours.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let longest_wait_ms = (seconds.max(0.0) * 1000.0).round() as u64;
+        Some(BudgetSaid {
+            waiting: said.get("statusWritesWaiting")?.as_u64()?,
+            longest_wait_ms,
+        })
+    }
 }
 
 /// The leader's word on its Lease, where it says one: `None` when the Lease holds none (a
@@ -43,11 +72,7 @@ pub fn lease_views(
     now: Timestamp,
     stale_after: std::time::Duration,
 ) -> Option<LeaderMetrics> {
-    let text = lease
-        .metadata
-        .annotations
-        .as_ref()?
-        .get(LEASE_WORKER_VIEWS_ANNOTATION)?;
+    let text = annotations(lease)?.get(LEASE_WORKER_VIEWS_ANNOTATION)?;
     let spec = lease.spec.clone().unwrap_or_default();
     let Some(pod) = spec.holder_identity.filter(|h| !h.is_empty()) else {
         return Some(LeaderMetrics::Unreadable(format!(
@@ -79,7 +104,14 @@ pub fn lease_views(
             Some((worker.clone(), state.to_owned()))
         })
         .collect();
-    Some(LeaderMetrics::Lease { pod, views })
+    let budget = annotations(lease)
+        .and_then(|a| a.get(LEASE_MANAGEMENT_BUDGET_ANNOTATION))
+        .and_then(|text| BudgetSaid::parse(text));
+    Some(LeaderMetrics::Lease { pod, views, budget })
+}
+
+fn annotations(lease: &Lease) -> Option<&BTreeMap<String, String>> {
+    lease.metadata.annotations.as_ref()
 }
 
 /// The access reviews of the dispatcher's Nodes and pods on `worker`'s answers.
@@ -133,7 +165,7 @@ pub fn view_states(text: &str, worker: &str) -> Vec<String> {
 /// Whether the leader's view of `name`'s room is fresh.
 pub fn fresh(name: &str, metrics: &LeaderMetrics) -> Check {
     let (pod, state) = match metrics {
-        LeaderMetrics::Lease { pod, views } => (pod, views.get(name).cloned()),
+        LeaderMetrics::Lease { pod, views, .. } => (pod, views.get(name).cloned()),
         LeaderMetrics::Read { pod, text } => (pod, view_states(text, name).into_iter().next()),
         LeaderMetrics::Unreadable(why) => {
             return WORKER_VIEW_FRESH.cannot_tell(

@@ -17,9 +17,10 @@ use crate::access::Access;
 use crate::answer::Answer;
 use crate::catalogue::*;
 use crate::check::{Check, Status};
+use crate::dispatch::budget::management_budget;
 use crate::dispatch::jobs::{DispatchedJob, wanted_namespaces};
 use crate::dispatch::lost::lost_workers;
-use crate::dispatch::room::{LeaderMetrics, fresh, lease_views, readable, view_states};
+use crate::dispatch::room::{BudgetSaid, LeaderMetrics, fresh, lease_views, readable, view_states};
 use crate::dispatch::worker::{
     KubeconfigRead, NamespaceFound, NamespaceSeen, Reached, WorkerObserved, checks, reviews,
 };
@@ -564,8 +565,9 @@ fn a_run_tells_every_worker_in_the_policys_order_then_the_lost_ones() {
         })
         .collect();
     // east: six checks and the leader's view; plugin: its kubeconfig refused, the rest (its
-    // view too: a refused worker has none) skipped in one line; then the lost workers.
-    assert_eq!(out.len(), 10, "{names:?}");
+    // view too: a refused worker has none) skipped in one line; then the lost workers and the
+    // leader's budget.
+    assert_eq!(out.len(), 11, "{names:?}");
     expect(
         &out[6],
         WORKER_VIEW_FRESH,
@@ -584,6 +586,7 @@ fn a_run_tells_every_worker_in_the_policys_order_then_the_lost_ones() {
         "{names:?}"
     );
     expect(&out[9], LOST_WORKERS, OK, &[]);
+    expect(&out[10], MANAGEMENT_BUDGET, UNKNOWN, &["not asked"]);
     assert!(
         out.iter()
             .all(|c| c.kind.doc().starts_with("docs/dispatch.md#"))
@@ -711,8 +714,11 @@ fn the_leaders_view_of_a_worker_is_read_from_its_lease_where_it_says_it() {
     let lease = |annotation: Option<&str>, holder: &str, renewed_ago: i64| {
         let mut meta = json!({"name": "jobwarden-job-controller"});
         if let Some(a) = annotation {
-            meta["annotations"] =
-                json!({"jobwarden.io/worker-views": a, "jobwarden.io/revision": "x"});
+            meta["annotations"] = json!({
+                "jobwarden.io/worker-views": a,
+                "jobwarden.io/revision": "x",
+                "jobwarden.io/management-budget": r#"{"statusWritesWaiting": 4, "longestWaitSeconds": 2.3}"#,
+            });
         }
         let renewed = now
             .checked_sub(SignedDuration::from_secs(renewed_ago))
@@ -743,6 +749,18 @@ fn the_leaders_view_of_a_worker_is_read_from_its_lease_where_it_says_it() {
     for (worker, status, says) in cases {
         expect(&fresh(worker, &read), WORKER_VIEW_FRESH, status, says);
     }
+    // The budget, said beside the views.
+    expect(
+        &management_budget(&read),
+        MANAGEMENT_BUDGET,
+        WARNING,
+        &[
+            "jobwarden-7d9f-abcde",
+            "bound by its request budget",
+            "up to 2.3s",
+            "4 waiting now",
+        ],
+    );
     // No word on the Lease (an older jobwarden): the metrics are read instead.
     assert_eq!(lease_views(&lease(None, "p", 2), now, stale_after), None);
     // A word nobody renews, and one that does not read, are said as such.
@@ -767,4 +785,40 @@ fn the_leaders_view_of_a_worker_is_read_from_its_lease_where_it_says_it() {
         UNKNOWN,
         &["no replica holds"],
     );
+}
+
+/// The leader's budget on the management cluster, as it says it on its Lease: a status write
+/// that waited over a second warns; none said, or nothing read, cannot tell.
+#[test]
+fn the_leaders_budget_is_judged_by_its_longest_recent_wait() {
+    let lease = |budget: Option<BudgetSaid>| LeaderMetrics::Lease {
+        pod: "jobwarden-a".to_owned(),
+        views: Default::default(),
+        budget,
+    };
+    let said = |waiting, longest_wait_ms| {
+        lease(Some(BudgetSaid {
+            waiting,
+            longest_wait_ms,
+        }))
+    };
+    let cases: [(LeaderMetrics, Status, &[&str]); 5] = [
+        (said(0, 0), OK, &["waited at most 0.0s"]),
+        (said(2, 1000), OK, &["waited at most 1.0s"]),
+        (said(7, 1400), WARNING, &["up to 1.4s", "7 waiting now"]),
+        (lease(None), UNKNOWN, &["says nothing of its budget"]),
+        (
+            LeaderMetrics::Unreadable("no replica holds Lease x".to_owned()),
+            UNKNOWN,
+            &["no replica holds"],
+        ),
+    ];
+    for (metrics, status, says) in cases {
+        expect(
+            &management_budget(&metrics),
+            MANAGEMENT_BUDGET,
+            status,
+            says,
+        );
+    }
 }

@@ -246,25 +246,34 @@ fn a_job_of_the_name_that_is_not_the_copy_is_someone_elses() {
 
 #[test]
 fn a_copy_gone_after_the_job_ended_is_said_deleted() {
-    let deleted =
-        "Deleted the Job's copy on worker east (the Job shows how it ended); its pods go with it";
-    let e = tell_dispatched(
+    let complete = || {
         dispatched(json!({"jobwarden.io/worker": "east"})).set(
             "/status/conditions",
             json!([{"type": "Complete", "status": "True", "reason": "CompletionsReached", "lastTransitionTime": at(8)}]),
-        ),
-        vec![event(DISPATCHER, "Normal", "CopyDeleted", deleted, 9)],
-        Some(read_copy(None, Ok(vec![]))),
-        10,
-    );
+        )
+    };
+    // The dispatcher writes no Event for a finished Job's copy: it always deletes it then.
+    let e = tell_dispatched(complete(), vec![], Some(read_copy(None, Ok(vec![]))), 10);
     let text = render(&e);
     assert!(
         text.contains("\nPlaced on worker east (jobwarden.io/worker).\n\n"),
         "an ended Job's worker is lost to nobody: {text}"
     );
-    assert!(text.contains(&format!(
+    assert!(text.contains(
+        "Its copy on worker east is gone: the dispatcher deletes a copy once the Job shows how it ended (no Job ns/j there, read with Secret jobwarden-system/jobwarden-worker-east)."
+    ), "{text}");
+    // An Event that said it (an older jobwarden's, or a copy deleted for another reason) is told.
+    let deleted =
+        "Deleted the Job's copy on worker east (the Job shows how it ended); its pods go with it";
+    let e = tell_dispatched(
+        complete(),
+        vec![event(DISPATCHER, "Normal", "CopyDeleted", deleted, 9)],
+        Some(read_copy(None, Ok(vec![]))),
+        10,
+    );
+    assert!(render(&e).contains(&format!(
         "Its copy on worker east is gone: the dispatcher deleted it 1s ago (CopyDeleted: {deleted})."
-    )), "{text}");
+    )));
     let never = tell_dispatched(
         dispatched(json!({"jobwarden.io/worker": "east"})),
         vec![],

@@ -9,7 +9,10 @@
 //! work and one for its Lease alone, so that a renewal never waits behind the syncs' queue. A
 //! work client alone ([`work_client`]) serves any other API server a controller works on.
 
+mod budget_seen;
 mod request_budget;
+
+pub use budget_seen::{BudgetMetrics, BudgetSeen, Priority, PriorityLabels};
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,7 +29,7 @@ use tower::buffer::Buffer;
 use tower::limit::ConcurrencyLimitLayer;
 use tower::{BoxError, Layer, Service, ServiceExt as _};
 
-use request_budget::{Budget, Priority, priority_of};
+use request_budget::{Budget, priority_of};
 
 /// A client-side request limit: at most `burst` requests at once, and `qps` per second on
 /// average.
@@ -68,7 +71,13 @@ pub fn client(
 ) -> Result<Client, ClientError> {
     let builder = ClientBuilder::try_from(named(config, component)?).map_err(ClientError::Build)?;
     match limit.filter(|l| l.qps > 0.0 && l.burst > 0) {
-        Some(limit) => Ok(builder.with_layer(&PriorityLimitLayer::new(limit)).build()),
+        Some(limit) => Ok(builder
+            .with_layer(&PriorityLimitLayer::new(
+                limit,
+                false,
+                BudgetSeen::default(),
+            ))
+            .build()),
         None => Ok(builder.build()),
     }
 }
@@ -128,6 +137,7 @@ impl ControllerClients {
         let WorkClient {
             client: work,
             answers,
+            ..
         } = work_client(config.clone(), component, limit)?;
         let mut lease_config = config;
         // client-go: `config.Timeout = renewDeadline / 2`, at least a second; counted from
@@ -152,6 +162,16 @@ impl ControllerClients {
 pub struct WorkClient {
     pub client: Client,
     pub answers: Answers,
+    /// Its budget seen from outside (requests waiting), when it keeps to one.
+    pub budget: Option<BudgetSeen>,
+}
+
+/// How a work client's budget is kept: whether it tells a Job's own writes (placements) from
+/// the syncs', and where its waits are counted.
+#[derive(Clone, Debug, Default)]
+pub struct BudgetOptions {
+    pub placements: bool,
+    pub metrics: Option<BudgetMetrics>,
 }
 
 /// A work client for `config`: its requests name `component`, at most [`MAX_IN_FLIGHT`] of them
@@ -163,17 +183,35 @@ pub fn work_client(
     component: &str,
     limit: Option<RateLimit>,
 ) -> Result<WorkClient, ClientError> {
+    work_client_with(config, component, limit, BudgetOptions::default())
+}
+
+/// [`work_client`], its budget kept as `options` say.
+pub fn work_client_with(
+    config: kube::Config,
+    component: &str,
+    limit: Option<RateLimit>,
+    options: BudgetOptions,
+) -> Result<WorkClient, ClientError> {
     let answers = Answers::default();
     let limit = limit.filter(|l| l.qps > 0.0 && l.burst > 0);
     let client = ClientBuilder::try_from(named(config, component)?)
         .map_err(ClientError::Build)?
         .with_layer(&answers.layer())
         .with_layer(&ConcurrencyLimitLayer::new(MAX_IN_FLIGHT));
-    let client = match limit {
-        Some(limit) => client.with_layer(&PriorityLimitLayer::new(limit)).build(),
-        None => client.build(),
+    let (client, budget) = match limit {
+        Some(limit) => {
+            let seen = BudgetSeen::new(options.metrics);
+            let layer = PriorityLimitLayer::new(limit, options.placements, seen.clone());
+            (client.with_layer(&layer).build(), Some(seen))
+        }
+        None => (client.build(), None),
     };
-    Ok(WorkClient { client, answers })
+    Ok(WorkClient {
+        client,
+        answers,
+        budget,
+    })
 }
 
 /// When the API server last answered a request (with any status: an answer is an answer), on
@@ -221,6 +259,9 @@ impl Answers {
 struct SharedBudget {
     budget: Mutex<Budget>,
     origin: Instant,
+    /// A Job's own writes are placements, after the syncs'.
+    placements: bool,
+    seen: BudgetSeen,
 }
 
 impl SharedBudget {
@@ -231,17 +272,30 @@ impl SharedBudget {
 
     /// Returns once the request may go.
     async fn acquire(&self, priority: Priority) {
-        match priority {
-            Priority::Sync => {
-                let wait = self.with(|b, now| b.reserve_sync(now));
-                if !wait.is_zero() {
-                    tokio::time::sleep(wait).await;
-                }
+        if priority == Priority::Sync {
+            let wait = self.with(|b, now| b.reserve_sync(now));
+            if wait.is_zero() {
+                self.seen.went_at_once(priority);
+            } else {
+                let _waiting = self.seen.waits(priority);
+                tokio::time::sleep(wait).await;
             }
-            Priority::Event => {
-                while let Err(wait) = self.with(|b, now| b.try_take_event(now)) {
-                    tokio::time::sleep(wait).await;
-                }
+            return;
+        }
+        let take = |b: &mut Budget, now| match priority {
+            Priority::Placement => b.try_take_placement(now),
+            _ => b.try_take_event(now),
+        };
+        let Err(mut wait) = self.with(take) else {
+            self.seen.went_at_once(priority);
+            return;
+        };
+        let _waiting = self.seen.waits(priority);
+        loop {
+            tokio::time::sleep(wait).await;
+            match self.with(take) {
+                Ok(()) => return,
+                Err(again) => wait = again,
             }
         }
     }
@@ -256,13 +310,17 @@ pub struct PriorityLimitLayer {
 }
 
 impl PriorityLimitLayer {
-    /// A full bucket. Must be made inside a tokio runtime (the layer's buffer runs on it).
-    pub fn new(limit: RateLimit) -> Self {
+    /// A full bucket; with `placements`, a Job's own writes wait for the syncs' (see
+    /// [`Priority::Placement`]); `seen` counts the waits. Must be made inside a tokio runtime
+    /// (the layer's buffer runs on it).
+    pub fn new(limit: RateLimit, placements: bool, seen: BudgetSeen) -> Self {
         let origin = Instant::now();
         PriorityLimitLayer {
             budget: Arc::new(SharedBudget {
                 budget: Mutex::new(Budget::new(limit.qps, limit.burst, origin.elapsed())),
                 origin,
+                placements,
+                seen,
             }),
         }
     }
@@ -312,7 +370,11 @@ where
     }
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
-        let priority = priority_of(request.method(), request.uri().path());
+        let priority = priority_of(
+            request.method(),
+            request.uri().path(),
+            self.budget.placements,
+        );
         let budget = self.budget.clone();
         let mut inner = self.inner.clone();
         Box::pin(async move {
@@ -326,10 +388,14 @@ where
 mod tests {
     use super::*;
 
-    /// The layer over a service that notes the order requests reach it: a sync's request
-    /// that comes after an Event write waiting for budget still goes first.
-    #[tokio::test(start_paused = true)]
-    async fn waiting_syncs_go_before_a_waiting_event_write() {
+    /// Sends `requests` (method, path) one after the other through a layer of 1 qps, burst
+    /// 2, each asking for its token before the next is made, to a service that notes the
+    /// order they reach it. Returns that order, and what the budget's callers saw waiting
+    /// once every request had asked.
+    async fn order_through(
+        placements: bool,
+        requests: &[(http::Method, &str)],
+    ) -> (Vec<String>, [usize; 3]) {
         let seen = Arc::new(Mutex::new(Vec::<String>::new()));
         let inner = {
             let seen = seen.clone();
@@ -342,36 +408,46 @@ mod tests {
                 }
             })
         };
-        let layer = PriorityLimitLayer::new(RateLimit { qps: 1.0, burst: 2 });
+        let budget = BudgetSeen::new(Some(BudgetMetrics::default()));
+        let layer =
+            PriorityLimitLayer::new(RateLimit { qps: 1.0, burst: 2 }, placements, budget.clone());
         let mut service = layer.layer(inner);
-        let request = |method: http::Method, path: &str| {
-            let mut request = Request::new(Body::empty());
-            *request.method_mut() = method;
-            *request.uri_mut() = path.parse().unwrap_or_default();
-            request
-        };
         let mut calls = Vec::new();
-        for (method, path) in [
-            (http::Method::POST, "/api/v1/namespaces/ns/pods"),
-            (
-                http::Method::PATCH,
-                "/apis/batch/v1/namespaces/ns/jobs/a/status",
-            ),
-            (http::Method::POST, "/api/v1/namespaces/ns/pods"),
-            (http::Method::POST, "/api/v1/namespaces/ns/events"),
-            (http::Method::PATCH, "/api/v1/namespaces/ns/pods/p"),
-        ] {
-            let call = tokio::spawn(service.call(request(method, path)));
-            // Each request asks for its token before the next is made.
+        for (method, path) in requests {
+            let mut request = Request::new(Body::empty());
+            *request.method_mut() = method.clone();
+            *request.uri_mut() = path.parse().unwrap_or_default();
+            calls.push(tokio::spawn(service.call(request)));
             tokio::task::yield_now().await;
-            calls.push(call);
         }
+        let waiting = Priority::ALL.map(|p| budget.waiting(p));
         for call in calls {
             assert!(matches!(call.await, Ok(Ok(_))));
         }
-        let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        assert_eq!(Priority::ALL.map(|p| budget.waiting(p)), [0, 0, 0]);
+        let order = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        (order, waiting)
+    }
+
+    /// A sync's request that comes after an Event write waiting for budget still goes first.
+    #[tokio::test(start_paused = true)]
+    async fn waiting_syncs_go_before_a_waiting_event_write() {
+        let (order, waiting) = order_through(
+            false,
+            &[
+                (http::Method::POST, "/api/v1/namespaces/ns/pods"),
+                (
+                    http::Method::PATCH,
+                    "/apis/batch/v1/namespaces/ns/jobs/a/status",
+                ),
+                (http::Method::POST, "/api/v1/namespaces/ns/pods"),
+                (http::Method::POST, "/api/v1/namespaces/ns/events"),
+                (http::Method::PATCH, "/api/v1/namespaces/ns/pods/p"),
+            ],
+        )
+        .await;
         assert_eq!(
-            seen,
+            order,
             [
                 "POST /api/v1/namespaces/ns/pods",
                 "PATCH /apis/batch/v1/namespaces/ns/jobs/a/status",
@@ -380,6 +456,38 @@ mod tests {
                 "POST /api/v1/namespaces/ns/events",
             ]
         );
+        assert_eq!(waiting, [2, 0, 1], "two syncs and the Event wait");
+    }
+
+    /// On a placing client, a Job's status write that comes after its record waiting for
+    /// budget goes first; the record goes before an Event.
+    #[tokio::test(start_paused = true)]
+    async fn a_status_write_goes_before_a_waiting_placement_and_that_before_an_event() {
+        let (order, waiting) = order_through(
+            true,
+            &[
+                (http::Method::POST, "/api/v1/namespaces/ns/pods"),
+                (http::Method::POST, "/api/v1/namespaces/ns/pods"),
+                (http::Method::POST, "/api/v1/namespaces/ns/events"),
+                (http::Method::PATCH, "/apis/batch/v1/namespaces/ns/jobs/new"),
+                (
+                    http::Method::PATCH,
+                    "/apis/batch/v1/namespaces/ns/jobs/done/status",
+                ),
+            ],
+        )
+        .await;
+        assert_eq!(
+            order,
+            [
+                "POST /api/v1/namespaces/ns/pods",
+                "POST /api/v1/namespaces/ns/pods",
+                "PATCH /apis/batch/v1/namespaces/ns/jobs/done/status",
+                "PATCH /apis/batch/v1/namespaces/ns/jobs/new",
+                "POST /api/v1/namespaces/ns/events",
+            ]
+        );
+        assert_eq!(waiting, [1, 1, 1]);
     }
 
     /// A client configuration for `app`, served over plain HTTP on a port of its own.

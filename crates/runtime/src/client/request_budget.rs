@@ -1,10 +1,12 @@
 //! The controller's request budget: one token bucket (`--kube-api-qps` refill, `--kube-api-burst`
-//! deep) shared by every request the controller sends, with two priorities. A sync's request
-//! (pod creates, status writes, finalizer removals, watches) reserves the next token at once and
-//! waits its turn, as client-go's `rate.Limiter.Reserve` does, so the bucket runs negative by
-//! the syncs waiting. An Event write takes a token only when one is spare: every waiting sync
-//! served and `reserve` tokens left for the next syncs; otherwise it asks again later. So the
-//! total stays within the bucket, and an Event never takes a token a sync is waiting for.
+//! deep) shared by every request the controller sends, with two priorities (three on the
+//! dispatcher's management client). A sync's request (pod creates, status writes, finalizer
+//! removals, watches) reserves the next token at once and waits its turn, as client-go's
+//! `rate.Limiter.Reserve` does, so the bucket runs negative by the syncs waiting. A placement
+//! (the dispatcher's write of a Job itself: its record) takes a token only when no sync waits
+//! for one. An Event write takes a token only when one is spare: every waiting sync served and
+//! `reserve` tokens left for the next syncs; otherwise it asks again later. So the total stays
+//! within the bucket, and neither takes a token a sync is waiting for.
 //!
 //! No well-kept crate schedules by priority (governor and tower's limit have one class), so
 //! this is jobwarden's own policy. Pure: the caller passes the time, as the time since any
@@ -24,10 +26,29 @@ use std::time::Duration;
 /// Which requests wait for which.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Priority {
-    /// A sync's request, or any request that is not an Event write.
+    /// A sync's request, or any request that is not an Event write (nor a placement, on a
+    /// client that tells them apart).
     Sync,
+    /// A write of a Job itself, not its status, on a client that places Jobs (the
+    /// dispatcher's, on the management cluster: the record that places a Job, the lost mark):
+    /// after the syncs' status writes, so that a Job's end reaches its user before new Jobs
+    /// are placed; before Events.
+    Placement,
     /// An Event write: best effort, after the syncs.
     Event,
+}
+
+impl Priority {
+    pub const ALL: [Priority; 3] = [Priority::Sync, Priority::Placement, Priority::Event];
+
+    /// Its label in the budget's metrics.
+    pub fn label(self) -> &'static str {
+        match self {
+            Priority::Sync => "sync",
+            Priority::Placement => "placement",
+            Priority::Event => "event",
+        }
+    }
 }
 
 /// The bucket. `tokens` below zero are tokens reserved by syncs still waiting.
@@ -76,6 +97,18 @@ impl Budget {
         self.until(0.0)
     }
 
+    /// A placement: `Ok` when a token is there that no sync waits for (taken), or how long to
+    /// wait before asking again. It keeps no reserve: Events wait for it.
+    pub fn try_take_placement(&mut self, now: Duration) -> Result<(), Duration> {
+        self.refill(now);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(self.until(1.0))
+        }
+    }
+
     /// An Event write: `Ok` when a token is spare (taken), or how long to wait before asking
     /// again.
     pub fn try_take_event(&mut self, now: Duration) -> Result<(), Duration> {
@@ -91,12 +124,21 @@ impl Budget {
 }
 
 /// Which priority a request has: a create, update or patch of core/v1 or events.k8s.io Events
-/// is an Event write; everything else is a sync's.
-pub fn priority_of(method: &http::Method, path: &str) -> Priority {
+/// is an Event write; with `placements`, a write of a `batch/v1` Job itself (not a
+/// subresource) is a placement; everything else is a sync's.
+pub fn priority_of(method: &http::Method, path: &str, placements: bool) -> Priority {
     if *method == http::Method::GET {
         return Priority::Sync;
     }
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    if placements
+        && matches!(
+            segments.as_slice(),
+            ["apis", "batch", _, "namespaces", _, "jobs", _]
+        )
+    {
+        return Priority::Placement;
+    }
     // `/api/v1/...` is the core group; `/apis/<group>/<version>/...` the others.
     let rest = match segments.as_slice() {
         ["api", _version, rest @ ..] => rest,
@@ -229,7 +271,56 @@ mod tests {
             (Method::POST, "/", Priority::Sync),
             (Method::POST, "", Priority::Sync),
         ] {
-            assert_eq!(priority_of(&method, path), want, "{method} {path}");
+            assert_eq!(priority_of(&method, path, false), want, "{method} {path}");
         }
+    }
+
+    #[test]
+    fn a_placing_client_tells_a_jobs_own_writes_from_its_status() {
+        use http::Method;
+        let job = "/apis/batch/v1/namespaces/ns/jobs/train";
+        for (method, path, placements, want) in [
+            (Method::PATCH, job, true, Priority::Placement),
+            (Method::PATCH, job, false, Priority::Sync),
+            (Method::GET, job, true, Priority::Sync),
+            (
+                Method::PATCH,
+                "/apis/batch/v1/namespaces/ns/jobs/train/status",
+                true,
+                Priority::Sync,
+            ),
+            (
+                Method::POST,
+                "/apis/batch/v1/namespaces/ns/jobs",
+                true,
+                Priority::Sync,
+            ),
+            (
+                Method::POST,
+                "/api/v1/namespaces/ns/events",
+                true,
+                Priority::Event,
+            ),
+        ] {
+            assert_eq!(
+                priority_of(&method, path, placements),
+                want,
+                "{method} {path} {placements}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_placement_waits_for_the_syncs_and_events_wait_for_it() {
+        let mut b = Budget::new(10.0, 4, ms(0));
+        for _ in 0..5 {
+            b.reserve_sync(ms(0));
+        }
+        // A sync waits for the token due at 100 ms: the placement's is the one after.
+        assert!(waits_about(b.try_take_placement(ms(0)), ms(200)));
+        assert_eq!(b.try_take_placement(ms(200)), Ok(()));
+        // An Event needs the syncs' reserve of 2 over that.
+        assert!(waits_about(b.try_take_event(ms(200)), ms(300)));
+        assert_eq!(b.try_take_placement(ms(300)), Ok(()));
     }
 }

@@ -1,7 +1,8 @@
 //! What a new policy file's text means for the running policy: nothing (the same text as the
 //! running one, or as the one refused last, so a refusal is said once, not every poll; a text
 //! a consumer vetoed is put to the vetoes again, silently, as what they object to may pass: a
-//! worker's last Job ends, and the removal that was refused for it is applied), a new
+//! worker's last Job ends, and the removal that was refused for it is applied; said again only
+//! when the veto's words change, so that the log names what holds it now), a new
 //! policy to apply (with what of it waits for the next restart), or a refusal with its reason
 //! in the words `serve` uses at start. Pure: the text is handed in, the parse is `serve`'s own.
 
@@ -20,6 +21,8 @@ pub(crate) struct Followed {
     pub refused: Option<String>,
     /// That text was valid, and refused by a consumer's veto.
     pub vetoed: bool,
+    /// The words it was refused with.
+    pub reason: Option<String>,
 }
 
 #[derive(Debug)]
@@ -82,7 +85,9 @@ pub(crate) fn judge(
 }
 
 fn refuse(followed: &Followed, hash: String, reason: String, vetoed: bool) -> Judgement {
-    if followed.refused.as_deref() == Some(hash.as_str()) {
+    if followed.refused.as_deref() == Some(hash.as_str())
+        && followed.reason.as_deref() == Some(reason.as_str())
+    {
         return Judgement::Unchanged;
     }
     Judgement::Refused {

@@ -159,6 +159,7 @@ impl PolicyFollower {
                 running: hash,
                 refused: None,
                 vetoed: false,
+                reason: None,
             },
             metrics,
             events,
@@ -228,6 +229,7 @@ impl PolicyFollower {
                     running: hash,
                     refused: None,
                     vetoed: false,
+                    reason: None,
                 };
                 self.sender.send_replace(Arc::from(policy));
             }
@@ -250,6 +252,7 @@ impl PolicyFollower {
                 }
                 self.followed.refused = Some(hash);
                 self.followed.vetoed = vetoed;
+                self.followed.reason = Some(reason);
             }
         }
     }

@@ -270,6 +270,11 @@ async fn a_vetoed_text_is_put_to_the_vetoes_again_and_applied_once_they_pass() {
     // Refused once, said once, while its Job runs.
     assert_eq!(f.reloads("refused"), 1);
     assert_eq!(f.feed.current().dispatch.workers.len(), 1);
+    // What holds it changed (a replica's view caught up, a Job of two ended): said again, once.
+    jobs_left.store(2, std::sync::atomic::Ordering::SeqCst);
+    f.follower.look().await;
+    f.follower.look().await;
+    assert_eq!(f.reloads("refused"), 2);
     jobs_left.store(0, std::sync::atomic::Ordering::SeqCst);
     f.follower.look().await;
     assert_eq!(f.reloads("applied"), 1);
