@@ -353,7 +353,9 @@ async fn the_management_clusters_outage_loses_no_status_and_no_deletion() {
     let Some(test) = Test::alone("lost-management").await else {
         return;
     };
-    let (job, worker) = running(&test, "goes-on", 6, None).await;
+    // Held running until the management cluster is away: on a busy machine a Job of a few
+    // seconds could end, and its copy go, before the API server does.
+    let (job, worker) = running(&test, "goes-on", 100_000, None).await;
     let (doomed, doomed_worker) = running(&test, "doomed", 600, None).await;
     let management = &test.world.fleet.management;
     // Deleted at the last moment: the dispatcher may not see it before its API server goes.
@@ -363,6 +365,7 @@ async fn the_management_clusters_outage_loses_no_status_and_no_deletion() {
         .expect("deleted");
     let stopped = Stopped::stop(management).await;
     // The copy runs on while the management cluster is away, to its end.
+    test.release(&worker, "goes-on").await;
     test.wait_for(
         "the copy to end while the management cluster is away",
         || async {
