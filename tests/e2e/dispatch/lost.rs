@@ -210,12 +210,15 @@ async fn a_job_on_a_lost_worker_moves_after_the_grace_and_ends_once_elsewhere() 
         job.status.as_ref().and_then(|s| s.start_time.clone()),
         "the first startTime stays"
     );
-    let moved_after = test
-        .world
-        .sample("jobwarden_dispatch_redispatches_total{reason=\"worker_lost\"}")
-        .await
-        .unwrap_or(0.0);
-    assert!(moved_after > moved_before, "the move is counted");
+    // Waited for, not sampled once: the leader's metrics cannot be read for a moment while
+    // another replica takes the Lease, and a sample then reads nothing.
+    test.wait_for("the move counted", || async {
+        test.world
+            .sample("jobwarden_dispatch_redispatches_total{reason=\"worker_lost\"}")
+            .await
+            .is_some_and(|moved| moved > moved_before)
+    })
+    .await;
     let fenced = test
         .world
         .sample(&format!(
