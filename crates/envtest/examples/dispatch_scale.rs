@@ -380,7 +380,7 @@ async fn dispatched(binary: &Path, shape: &Shape, flags: &[&str]) -> Dispatched 
         transitions,
         events_dropped: metrics.sum("jobwarden_dispatch_events_dropped_total"),
         mirrors: format!(
-            "{:.0} written, {:.0} held back, {:.0} conflicts; {:.0} syncs",
+            "{:.0} written, {:.0} held back, {:.0} conflicts; {:.0} syncs; a write alone p50 {} / p99 {}",
             metrics
                 .series("jobwarden_dispatch_mirrors_total", "result=\"written\"")
                 .unwrap_or(0.0),
@@ -391,6 +391,8 @@ async fn dispatched(binary: &Path, shape: &Shape, flags: &[&str]) -> Dispatched 
                 .series("jobwarden_dispatch_mirrors_total", "result=\"conflict\"")
                 .unwrap_or(0.0),
             metrics.sum("jobwarden_dispatch_syncs_total"),
+            maybe(metrics.quantile("jobwarden_dispatch_mirror_write_seconds", 0.5)),
+            maybe(metrics.quantile("jobwarden_dispatch_mirror_write_seconds", 0.99)),
         ),
         refused,
     }

@@ -20,6 +20,7 @@
 //! a worker's API server) holds [`DISRUPTION`] for writing; the others for reading.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -242,15 +243,72 @@ impl World {
 
     /// One sample's value from the leader's /metrics (`name{labels}` exactly as served).
     pub async fn sample(&self, series: &str) -> Option<f64> {
-        let text = self.metrics().await?;
-        text.lines().find_map(|l| {
-            l.strip_prefix(series)?
-                .strip_prefix(' ')?
-                .trim()
-                .parse()
-                .ok()
-        })
+        value_of(&self.metrics().await?, series)
     }
+
+    /// A counter's value on each running replica now, to tell later whether it grew on any
+    /// ([`Self::grew`]). Counters live in a process: the replica that counts may not be the one
+    /// that led when this was read, and a restarted one counts from nothing.
+    pub async fn counted(&self, series: &str) -> Counted {
+        let mut before = Vec::new();
+        for i in 0..REPLICAS {
+            before.push(self.replica_sample(i, series).await);
+        }
+        Counted {
+            series: series.to_owned(),
+            before,
+        }
+    }
+
+    /// Whether the counter read by `counted` grew on some replica since: past its value then
+    /// on the same process, past nothing on one started since.
+    pub async fn grew(&self, counted: &Counted) -> bool {
+        for (i, before) in counted.before.iter().enumerate() {
+            let Some((process, now)) = self.replica_sample(i, &counted.series).await else {
+                continue;
+            };
+            let from = match before {
+                Some((was, value)) if *was == process => *value,
+                _ => 0.0,
+            };
+            if now > from {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Replica `i`'s process (its log, new at each start) and its value of `series`, read from
+    /// its /metrics whether it leads or not.
+    async fn replica_sample(&self, i: usize, series: &str) -> Option<(PathBuf, f64)> {
+        let process = self.replicas.lock().unwrap_or_else(|e| e.into_inner())[i]
+            .as_ref()?
+            .log()
+            .to_path_buf();
+        let port = *self.dispatcher.metrics_ports.get(i)?;
+        let text =
+            tokio::task::spawn_blocking(move || jobwarden_envtest::http_get(port, "/metrics"))
+                .await
+                .ok()??;
+        Some((process, value_of(&text, series).unwrap_or(0.0)))
+    }
+}
+
+/// The value of `series` (`name{labels}` exactly as served) in a /metrics text.
+fn value_of(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(series)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
+/// A counter's value on each replica's process, as [`World::counted`] read it.
+pub struct Counted {
+    series: String,
+    before: Vec<Option<(PathBuf, f64)>>,
 }
 
 /// A kubeconfig as cloud providers hand them out: its user runs a program for a token.

@@ -125,11 +125,10 @@ async fn a_job_on_a_lost_worker_moves_after_the_grace_and_ends_once_elsewhere() 
     let (job, lost) = running(&test, "moves", 20, None).await;
     let (name, uid) = ("moves", uid(&job));
     test.expect_move(&uid);
-    let moved_before = test
+    let moves = test
         .world
-        .sample("jobwarden_dispatch_redispatches_total{reason=\"worker_lost\"}")
-        .await
-        .unwrap_or(0.0);
+        .counted("jobwarden_dispatch_redispatches_total{reason=\"worker_lost\"}")
+        .await;
     let to = other(&lost);
     let stopped = Stopped::stop(plane(&test, &lost)).await;
     let marked = test
@@ -210,15 +209,9 @@ async fn a_job_on_a_lost_worker_moves_after_the_grace_and_ends_once_elsewhere() 
         job.status.as_ref().and_then(|s| s.start_time.clone()),
         "the first startTime stays"
     );
-    // Waited for, not sampled once: the leader's metrics cannot be read for a moment while
-    // another replica takes the Lease, and a sample then reads nothing.
-    test.wait_for("the move counted", || async {
-        test.world
-            .sample("jobwarden_dispatch_redispatches_total{reason=\"worker_lost\"}")
-            .await
-            .is_some_and(|moved| moved > moved_before)
-    })
-    .await;
+    // Counted by the replica that moved it, which did not lead when `moves` was read.
+    test.wait_for("the move counted", || test.world.grew(&moves))
+        .await;
     let fenced = test
         .world
         .sample(&format!(

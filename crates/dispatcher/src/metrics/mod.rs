@@ -125,6 +125,8 @@ pub struct DispatchMetrics {
     pub sync_duration: Histogram,
     pub mirrors: Family<ResultLabels, Counter>,
     pub mirror_lag: Histogram,
+    /// The mirror's status write alone: its wait for the budget and the API server's answer.
+    pub mirror_write: Histogram,
     pub copies_created: Family<WorkerLabels, Counter>,
     pub copies_deleted: Family<DeletedLabels, Counter>,
     pub redispatches: Family<ReasonLabels, Counter>,
@@ -156,6 +158,7 @@ impl Default for DispatchMetrics {
             mirrors: Family::default(),
             // 10 ms to ~40 s: the bar is 2 s at the 99th percentile.
             mirror_lag: Histogram::new(exponential_buckets(0.01, 2.0, 13)),
+            mirror_write: Histogram::new(exponential_buckets(0.005, 2.0, 14)),
             copies_created: Family::default(),
             copies_deleted: Family::default(),
             redispatches: Family::default(),
@@ -416,6 +419,11 @@ fn register_job_series(r: &mut Registry, m: &DispatchMetrics) {
         m.mirror_lag.clone(),
     );
     r.register(
+        "mirror_write_seconds",
+        "A mirror's status write to the management cluster, from asking the budget to the answer",
+        m.mirror_write.clone(),
+    );
+    r.register(
         "copies_created",
         "Copies created on workers",
         m.copies_created.clone(),
@@ -562,6 +570,7 @@ mod tests {
             "jobwarden_dispatch_redispatches_total{reason=\"worker_lost\"} 0",
             "jobwarden_dispatch_mirrors_total{result=\"refused\"} 0",
             "jobwarden_dispatch_mirror_lag_seconds_count 0",
+            "jobwarden_dispatch_mirror_write_seconds_count 0",
         ] {
             assert!(text.contains(line), "{line} in\n{text}");
         }

@@ -81,8 +81,7 @@ pub struct DispatchConfig {
     pub vetoes: Option<PolicyVetoes>,
     /// Where each worker's view is published for the Lease (`published`), while the term lasts.
     pub published: Option<published::Published>,
-    /// The management client's request budget, seen: while status writes wait for it, a
-    /// copy's passing state is held back a moment (`sync::hold_back`).
+    /// The management client's request budget, seen: published on the Lease for doctor.
     pub management_budget: Option<BudgetSeen>,
 }
 

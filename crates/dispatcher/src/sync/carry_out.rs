@@ -3,7 +3,7 @@
 //! deleted, each with its Events and metrics. Each says what it left: the Job as it wrote it,
 //! nothing, or a look again at once.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use jobwarden_events::JobRef;
 use serde_json::Value;
@@ -245,7 +245,12 @@ impl Dispatcher {
     ) -> Result<Done, SyncError> {
         let (ns, name) = (job.namespace.as_str(), job.name.as_str());
         patch["metadata"]["resourceVersion"] = Value::String(resource_version(current).to_owned());
-        match self.management.status(ns, name, &patch).await {
+        let asked = Instant::now();
+        let answer = self.management.status(ns, name, &patch).await;
+        self.metrics
+            .mirror_write
+            .observe(asked.elapsed().as_secs_f64());
+        match answer {
             Ok(written) => {
                 self.metrics.mirrored("written");
                 if let Some(at) = lock(&self.pending).remove(&format!("{ns}/{name}")) {

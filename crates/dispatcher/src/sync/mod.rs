@@ -84,8 +84,7 @@ pub struct Dispatcher {
     pub placing: Arc<
         crate::placement::placing_lane::PlacingLane<kube::runtime::reflector::ObjectRef<CachedJob>>,
     >,
-    /// The management client's budget, seen: a copy's passing state waits a moment while
-    /// status writes wait for it (`hold_back`).
+    /// The management client's budget, seen (published on the Lease for doctor).
     pub management_budget: Option<jobwarden_runtime::client::BudgetSeen>,
 }
 
@@ -211,8 +210,8 @@ impl Dispatcher {
         Ok(outcome.unwrap_or(Outcome { requeue_after }))
     }
 
-    /// How long the plan's mirror of the copy's passing state waits, if the management
-    /// cluster's status writes wait for budget (`hold_back`).
+    /// How long the plan's mirror of the copy's passing state waits for the next one
+    /// (`hold_back`).
     fn held_back(
         &self,
         ns: &str,
@@ -220,14 +219,12 @@ impl Dispatcher {
         copy: Option<&Value>,
         steps: &[Step],
     ) -> Option<Duration> {
-        let budget = self.management_budget.as_ref()?;
         let arrived = lock(&self.pending)
             .get(&format!("{ns}/{name}"))
             .map(Instant::elapsed);
         hold_back::held_back(
             steps,
             copy.is_some_and(|c| copy::status::terminal_condition(c).is_some()),
-            budget.waiting(jobwarden_runtime::client::Priority::Sync),
             arrived,
         )
     }

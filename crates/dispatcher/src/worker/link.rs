@@ -102,6 +102,9 @@ pub struct Link {
     state: Mutex<State>,
     /// Its nodes and unfinished pods, as its watches leave them.
     pub view: WorkerView,
+    /// Told when a copy watch has listed: the prober fences and readies the worker then,
+    /// not at its next tick (a worker just added or back is placed on up to 2 s sooner).
+    pub(super) listed_now: tokio::sync::Notify,
 }
 
 impl Link {
@@ -115,6 +118,7 @@ impl Link {
             view: WorkerView::new(spec.capacity == Capacity::Unbounded),
             spec,
             state: Mutex::new(state),
+            listed_now: tokio::sync::Notify::new(),
         }
     }
 

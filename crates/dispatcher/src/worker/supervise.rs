@@ -136,7 +136,10 @@ impl Link {
         let mut ticks = tokio::time::interval(PROBE_EVERY);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            ticks.tick().await;
+            tokio::select! {
+                _ = ticks.tick() => {}
+                () = self.listed_now.notified() => {}
+            }
             if self.probe(&ctx, &api).await == Probed::AnswersAgain {
                 // A watch that lost its API server resumes from where it was, at its own
                 // back-off's pace and with nothing to say that it did: list afresh instead,
@@ -207,6 +210,10 @@ impl Link {
                 let mut s = self.state();
                 if let Some(listed) = s.listed.get_mut(scope) {
                     *listed = true;
+                }
+                if !s.ready && s.listed.iter().all(|l| *l) {
+                    // `notify_one` keeps the word for a prober busy probing.
+                    self.listed_now.notify_one();
                 }
             }
             Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}

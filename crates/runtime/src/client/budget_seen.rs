@@ -1,8 +1,7 @@
 //! A request budget seen from outside: how long requests waited for it, and how many wait now,
 //! by priority. Each owner registers its own under its own prefix (the dispatcher's are
-//! `jobwarden_dispatch_management_budget_*`); the budget itself answers how many wait, for a
-//! caller that would rather not add to a queue (the dispatcher holds back a copy's passing
-//! state while its status writes wait).
+//! `jobwarden_dispatch_management_budget_*`); the budget itself answers how many wait, with
+//! metrics registered or not (the dispatcher publishes it on its Lease, for doctor).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
