@@ -227,12 +227,7 @@ impl World {
     /// The leading replica's /metrics, `None` while none answers as the leader.
     pub async fn metrics(&self) -> Option<String> {
         for port in self.dispatcher.metrics_ports.clone() {
-            let text =
-                tokio::task::spawn_blocking(move || jobwarden_envtest::http_get(port, "/metrics"))
-                    .await
-                    .ok()
-                    .flatten();
-            if let Some(text) = text
+            if let Some(text) = scrape(port).await
                 && text.lines().any(|l| l == "jobwarden_controller_leader 1")
             {
                 return Some(text);
@@ -281,17 +276,25 @@ impl World {
     /// Replica `i`'s process (its log, new at each start) and its value of `series`, read from
     /// its /metrics whether it leads or not.
     async fn replica_sample(&self, i: usize, series: &str) -> Option<(PathBuf, f64)> {
-        let process = self.replicas.lock().unwrap_or_else(|e| e.into_inner())[i]
+        let process = self
+            .replicas
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(i)?
             .as_ref()?
             .log()
             .to_path_buf();
-        let port = *self.dispatcher.metrics_ports.get(i)?;
-        let text =
-            tokio::task::spawn_blocking(move || jobwarden_envtest::http_get(port, "/metrics"))
-                .await
-                .ok()??;
+        let text = scrape(*self.dispatcher.metrics_ports.get(i)?).await?;
         Some((process, value_of(&text, series).unwrap_or(0.0)))
     }
+}
+
+/// A replica's /metrics on `port`, `None` when it does not answer.
+async fn scrape(port: u16) -> Option<String> {
+    tokio::task::spawn_blocking(move || jobwarden_envtest::http_get(port, "/metrics"))
+        .await
+        .ok()
+        .flatten()
 }
 
 /// The value of `series` (`name{labels}` exactly as served) in a /metrics text.
@@ -585,14 +588,44 @@ impl Test {
             if started.elapsed() > PATIENCE {
                 let last = jobs.get(name).await.ok();
                 panic!(
-                    "{name}: {what} not within {PATIENCE:?}; last seen {:#?}\nits events: {:#?}\njobwarden's log:\n{}",
+                    "{name}: {what} not within {PATIENCE:?}; recorded on {:?}, last seen {:#?}\nits events: {:#?}\n{}jobwarden's log:\n{}",
+                    last.as_ref().and_then(recorded),
                     last.and_then(|j| j.status),
                     self.events(name).await,
+                    self.weighed().await,
                     self.world.jobwarden_log()
                 );
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    }
+
+    /// What the leader weighs placing (its loads, holds, workers' views and the Jobs waiting),
+    /// and each replica's last lines about this test's namespace: for a failure's message.
+    async fn weighed(&self) -> String {
+        const GAUGES: [&str; 5] = [
+            "jobs{",
+            "room_held",
+            "worker_view{",
+            "worker_up{",
+            "jobs_waiting{",
+        ];
+        let mut said = String::from("the leader's placement gauges:\n");
+        for line in self.world.metrics().await.unwrap_or_default().lines() {
+            if line.starts_with("jobwarden_dispatch_") && GAUGES.iter().any(|g| line.contains(g)) {
+                said.push_str(line);
+                said.push('\n');
+            }
+        }
+        for (i, log) in self.world.replica_logs().iter().enumerate() {
+            let lines: Vec<&str> = log.lines().filter(|l| l.contains(&self.ns)).collect();
+            said.push_str(&format!("replica {i}'s last lines about {}:\n", self.ns));
+            for line in &lines[lines.len().saturating_sub(60)..] {
+                said.push_str(line);
+                said.push('\n');
+            }
+        }
+        said
     }
 
     /// Waits until `look` says yes.

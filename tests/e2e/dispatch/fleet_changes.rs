@@ -85,60 +85,12 @@ impl Test {
         .await;
     }
 
-    /// Waits until `name` runs on `worker`; if it does not, fails with what the leader weighed:
-    /// its loads, holds and views, and each replica's lines about the test's namespace.
     async fn running_on(&self, name: &str, worker: &str) {
-        let jobs = self.jobs();
-        let started = std::time::Instant::now();
-        let mut last = None;
-        while started.elapsed() < PATIENCE {
-            if let Ok(job) = jobs.get(name).await {
-                if recorded(&job).as_deref() == Some(worker)
-                    && job.status.as_ref().and_then(|s| s.active).unwrap_or(0) > 0
-                {
-                    return;
-                }
-                last = Some(job);
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        }
-        let weighed: String = self
-            .world
-            .metrics()
-            .await
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| {
-                [
-                    "jobs{",
-                    "room_held",
-                    "worker_view{",
-                    "worker_up{",
-                    "jobs_waiting{",
-                ]
-                .iter()
-                .any(|k| l.starts_with("jobwarden_dispatch_") && l.contains(k))
-            })
-            .map(|l| format!("{l}\n"))
-            .collect();
-        let said: String = self
-            .world
-            .replica_logs()
-            .iter()
-            .enumerate()
-            .flat_map(|(i, log)| {
-                log.lines()
-                    .filter(|l| l.contains(&self.ns))
-                    .map(move |l| format!("[{i}] {l}\n"))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        panic!(
-            "{name}: running on {worker} not within {PATIENCE:?}; recorded on {:?}, status {:#?}\nits events: {:#?}\nthe leader's metrics:\n{weighed}replicas' lines:\n{said}",
-            last.as_ref().and_then(recorded),
-            last.and_then(|j| j.status),
-            self.events(name).await,
-        );
+        self.wait_job(name, &format!("running on {worker}"), |j| {
+            recorded(j).as_deref() == Some(worker)
+                && j.status.as_ref().and_then(|s| s.active).unwrap_or(0) > 0
+        })
+        .await;
     }
 
     pub(super) async fn leader_sample(&self, series: &str) -> f64 {

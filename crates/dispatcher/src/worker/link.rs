@@ -96,6 +96,13 @@ pub(super) struct State {
     pub(super) namespaces: HashMap<String, (bool, Instant)>,
 }
 
+impl State {
+    /// Every copy watch has listed (and there is one).
+    pub(super) fn all_listed(&self) -> bool {
+        !self.listed.is_empty() && self.listed.iter().all(|l| *l)
+    }
+}
+
 /// One configured worker.
 pub struct Link {
     pub spec: WorkerSpec,

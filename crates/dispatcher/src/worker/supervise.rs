@@ -211,7 +211,7 @@ impl Link {
                 if let Some(listed) = s.listed.get_mut(scope) {
                     *listed = true;
                 }
-                if !s.ready && s.listed.iter().all(|l| *l) {
+                if !s.ready && s.all_listed() {
                     // `notify_one` keeps the word for a prober busy probing.
                     self.listed_now.notify_one();
                 }
@@ -264,7 +264,7 @@ impl Link {
         self.set_reach(ctx, Reach::Answers, None);
         let (ready, listed) = {
             let s = self.state();
-            (s.ready, !s.listed.is_empty() && s.listed.iter().all(|l| *l))
+            (s.ready, s.all_listed())
         };
         if ready || !listed {
             return Probed::Answers;
