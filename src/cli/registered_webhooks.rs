@@ -10,6 +10,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use kube::Api;
+use std::time::Duration;
 
 /// `serve`'s flag naming the configurations to compare.
 #[derive(Debug, Clone, clap::Args)]
@@ -24,23 +25,16 @@ pub struct RegistrationArgs {
     pub webhook_configurations: String,
 }
 
+/// How often the configurations are read before jobwarden says it cannot tell, and the pause
+/// before the first retry (doubled each time): a replica often starts while its API server is
+/// busy or briefly away, and one failed read should not leave the question open.
+const READS: u32 = 5;
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+
 /// Reads both configurations and logs what they fail to send.
 pub async fn check(client: kube::Client, name: String, policy: Policy) {
-    let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client);
-    let (m, v) = match (
-        mutating.get_opt(&name).await,
-        validating.get_opt(&name).await,
-    ) {
-        (Ok(m), Ok(v)) => (m, v),
-        (Err(error), _) | (_, Err(error)) => {
-            tracing::warn!(
-                %error,
-                configurations = %name,
-                "cannot read the registered webhook configurations: jobwarden cannot tell whether they send it every request its policy needs (`jobwarden webhooks` prints what they should be)"
-            );
-            return;
-        }
+    let Some((m, v)) = read(client, &name).await else {
+        return;
     };
     if m.is_none() && v.is_none() {
         tracing::info!(
@@ -63,4 +57,36 @@ pub async fn check(client: kube::Client, name: String, policy: Policy) {
             "THE REGISTERED WEBHOOK CONFIGURATIONS DO NOT SEND JOBWARDEN WHAT ITS POLICY NEEDS: requests it should judge are admitted without it; register the configurations `jobwarden webhooks` prints for this policy"
         );
     }
+}
+
+/// Both configurations (`None` for one not registered), retried with a back-off; `None` after
+/// saying why when they could not be read.
+async fn read(
+    client: kube::Client,
+    name: &str,
+) -> Option<(
+    Option<MutatingWebhookConfiguration>,
+    Option<ValidatingWebhookConfiguration>,
+)> {
+    let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client);
+    let mut pause = FIRST_RETRY;
+    for attempt in 1..=READS {
+        let error = match (mutating.get_opt(name).await, validating.get_opt(name).await) {
+            (Ok(m), Ok(v)) => return Some((m, v)),
+            (Err(error), _) | (_, Err(error)) => error,
+        };
+        if attempt == READS {
+            tracing::warn!(
+                %error,
+                configurations = %name,
+                "cannot read the registered webhook configurations: jobwarden cannot tell whether they send it every request its policy needs (`jobwarden webhooks` prints what they should be)"
+            );
+        } else {
+            tracing::debug!(%error, configurations = %name, "reading the registered webhook configurations; trying again");
+            tokio::time::sleep(pause).await;
+            pause *= 2;
+        }
+    }
+    None
 }

@@ -68,6 +68,8 @@ pub struct World {
     pub fleet: &'static Fleet,
     /// jobwarden installed as the dispatcher (its identity, policy and command line).
     pub dispatcher: Dispatcher,
+    /// The policy file as installed, which every test finds (and leaves) mounted.
+    pub policy: String,
     replicas: Mutex<Vec<Option<OwnedProcess>>>,
 }
 
@@ -118,9 +120,11 @@ impl World {
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
+        let policy = std::fs::read_to_string(dispatcher.policy()).expect("the policy");
         let world = World {
             fleet,
             dispatcher,
+            policy,
             replicas: Mutex::new((0..REPLICAS).map(|_| None).collect()),
         };
         for i in 0..REPLICAS {
@@ -145,6 +149,91 @@ impl World {
             .map_err(|e| e.to_string())?;
         self.replicas.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(process);
         Ok(())
+    }
+
+    /// Writes the policy file as the kubelet updates a mounted ConfigMap: a new file, renamed
+    /// over the old one (never written in place).
+    pub fn swap_policy(&self, text: &str) {
+        let path = self.dispatcher.policy();
+        let next = path.with_extension("next");
+        std::fs::write(&next, text).expect("the new policy written");
+        std::fs::rename(&next, &path).expect("the new policy swapped in");
+    }
+
+    /// Puts back what a test that failed half-way may have left changed (the policy file, a
+    /// replica not started again, the Nodes of a placement test when `roomy`), then waits
+    /// until the leader has every worker ready: answering, its view fresh, not draining. A
+    /// test starts from the world as installed, so one failure is one failed test, not a
+    /// cascade through the tests after it.
+    async fn make_whole(&self, roomy: bool) {
+        // Tests beside each other start together: one puts back what needs it.
+        static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        let _one = ONE_AT_A_TIME.lock().await;
+        if std::fs::read_to_string(self.dispatcher.policy())
+            .ok()
+            .as_deref()
+            != Some(&self.policy)
+        {
+            eprintln!("the policy file was left changed by an earlier test: put back");
+            self.swap_policy(&self.policy);
+        }
+        for i in 0..REPLICAS {
+            let down = self.replicas.lock().unwrap_or_else(|e| e.into_inner())[i].is_none();
+            if down {
+                eprintln!("replica {i} was left stopped by an earlier test: started");
+                self.start_replica(i);
+            }
+        }
+        if roomy {
+            self.roomy_nodes_only().await;
+        }
+        let started = Instant::now();
+        loop {
+            let metrics = self.metrics().await.unwrap_or_default();
+            let has = |line: String| metrics.lines().any(|l| l == line);
+            let ready = |w: &str| {
+                has(format!("jobwarden_dispatch_worker_up{{worker=\"{w}\"}} 1"))
+                    && has(format!(
+                        "jobwarden_dispatch_worker_view{{worker=\"{w}\",state=\"fresh\"}} 1"
+                    ))
+                    && has(format!(
+                        "jobwarden_dispatch_worker_draining{{worker=\"{w}\"}} 0"
+                    ))
+            };
+            if WORKERS.iter().all(|w| ready(w))
+                && has("jobwarden_dispatch_workers{state=\"connecting\"} 0".to_owned())
+            {
+                return;
+            }
+            assert!(
+                started.elapsed() < PATIENCE,
+                "the fleet is not whole before the test: the leader's worker gauges:\n{}\njobwarden's log:\n{}",
+                metrics
+                    .lines()
+                    .filter(|l| l.starts_with("jobwarden_dispatch_worker"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                self.jobwarden_log()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Each worker's Nodes as the tests other than placement's share them: the roomy one
+    /// alone.
+    async fn roomy_nodes_only(&self) {
+        for plane in &self.fleet.workers {
+            let nodes = plane.nodes().await;
+            for node in nodes.names().await.unwrap_or_else(|e| panic!("{e}")) {
+                if node != ROOMY {
+                    nodes.delete(&node).await.unwrap_or_else(|e| panic!("{e}"));
+                }
+            }
+            nodes
+                .ensure(&NodeLayout::roomy())
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
     }
 
     /// The replica the Lease names, once one leads.
@@ -367,6 +456,7 @@ impl Test {
     pub async fn new(prefix: &str) -> Option<Test> {
         let world = World::get()?;
         let hold = Hold::Shared(DISRUPTION.read().await);
+        world.make_whole(true).await;
         Test::named(world, hold, prefix).await
     }
 
@@ -374,6 +464,7 @@ impl Test {
     pub async fn alone(prefix: &str) -> Option<Test> {
         let world = World::get()?;
         let hold = Hold::Alone(DISRUPTION.write().await);
+        world.make_whole(true).await;
         Test::named(world, hold, prefix).await
     }
 
@@ -384,6 +475,7 @@ impl Test {
     pub async fn placing(prefix: &str, east: &[NodeLayout], west: &[NodeLayout]) -> Option<Test> {
         let world = World::get()?;
         let hold = Hold::Alone(DISRUPTION.write().await);
+        world.make_whole(false).await;
         for (plane, layouts) in world.fleet.workers.iter().zip([east, west]) {
             // Every Node goes: the roomy one, and any a failed placement test left behind.
             let nodes = plane.nodes().await;
@@ -451,6 +543,7 @@ impl Test {
     pub async fn local() -> Option<Test> {
         let world = World::get()?;
         let hold = Hold::Shared(DISRUPTION.read().await);
+        world.make_whole(true).await;
         let mgmt = world.fleet.management.client().await;
         create_named_namespace(&mgmt, LOCAL_NAMESPACE).await;
         let mut test =
@@ -552,6 +645,11 @@ impl Test {
             .create(&PostParams::default(), &job)
             .await
             .unwrap_or_else(|e| panic!("the Job {name} is created: {e}"))
+    }
+
+    /// [`World::swap_policy`].
+    pub fn swap_policy(&self, text: &str) {
+        self.world.swap_policy(text);
     }
 
     /// Lets the held pods of the Job `name` on `worker` end, succeeded (the test kubelet reads
@@ -675,18 +773,7 @@ impl Test {
         if let Some(watch) = &self.unschedulable {
             watch.stop();
             // The Nodes the placement test laid out go; the roomy one comes back.
-            for plane in &self.world.fleet.workers {
-                let nodes = plane.nodes().await;
-                for node in nodes.names().await.unwrap_or_else(|e| panic!("{e}")) {
-                    if node != ROOMY {
-                        nodes.delete(&node).await.unwrap_or_else(|e| panic!("{e}"));
-                    }
-                }
-                nodes
-                    .ensure(&NodeLayout::roomy())
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
-            }
+            self.world.roomy_nodes_only().await;
         }
         self.world.dispatcher.identity.assert_nothing_refused();
         for (name, plane) in WORKERS.iter().zip(&self.world.fleet.workers) {

@@ -30,15 +30,6 @@ fn held() -> Value {
 }
 
 impl Test {
-    /// Writes the policy file as the kubelet updates a mounted ConfigMap: a new file, renamed
-    /// over the old one (never written in place).
-    pub(super) fn swap_policy(&self, text: &str) {
-        let path = self.world.dispatcher.policy();
-        let next = path.with_extension("next");
-        std::fs::write(&next, text).expect("the new policy written");
-        std::fs::rename(&next, &path).expect("the new policy swapped in");
-    }
-
     /// Lets `stays`, held on east, end there; waits until the refused removal of east is
     /// applied, its series gone.
     async fn stays_ends_on_east_then_east_goes(&self) {
@@ -85,10 +76,22 @@ impl Test {
         .await;
     }
 
+    /// Waits until the Job `name` is recorded on `worker` and its copy there has a pod
+    /// running, read from the worker: a move writes the record first, and the user's Job
+    /// shows the old copy's pod until the new copy's is mirrored.
     async fn running_on(&self, name: &str, worker: &str) {
-        self.wait_job(name, &format!("running on {worker}"), |j| {
-            recorded(j).as_deref() == Some(worker)
-                && j.status.as_ref().and_then(|s| s.active).unwrap_or(0) > 0
+        let job = self
+            .wait_job(name, &format!("recorded on {worker}"), |j| {
+                recorded(j).as_deref() == Some(worker)
+            })
+            .await;
+        let uid = uid(&job);
+        self.wait_for(&format!("{name}'s copy running on {worker}"), || async {
+            self.copy_on(worker, name, &uid)
+                .await
+                .and_then(|c| c.status?.active)
+                .unwrap_or(0)
+                > 0
         })
         .await;
     }
@@ -103,8 +106,9 @@ async fn a_worker_drained_then_removed_under_load_loses_no_job_and_keeps_the_lea
     let Some(test) = Test::alone("fleet-change").await else {
         return;
     };
-    let original = std::fs::read_to_string(test.world.dispatcher.policy()).expect("the policy");
+    let original = test.world.policy.clone();
     assert!(original.contains(EAST_ENTRY), "{original}");
+    let restore = Restore::policy(&test, &original);
     let leader = test.world.wait_leader(&test.mgmt).await;
 
     // Both on east: `moves` first (east and west alike, east by name), `stays` named there.
@@ -179,7 +183,7 @@ async fn a_worker_drained_then_removed_under_load_loses_no_job_and_keeps_the_lea
     test.stays_ends_on_east_then_east_goes().await;
 
     // Back as it was, for the tests after this one.
-    test.swap_policy(&original);
+    drop(restore);
     test.east_answers("east answering again").await;
     assert_eq!(
         test.world.leader(&test.mgmt).await,
@@ -229,7 +233,7 @@ async fn a_removal_refused_by_the_leader_holds_when_the_standby_takes_over() {
     let Some(test) = Test::alone("refused-hand-over").await else {
         return;
     };
-    let original = std::fs::read_to_string(test.world.dispatcher.policy()).expect("the policy");
+    let original = test.world.policy.clone();
     let mut restore = Restore::policy(&test, &original);
     let job = test
         .create("stays", held(), json!({"jobwarden.io/workers": "east"}))

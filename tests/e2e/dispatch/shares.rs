@@ -36,11 +36,6 @@ impl Test {
             .unwrap_or_else(|e| panic!("the Job {name} is deleted: {e}"));
     }
 
-    /// The policy the suite runs with.
-    fn policy_text(&self) -> String {
-        std::fs::read_to_string(self.world.dispatcher.policy()).expect("the policy")
-    }
-
     /// Swaps in `original` with these teams and waits until the leader has taken it up.
     async fn take_up_teams(&self, original: &str, teams: &[(&str, &str, u32)]) {
         let applied = "jobwarden_policy_reloads_total{result=\"applied\"}";
@@ -78,7 +73,7 @@ async fn a_latecomer_team_gets_each_gpu_that_frees() {
     };
     let late = early.beside("late").await;
     // Refused on reload, naming the field: a namespace in two teams, a weight of 0.
-    let original = early.policy_text();
+    let original = early.world.policy.clone();
     let restore = Restore::policy(&early, &original);
     let refused = "jobwarden_policy_reloads_total{result=\"refused\"}";
     for (teams, said) in [
@@ -182,7 +177,7 @@ async fn a_job_needing_a_whole_node_is_not_overtaken_by_a_stream() {
         return;
     };
     let whole = stream.beside("whole").await;
-    let original = stream.policy_text();
+    let original = stream.world.policy.clone();
     let restore = Restore::policy(&stream, &original);
     stream
         .take_up_teams(
@@ -285,7 +280,7 @@ async fn weights_share_the_gpus_that_free_three_to_one() {
         return;
     };
     let (a, b) = (first.beside("a").await, first.beside("b").await);
-    let original = first.policy_text();
+    let original = first.world.policy.clone();
     let restore = Restore::policy(&first, &original);
     let teams = [
         ("first", first.ns.as_str(), 1),

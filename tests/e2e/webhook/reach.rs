@@ -16,7 +16,6 @@ use serde_json::{Value, json};
 
 use crate::webhook::served::{
     Target, job, local_plane, register, registration, runtime, serve, shipped, unregister,
-    wait_until,
 };
 
 /// How many Jobs of each kind the tests create (the figure).
@@ -376,12 +375,21 @@ fn serve_says_when_the_registered_configurations_miss_what_its_policy_needs() {
     // configurations registered here match no request.
     let logged = |policy: &str, sub: &str, message: &str| {
         let served = serve(plane, &dir.join(sub), policy, &[]);
-        wait_until(message, || {
+        let said = || {
             served
                 .log_lines()
                 .iter()
                 .any(|l| l["message"].as_str().is_some_and(|m| m.contains(message)))
-        });
+        };
+        let started = Instant::now();
+        while !said() {
+            assert!(
+                started.elapsed() < crate::webhook::served::TIMEOUT,
+                "serve did not say {message:?}; its log:\n{}",
+                std::fs::read_to_string(&served.log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
         served.log_lines()
     };
     logged(

@@ -6,7 +6,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use jobwarden_envtest::{ControlPlane, Installed, SharedPlane};
 use kube::Client;
@@ -209,16 +209,4 @@ pub fn job(name: &str, annotations: Value, spec: Value) -> Value {
         target.extend(extra.clone());
     }
     job
-}
-
-/// Polls `done` every 100 ms until it holds, failing after [`TIMEOUT`] with `what`.
-pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < TIMEOUT,
-            "timed out waiting until {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
