@@ -122,11 +122,6 @@ impl Room {
         }
     }
 
-    /// Forget everything (before a relist fills the view again).
-    pub fn clear(&mut self) {
-        *self = Room::default();
-    }
-
     fn charge(&mut self, uid: &Arc<str>, pod: &PodView) {
         match charge_of(pod) {
             Charge::Node(n) => {

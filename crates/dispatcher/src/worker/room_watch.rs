@@ -1,7 +1,8 @@
 //! The watches that fill a worker's view (`worker_view`): its Nodes, and its pods that have
 //! not finished (a field selector on the phase), each kept only as the little placement needs
 //! (`room::NodeView`, `room::PodView`), never as the objects. A list the worker's role refuses
-//! puts the worker on counting. A change that may free room wakes the Jobs waiting for room,
+//! puts the worker on counting, and is asked again now and then: a worker's API server just
+//! restarted refuses every list for a moment, until its RBAC cache is filled. A change that may free room wakes the Jobs waiting for room,
 //! at most once a [`ROOM_WAKE_EVERY`] per worker; a pod of one of the dispatcher's copies
 //! found unschedulable wakes that Job, whose move rule reads it.
 
@@ -24,6 +25,12 @@ use crate::worker::view::Listed;
 /// changes (a Job of 100 pods ending) is one look, not a hundred.
 pub const ROOM_WAKE_EVERY: Duration = Duration::from_secs(1);
 
+/// How long after a refused list it is asked again, first and at most (doubled in between): a
+/// restarted API server refuses for a few seconds (its 403 says the role is "not found"), and
+/// a role that truly may not list is asked only once a minute.
+pub const REFUSED_RETRY_FIRST: Duration = Duration::from_secs(5);
+pub const REFUSED_RETRY_MOST: Duration = Duration::from_secs(60);
+
 /// Field selector of the pods that hold room: those not finished.
 pub const UNFINISHED_PODS: &str = "status.phase!=Succeeded,status.phase!=Failed";
 
@@ -37,9 +44,17 @@ pub async fn run(link: Arc<Link>, ctx: Arc<LinkContext>, client: Client) {
         // Only the move rule reads an unbounded worker's pods: nodes say nothing of its room.
         link.view.listed(Listed::Nodes);
     } else {
-        tasks.spawn(nodes(link.clone(), client.clone(), freed.clone()));
+        let (link, client, freed) = (link.clone(), client.clone(), freed.clone());
+        tasks.spawn(async move {
+            asking_again(&link, Listed::Nodes, || nodes(&link, &client, &freed)).await;
+        });
     }
-    tasks.spawn(pods(link.clone(), ctx.clone(), client, freed.clone()));
+    {
+        let (link, ctx, freed) = (link.clone(), ctx.clone(), freed.clone());
+        tasks.spawn(async move {
+            asking_again(&link, Listed::Pods, || pods(&link, &ctx, &client, &freed)).await;
+        });
+    }
     tasks.spawn(wake_on_room(link, ctx, freed));
     while tasks.join_next().await.is_some() {}
 }
@@ -53,7 +68,8 @@ async fn wake_on_room(link: Arc<Link>, ctx: Arc<LinkContext>, freed: Arc<Notify>
     }
 }
 
-/// Whether the worker's role refused the request: it will refuse it again.
+/// Whether the worker's role refused the request: asked again only after a pause
+/// ([`asking_again`]), not at the watch's quick back-off.
 fn refused(error: &watcher::Error) -> Option<&kube::core::Status> {
     match error {
         watcher::Error::InitialListFailed(kube::Error::Api(s))
@@ -67,18 +83,63 @@ fn refused(error: &watcher::Error) -> Option<&kube::core::Status> {
     }
 }
 
-fn to_counting(link: &Link, what: &str, status: &kube::core::Status) {
-    let why = format!(
-        "its role may not list {what} cluster-wide ({}); Jobs are placed there by count",
-        status.message
-    );
-    tracing::warn!(worker = link.name(), "{why}");
-    link.view.counting(why);
+/// How a watch of the room ended: its list or watch refused (and whether it had listed
+/// before), or its stream done.
+enum Ended {
+    Refused { message: String, had_listed: bool },
+    Done,
 }
 
-async fn nodes(link: Arc<Link>, client: Client, freed: Arc<Notify>) {
-    let events =
-        watcher(Api::<Node>::all(client), watcher::Config::default()).backoff(quick_backoff());
+/// Runs `watch` again after each refusal, the worker on counting meanwhile, at a pace from
+/// [`REFUSED_RETRY_FIRST`] to [`REFUSED_RETRY_MOST`]; the pace starts again after a list
+/// taken.
+async fn asking_again<F, Fut>(link: &Link, what: Listed, mut watch: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Ended>,
+{
+    let mut pause = REFUSED_RETRY_FIRST;
+    while let Ended::Refused {
+        message,
+        had_listed,
+    } = watch().await
+    {
+        if had_listed {
+            pause = REFUSED_RETRY_FIRST;
+        }
+        to_counting(link, what, &message);
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(REFUSED_RETRY_MOST);
+    }
+}
+
+fn to_counting(link: &Link, what: Listed, message: &str) {
+    let why = format!(
+        "its role may not list {} cluster-wide ({message}); Jobs are placed there by count",
+        what.plural(),
+    );
+    if link.view.counting(what, why.clone()) {
+        tracing::warn!(worker = link.name(), "{why}");
+    } else {
+        tracing::debug!(worker = link.name(), "{why}");
+    }
+}
+
+/// Marks a list of `what` taken; says so when it was refused before.
+fn listed(link: &Link, what: Listed) {
+    if link.view.listed(what) {
+        tracing::info!(
+            worker = link.name(),
+            "its role lists {} again; Jobs are placed there by room",
+            what.plural()
+        );
+    }
+}
+
+async fn nodes(link: &Link, client: &Client, freed: &Notify) -> Ended {
+    let mut had_listed = false;
+    let events = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
+        .backoff(quick_backoff());
     let mut events = std::pin::pin!(events);
     let mut relisted: Option<Vec<NodeView>> = None;
     while let Some(event) = events.next().await {
@@ -105,7 +166,8 @@ async fn nodes(link: Arc<Link>, client: Client, freed: Arc<Notify>) {
                         room.apply_node(node);
                     }
                 });
-                link.view.listed(Listed::Nodes);
+                listed(link, Listed::Nodes);
+                had_listed = true;
                 freed.notify_one();
             }
             Ok(watcher::Event::Apply(node)) => {
@@ -120,17 +182,23 @@ async fn nodes(link: Arc<Link>, client: Client, freed: Arc<Notify>) {
             }
             Err(error) => {
                 if let Some(status) = refused(&error) {
-                    return to_counting(&link, "nodes", status);
+                    let message = status.message.clone();
+                    return Ended::Refused {
+                        message,
+                        had_listed,
+                    };
                 }
                 tracing::debug!(worker = link.name(), %error, "watching nodes");
             }
         }
     }
+    Ended::Done
 }
 
-async fn pods(link: Arc<Link>, ctx: Arc<LinkContext>, client: Client, freed: Arc<Notify>) {
+async fn pods(link: &Link, ctx: &LinkContext, client: &Client, freed: &Notify) -> Ended {
+    let mut had_listed = false;
     let config = watcher::Config::default().fields(UNFINISHED_PODS);
-    let events = watcher(Api::<Pod>::all(client), config).backoff(quick_backoff());
+    let events = watcher(Api::<Pod>::all(client.clone()), config).backoff(quick_backoff());
     let mut events = std::pin::pin!(events);
     let mut relisted: Option<Vec<(String, PodView)>> = None;
     while let Some(event) = events.next().await {
@@ -161,7 +229,8 @@ async fn pods(link: Arc<Link>, ctx: Arc<LinkContext>, client: Client, freed: Arc
                         room.apply_pod(&uid, view);
                     }
                 });
-                link.view.listed(Listed::Pods);
+                listed(link, Listed::Pods);
+                had_listed = true;
                 freed.notify_one();
             }
             Ok(watcher::Event::Apply(pod)) => {
@@ -173,7 +242,7 @@ async fn pods(link: Arc<Link>, ctx: Arc<LinkContext>, client: Client, freed: Arc
                         let unschedulable = view.unschedulable.is_some();
                         link.view.update(|room| room.apply_pod(uid, view));
                         if unschedulable {
-                            wake_copy(&link, &ctx, &pod);
+                            wake_copy(link, ctx, &pod);
                         }
                     }
                     None => link.view.update(|room| room.delete_pod(uid)),
@@ -188,12 +257,17 @@ async fn pods(link: Arc<Link>, ctx: Arc<LinkContext>, client: Client, freed: Arc
             }
             Err(error) => {
                 if let Some(status) = refused(&error) {
-                    return to_counting(&link, "pods", status);
+                    let message = status.message.clone();
+                    return Ended::Refused {
+                        message,
+                        had_listed,
+                    };
                 }
                 tracing::debug!(worker = link.name(), %error, "watching pods");
             }
         }
     }
+    Ended::Done
 }
 
 /// A pod of one of the dispatcher's copies changed in a way its move rule reads: its Job is

@@ -17,7 +17,8 @@ pub enum ViewState {
     Fresh,
     /// Not listed yet (or listed afresh after the worker answered again): wait.
     Listing,
-    /// Its role may not list what placement needs (why): placed by count.
+    /// Its role refuses a list placement needs (why): placed by count until the list is
+    /// taken again.
     Counting(String),
     /// `capacity: Unbounded`: placed by count.
     Unbounded,
@@ -40,10 +41,29 @@ struct View {
     room: Room,
     nodes_listed: bool,
     pods_listed: bool,
-    /// Why the worker is placed on by count, when its role refused a list.
-    counting: Option<String>,
+    /// Why the worker's role refused the list of its nodes, while it does.
+    nodes_refused: Option<String>,
+    /// Why the worker's role refused the list of its pods, while it does.
+    pods_refused: Option<String>,
     /// When the watches last brought anything (a list or an event).
     heard: Option<Instant>,
+}
+
+impl View {
+    /// Whether `what` is listed, and why its list is refused.
+    fn list_of(&mut self, what: Listed) -> (&mut bool, &mut Option<String>) {
+        match what {
+            Listed::Nodes => (&mut self.nodes_listed, &mut self.nodes_refused),
+            Listed::Pods => (&mut self.pods_listed, &mut self.pods_refused),
+        }
+    }
+
+    /// Why the worker is placed on by count: the first list its role refuses.
+    fn refused(&self) -> Option<&str> {
+        self.nodes_refused
+            .as_deref()
+            .or(self.pods_refused.as_deref())
+    }
 }
 
 /// A worker's view, shared by its watches (writers) and the syncs (readers).
@@ -71,8 +91,8 @@ impl WorkerView {
 
     pub fn state(&self) -> ViewState {
         let v = self.view();
-        if let Some(why) = &v.counting {
-            return ViewState::Counting(why.clone());
+        if let Some(why) = v.refused() {
+            return ViewState::Counting(why.to_owned());
         }
         if self.unbounded {
             return ViewState::Unbounded;
@@ -94,11 +114,14 @@ impl WorkerView {
         *self.view() = View::default();
     }
 
-    /// Its role refused a list: placed by count from now on (until the next reset).
-    pub fn counting(&self, why: String) {
+    /// Its role refused the list of `what`: placed by count until that list is taken
+    /// ([`Self::listed`]). The room is kept: the next list replaces what it lists. Returns
+    /// whether this list was taken until now (the refusal is news).
+    pub fn counting(&self, what: Listed, why: String) -> bool {
         let mut v = self.view();
-        v.counting = Some(why);
-        v.room.clear();
+        let (listed, refused) = v.list_of(what);
+        *listed = false;
+        refused.replace(why).is_none()
     }
 
     /// Changes the room under the lock; `listed` marks a finished list of nodes or pods.
@@ -108,19 +131,20 @@ impl WorkerView {
         change(&mut v.room)
     }
 
-    pub fn listed(&self, what: Listed) {
+    /// A list of `what` finished. Returns whether it was refused before (the role lists
+    /// again).
+    pub fn listed(&self, what: Listed) -> bool {
         let mut v = self.view();
         v.heard = Some(Instant::now());
-        match what {
-            Listed::Nodes => v.nodes_listed = true,
-            Listed::Pods => v.pods_listed = true,
-        }
+        let (listed, refused) = v.list_of(what);
+        *listed = true;
+        refused.take().is_some()
     }
 
     /// A copy's pods (by the copy's UID), once the pods are listed.
     pub fn copy_pods(&self, copy_uid: &str) -> Option<CopyPods> {
         let v = self.view();
-        if !v.pods_listed || v.counting.is_some() {
+        if !v.pods_listed || v.refused().is_some() {
             return None;
         }
         let pods = v.room.pods_of(copy_uid);
@@ -188,9 +212,87 @@ impl WorkerView {
     }
 }
 
-/// Which list finished.
+/// Which list finished (or was refused).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Listed {
     Nodes,
     Pods,
+}
+
+impl Listed {
+    /// What is listed, as a message names it.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Listed::Nodes => "nodes",
+            Listed::Pods => "pods",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lists taken (`"listed"`) and refused (`"refused"`), in order.
+    type Steps = &'static [(&'static str, Listed)];
+
+    fn state_after(steps: Steps) -> (ViewState, Vec<bool>) {
+        let view = WorkerView::new(false);
+        let news = steps
+            .iter()
+            .map(|(step, what)| match *step {
+                "refused" => view.counting(*what, format!("{} refused", what.plural())),
+                _ => view.listed(*what),
+            })
+            .collect();
+        (view.state(), news)
+    }
+
+    /// A refusal puts the worker on counting until that very list is taken again (a restarted
+    /// API server refuses for a moment); each says once that it is news.
+    #[test]
+    fn a_refused_list_counts_until_it_is_taken_again() {
+        use Listed::{Nodes, Pods};
+        let counting = |why: &str| ViewState::Counting(why.to_owned());
+        let cases: [(Steps, ViewState, &[bool]); 6] = [
+            (
+                &[("listed", Nodes), ("listed", Pods)],
+                ViewState::Fresh,
+                &[false, false],
+            ),
+            (
+                &[("refused", Nodes), ("listed", Pods)],
+                counting("nodes refused"),
+                &[true, false],
+            ),
+            (
+                &[("refused", Nodes), ("refused", Nodes), ("listed", Pods)],
+                counting("nodes refused"),
+                &[true, false, false],
+            ),
+            (
+                &[("refused", Nodes), ("listed", Pods), ("listed", Nodes)],
+                ViewState::Fresh,
+                &[true, false, true],
+            ),
+            (
+                &[
+                    ("listed", Nodes),
+                    ("listed", Pods),
+                    ("refused", Pods),
+                    ("listed", Nodes),
+                ],
+                counting("pods refused"),
+                &[false, false, true, false],
+            ),
+            (
+                &[("refused", Pods), ("refused", Nodes), ("listed", Pods)],
+                counting("nodes refused"),
+                &[true, true, true],
+            ),
+        ];
+        for (steps, state, news) in cases {
+            assert_eq!(state_after(steps), (state, news.to_vec()), "{steps:?}");
+        }
+    }
 }
