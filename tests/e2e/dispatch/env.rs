@@ -162,9 +162,9 @@ impl World {
 
     /// Puts back what a test that failed half-way may have left changed (the policy file, a
     /// replica not started again, the Nodes of a placement test when `roomy`), then waits
-    /// until the leader has every worker ready: answering, its view fresh, not draining. A
-    /// test starts from the world as installed, so one failure is one failed test, not a
-    /// cascade through the tests after it.
+    /// until the leader has every worker ready ([`Self::every_worker_ready`]). A test starts
+    /// from the world as installed, so one failure is one failed test, not a cascade through
+    /// the tests after it.
     async fn make_whole(&self, roomy: bool) {
         // Tests beside each other start together: one puts back what needs it.
         static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -187,6 +187,12 @@ impl World {
         if roomy {
             self.roomy_nodes_only().await;
         }
+        self.every_worker_ready().await;
+    }
+
+    /// Waits until the leader shows every worker answering, its view fresh and not
+    /// draining, and no worker still connecting.
+    async fn every_worker_ready(&self) {
         let started = Instant::now();
         loop {
             let metrics = self.metrics().await.unwrap_or_default();
