@@ -57,25 +57,6 @@ impl Test {
         );
     }
 
-    /// Waits until the leader says east answers, is ready and its view is fresh: a worker
-    /// just added has its copies listed and fenced and its room read first, and until then the
-    /// Jobs made go to the other workers (rightly), which the tests after this one, counting on
-    /// an even fleet, would not expect. Read from one scrape: the gauges' tick counts the
-    /// workers by state before it shows each view, so east's view shown fresh means the count
-    /// of workers still connecting already counted east.
-    async fn east_answers(&self, what: &str) {
-        self.wait_for(what, || async {
-            let Some(metrics) = self.world.metrics().await else {
-                return false;
-            };
-            let has = |line: &str| metrics.lines().any(|l| l == line);
-            has("jobwarden_dispatch_worker_up{worker=\"east\"} 1")
-                && has("jobwarden_dispatch_worker_view{worker=\"east\",state=\"fresh\"} 1")
-                && has("jobwarden_dispatch_workers{state=\"connecting\"} 0")
-        })
-        .await;
-    }
-
     /// Waits until the Job `name` is recorded on `worker` and its copy there has a pod
     /// running, read from the worker: a move writes the record first, and the user's Job
     /// shows the old copy's pod until the new copy's is mirrored.
@@ -106,9 +87,9 @@ async fn a_worker_drained_then_removed_under_load_loses_no_job_and_keeps_the_lea
     let Some(test) = Test::alone("fleet-change").await else {
         return;
     };
-    let original = test.world.policy.clone();
+    let original = &test.world.policy;
     assert!(original.contains(EAST_ENTRY), "{original}");
-    let restore = Restore::policy(&test, &original);
+    let restore = Restore::policy(&test);
     let leader = test.world.wait_leader(&test.mgmt).await;
 
     // Both on east: `moves` first (east and west alike, east by name), `stays` named there.
@@ -129,7 +110,7 @@ async fn a_worker_drained_then_removed_under_load_loses_no_job_and_keeps_the_lea
     let applied = test
         .leader_sample("jobwarden_policy_reloads_total{result=\"applied\"}")
         .await;
-    test.swap_policy(&original.replace(
+    test.world.swap_policy(&original.replace(
         EAST_ENTRY,
         "- {name: east, kubeconfigSecret: jobwarden-worker-east, draining: true}",
     ));
@@ -167,7 +148,7 @@ async fn a_worker_drained_then_removed_under_load_loses_no_job_and_keeps_the_lea
     let refused = test
         .leader_sample("jobwarden_policy_reloads_total{result=\"refused\"}")
         .await;
-    test.swap_policy(&without_east(&original));
+    test.world.swap_policy(&without_east(original));
     test.wait_for("the removal refused", || async {
         test.leader_sample("jobwarden_policy_reloads_total{result=\"refused\"}")
             .await
@@ -184,7 +165,7 @@ async fn a_worker_drained_then_removed_under_load_loses_no_job_and_keeps_the_lea
 
     // Back as it was, for the tests after this one.
     drop(restore);
-    test.east_answers("east answering again").await;
+    test.world.every_worker_ready().await;
     assert_eq!(
         test.world.leader(&test.mgmt).await,
         Some(leader),
@@ -193,31 +174,27 @@ async fn a_worker_drained_then_removed_under_load_loses_no_job_and_keeps_the_lea
     test.finish().await;
 }
 
-/// Puts the world back as it was when dropped, the test passed or not: the policy file, and
-/// the replica killed for good started again. The tests after it need every worker and both
-/// replicas.
+/// Puts the world back as it was when dropped, the test passed or not: the policy file as
+/// installed, and the replica killed for good started again. The tests after it need every
+/// worker and both replicas.
 pub(super) struct Restore<'t> {
     test: &'t Test,
-    original: String,
     killed: Option<usize>,
 }
 
 impl<'t> Restore<'t> {
-    /// Puts `original` back as the policy file when dropped.
-    pub(super) fn policy(test: &'t Test, original: &str) -> Restore<'t> {
-        Restore {
-            test,
-            original: original.to_owned(),
-            killed: None,
-        }
+    /// Puts the installed policy back as the policy file when dropped.
+    pub(super) fn policy(test: &'t Test) -> Restore<'t> {
+        Restore { test, killed: None }
     }
 }
 
 impl Drop for Restore<'_> {
     fn drop(&mut self) {
-        self.test.swap_policy(&self.original);
+        let world = self.test.world;
+        world.swap_policy(&world.policy);
         if let Some(i) = self.killed.take()
-            && let Err(e) = self.test.world.try_start_replica(i)
+            && let Err(e) = world.try_start_replica(i)
         {
             eprintln!("replica {i} not started again: {e}");
         }
@@ -233,14 +210,14 @@ async fn a_removal_refused_by_the_leader_holds_when_the_standby_takes_over() {
     let Some(test) = Test::alone("refused-hand-over").await else {
         return;
     };
-    let original = test.world.policy.clone();
-    let mut restore = Restore::policy(&test, &original);
+    let original = &test.world.policy;
+    let mut restore = Restore::policy(&test);
     let job = test
         .create("stays", held(), json!({"jobwarden.io/workers": "east"}))
         .await;
     test.running_on("stays", "east").await;
 
-    test.swap_policy(&without_east(&original));
+    test.world.swap_policy(&without_east(original));
     let refusal = format!(
         "worker east still has 1 Job placed on it ({}/stays)",
         test.ns
@@ -259,7 +236,7 @@ async fn a_removal_refused_by_the_leader_holds_when_the_standby_takes_over() {
             .is_some_and(|l| l != killed)
     })
     .await;
-    test.east_answers("east in the new leader's fleet").await;
+    test.world.every_worker_ready().await;
     assert!(
         test.copy_on("east", "stays", &uid(&job)).await.is_some(),
         "the copy is still on east"
@@ -269,6 +246,6 @@ async fn a_removal_refused_by_the_leader_holds_when_the_standby_takes_over() {
 
     // Back as it was, for the tests after this one: every worker, both replicas.
     drop(restore);
-    test.east_answers("east answering again").await;
+    test.world.every_worker_ready().await;
     test.finish().await;
 }

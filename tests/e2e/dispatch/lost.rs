@@ -342,14 +342,7 @@ async fn a_short_stop_of_a_worker_moves_nothing() {
     );
     // A restarted API server refuses every list until its RBAC cache is filled: the worker's
     // room is listed again once it lists (before, one refusal put it on counting for good).
-    let fresh = format!("jobwarden_dispatch_worker_view{{worker=\"{worker}\",state=\"fresh\"}} 1");
-    test.wait_for("the worker's room listed again", || async {
-        test.world
-            .metrics()
-            .await
-            .is_some_and(|m| m.lines().any(|l| l == fresh))
-    })
-    .await;
+    test.world.every_worker_ready().await;
     let seen = test.finish().await;
     assert_eq!(seen.get(&uid(&job)).map(|h| h.copies.len()), Some(1));
 }

@@ -40,7 +40,7 @@ impl Test {
     async fn take_up_teams(&self, original: &str, teams: &[(&str, &str, u32)]) {
         let applied = "jobwarden_policy_reloads_total{result=\"applied\"}";
         let before = self.leader_sample(applied).await;
-        self.swap_policy(&with_teams(original, teams));
+        self.world.swap_policy(&with_teams(original, teams));
         self.wait_for("the teams taken up", || async {
             self.leader_sample(applied).await > before
         })
@@ -73,8 +73,8 @@ async fn a_latecomer_team_gets_each_gpu_that_frees() {
     };
     let late = early.beside("late").await;
     // Refused on reload, naming the field: a namespace in two teams, a weight of 0.
-    let original = early.world.policy.clone();
-    let restore = Restore::policy(&early, &original);
+    let original = &early.world.policy;
+    let restore = Restore::policy(&early);
     let refused = "jobwarden_policy_reloads_total{result=\"refused\"}";
     for (teams, said) in [
         (
@@ -93,7 +93,7 @@ async fn a_latecomer_team_gets_each_gpu_that_frees() {
         ),
     ] {
         let before = early.leader_sample(refused).await;
-        early.swap_policy(&with_teams(&original, &teams));
+        early.world.swap_policy(&with_teams(original, &teams));
         early
             .wait_for("the teams refused", || async {
                 early.leader_sample(refused).await > before
@@ -107,7 +107,7 @@ async fn a_latecomer_team_gets_each_gpu_that_frees() {
         );
     }
     early
-        .take_up_teams(&original, &[("early", &early.ns, 1), ("late", &late.ns, 1)])
+        .take_up_teams(original, &[("early", &early.ns, 1), ("late", &late.ns, 1)])
         .await;
 
     // The early team fills the fleet: 8 run, 2 wait.
@@ -177,11 +177,11 @@ async fn a_job_needing_a_whole_node_is_not_overtaken_by_a_stream() {
         return;
     };
     let whole = stream.beside("whole").await;
-    let original = stream.world.policy.clone();
-    let restore = Restore::policy(&stream, &original);
+    let original = &stream.world.policy;
+    let restore = Restore::policy(&stream);
     stream
         .take_up_teams(
-            &original,
+            original,
             &[("stream", &stream.ns, 1), ("whole", &whole.ns, 1)],
         )
         .await;
@@ -280,14 +280,14 @@ async fn weights_share_the_gpus_that_free_three_to_one() {
         return;
     };
     let (a, b) = (first.beside("a").await, first.beside("b").await);
-    let original = first.world.policy.clone();
-    let restore = Restore::policy(&first, &original);
+    let original = &first.world.policy;
+    let restore = Restore::policy(&first);
     let teams = [
         ("first", first.ns.as_str(), 1),
         ("a", &a.ns, 1),
         ("b", &b.ns, 3),
     ];
-    first.take_up_teams(&original, &teams).await;
+    first.take_up_teams(original, &teams).await;
 
     let holders: Vec<String> = (0..8).map(|i| format!("f{i}")).collect();
     for name in &holders {
